@@ -1,0 +1,41 @@
+import type { Command } from 'commander';
+import { COMMANDS } from '../commands/index.js';
+import { runCommand, type CommandContext } from '../commands/table.js';
+import { Engine } from '../engine.js';
+
+export interface GlobalOptions {
+  home?: string;
+}
+
+/** Options of the root program (`--home`), from any subcommand. */
+export function globals(cmd: Command): GlobalOptions {
+  let root = cmd;
+  while (root.parent) root = root.parent;
+  return root.opts<GlobalOptions>();
+}
+
+export function callerDepth(): number {
+  const d = Number(process.env.LIGHTWORKER_DEPTH ?? 0);
+  return Number.isInteger(d) && d >= 0 ? d : 0;
+}
+
+/** Open the home, run `fn` with a command caller, close. */
+export async function withEngine<T>(cmd: Command, fn: (call: (name: string, input?: unknown) => Promise<any>, ctx: CommandContext) => Promise<T>): Promise<T> {
+  const engine = new Engine({ home: globals(cmd).home });
+  const ctx: CommandContext = { engine, face: 'cli', depth: callerDepth() };
+  try {
+    // `any`: each call site knows the command's output shape; the table is deliberately untyped by name.
+    return await fn((name, input) => runCommand(COMMANDS, ctx, name, input ?? {}) as Promise<any>, ctx);
+  } finally {
+    engine.close();
+  }
+}
+
+export function splitList(v: string | undefined): string[] | undefined {
+  if (v === undefined) return undefined;
+  return v.split(',').map((s) => s.trim()).filter(Boolean);
+}
+
+export function collect(value: string, prev: string[] = []): string[] {
+  return [...prev, value];
+}

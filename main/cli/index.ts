@@ -1,0 +1,46 @@
+import { Command, CommanderError } from 'commander';
+import { isAppError, toErrorPayload } from '../core/errors.js';
+import { err } from './output.js';
+import { registerSystemCommands } from './system.js';
+import { registerTaskCommands } from './tasks.js';
+
+/** Exit codes: 0 ok, 1 the operation failed, 2 bad usage or input. */
+const USAGE_CODES = new Set(['invalid_input', 'not_found']);
+
+export function buildProgram(): Command {
+  const program = new Command('lightworker')
+    .description('LightWorker: hand bounded coding tasks to agent CLIs, safely.')
+    .version('0.1.0')
+    .option('--home <dir>', 'home folder (default: $LIGHTWORKER_HOME or the platform state folder)')
+    .showHelpAfterError()
+    .exitOverride();
+  registerSystemCommands(program);
+  registerTaskCommands(program);
+  for (const c of program.commands) c.exitOverride();
+  return program;
+}
+
+/** Hooks that later parts (scheduler, workers, MCP, serve) use to add their commands. */
+const extensions: ((program: Command) => void)[] = [];
+export function extendCli(fn: (program: Command) => void): void {
+  extensions.push(fn);
+}
+
+export async function main(argv: string[]): Promise<void> {
+  const program = buildProgram();
+  for (const ext of extensions) ext(program);
+  for (const c of program.commands) c.exitOverride();
+  try {
+    await program.parseAsync(argv);
+  } catch (e) {
+    if (e instanceof CommanderError) {
+      if (e.code === 'commander.helpDisplayed' || e.code === 'commander.version' || e.code === 'commander.help') process.exitCode = 0;
+      else process.exitCode = 2;
+      return;
+    }
+    const p = toErrorPayload(e);
+    err(`error: ${p.message}${isAppError(e) ? ` [${p.code}]` : ''}`);
+    if (!isAppError(e) && process.env.LIGHTWORKER_DEBUG) err((e as Error).stack ?? '');
+    process.exitCode = isAppError(e) && USAGE_CODES.has(e.code) ? 2 : 1;
+  }
+}

@@ -1,0 +1,216 @@
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { type Command, Option } from 'commander';
+import { AppError } from '../core/errors.js';
+import type { TreeNode } from '../commands/tasks.js';
+import { STATUSES, type Task } from '../tasks/types.js';
+import { collect, splitList, withEngine } from './context.js';
+import { ago, out, printJson, table } from './output.js';
+
+function parseIntOption(name: string) {
+  return (v: string) => {
+    const n = Number(v);
+    if (!Number.isInteger(n)) throw new AppError('invalid_input', `${name}: expected an integer, got "${v}"`, { field: name });
+    return n;
+  };
+}
+
+function parseJsonOption(name: string) {
+  return (v: string) => {
+    try {
+      return JSON.parse(v);
+    } catch {
+      throw new AppError('invalid_input', `${name}: not valid JSON`, { field: name });
+    }
+  };
+}
+
+function taskLine(t: Task): string[] {
+  return [t.id, t.status, t.kind, t.worker, ago(t.createdAt), t.name];
+}
+
+export function printTask(t: Task & { waitingOn?: string[] }): void {
+  const lines = [
+    `${t.id}  ${t.status}${t.waitingOn?.length ? ` (waiting on approval of ${t.waitingOn.join(', ')})` : ''}`,
+    `name:       ${t.name}`,
+    `kind:       ${t.kind}   mode: ${t.mode}   worker: ${t.worker}${t.model ? `   model: ${t.model}` : ''}${t.reasoningEffort ? `   effort: ${t.reasoningEffort}` : ''}`,
+    `workspace:  ${t.workspace}${t.baseRef ? ` @ ${t.baseRef}` : ''}`,
+    `priority:   ${t.priority}   timeout: ${t.timeoutS}s   attempt: ${t.attempt}`,
+  ];
+  if (t.dependsOn.length) lines.push(`depends on: ${t.dependsOn.join(', ')}`);
+  if (t.worktreePath) lines.push(`worktree:   ${t.worktreePath} (${t.branch})`);
+  if (t.usage.inputTokens || t.usage.outputTokens) {
+    lines.push(`usage:      ${t.usage.inputTokens} in (${t.usage.cachedTokens} cached), ${t.usage.outputTokens} out${t.usage.costUsd !== null ? `, $${t.usage.costUsd.toFixed(4)}` : ''}`);
+  }
+  if (t.error) lines.push(`error:      ${t.error.code}: ${t.error.message}`);
+  lines.push('objective:', ...t.objective.split('\n').map((l) => `  ${l}`));
+  if (t.verify.length) lines.push('verify:', ...t.verify.map((v) => `  ${Array.isArray(v) ? JSON.stringify(v) : v}`));
+  if (t.result !== null) lines.push(`result${t.schemaValid === false ? ' (not schema-valid)' : ''}:`, ...JSON.stringify(t.result, null, 2).split('\n').map((l) => `  ${l}`));
+  out(lines.join('\n'));
+}
+
+function printTree(nodes: TreeNode[], indent = ''): void {
+  for (const n of nodes) {
+    out(`${indent}${n.id}  ${n.status.padEnd(17)} ${n.kind.padEnd(7)} ${n.name}${n.dependsOn.length ? `  ← ${n.dependsOn.join(', ')}` : ''}`);
+    printTree(n.children, indent + '  ');
+  }
+}
+
+export function registerTaskCommands(program: Command): void {
+  program
+    .command('submit')
+    .description('queue a task (or a batch with --batch FILE)')
+    .argument('[objective...]', 'what the worker should do')
+    .option('--objective-file <file>', 'read the objective from a file')
+    .option('--batch <file>', 'a JSON file {"tasks":[…]} queued all-or-nothing')
+    .addOption(new Option('-k, --kind <kind>', 'plan | explore | review | execute').choices(['plan', 'explore', 'review', 'execute']))
+    .option('-w, --workspace <dir>', 'git repository to work in (default: current directory)')
+    .option('-n, --name <name>', 'short name')
+    .option('--worker <name>', 'worker CLI (mock, codex, claude-code, opencode, or a linked one)')
+    .option('--model <model>')
+    .addOption(new Option('--effort <effort>', 'reasoning effort').choices(['low', 'medium', 'high', 'xhigh']))
+    .option('--profile <name>')
+    .option('--gateway <name>')
+    .addOption(new Option('--mode <mode>').choices(['plan_only', 'auto_readonly', 'auto_execute']))
+    .addOption(new Option('--type <type>', 'workflow type').choices(['chore', 'feature', 'hotfix', 'refactor']))
+    .option('--priority <n>', '0–100', parseIntOption('priority'))
+    .option('--timeout <seconds>', 'hard timeout', parseIntOption('timeout'))
+    .option('--base-ref <ref>', 'git ref the worktree starts from')
+    .option('--depends-on <ids>', 'comma-separated task ids')
+    .option('--verify <command>', 'verification command (repeatable; a JSON array is taken as argv)', collect)
+    .option('--allowed-path <glob>', 'path the task may change (repeatable)', collect)
+    .option('--criteria <text>', 'success criterion (repeatable)', collect)
+    .option('--context-pack <name>')
+    .option('--metadata <json>', 'worker-specific settings as JSON', parseJsonOption('metadata'))
+    .option('--parent <id>', 'parent task id')
+    .option('--json', 'print the created task(s) as JSON')
+    .action(async (words: string[], o, cmd: Command) => {
+      await withEngine(cmd, async (call) => {
+        if (o.batch) {
+          let batch: unknown;
+          try {
+            batch = JSON.parse(readFileSync(resolve(o.batch), 'utf8'));
+          } catch (e) {
+            throw new AppError('invalid_input', `--batch: cannot read ${o.batch}: ${(e as Error).message}`, { field: 'batch' });
+          }
+          const r = await call('delegate_batch', batch);
+          if (o.json) printJson(r);
+          else out(table(['ID', 'STATUS', 'KIND', 'WORKER', 'CREATED', 'NAME'], r.tasks.map(taskLine)));
+          return;
+        }
+        const objective = o.objectiveFile ? readFileSync(resolve(o.objectiveFile), 'utf8') : words.join(' ');
+        const input = {
+          objective,
+          kind: o.kind,
+          workspace: resolve(o.workspace ?? process.cwd()),
+          name: o.name,
+          worker: o.worker,
+          model: o.model,
+          reasoning_effort: o.effort,
+          profile: o.profile,
+          gateway: o.gateway,
+          mode: o.mode,
+          type: o.type,
+          priority: o.priority,
+          timeout_s: o.timeout,
+          base_ref: o.baseRef,
+          depends_on: splitList(o.dependsOn),
+          verify: (o.verify as string[] | undefined)?.map((v) => (v.trim().startsWith('[') ? parseJsonOption('verify')(v) : v)),
+          allowed_paths: o.allowedPath,
+          success_criteria: o.criteria,
+          context_pack: o.contextPack,
+          metadata: o.metadata,
+          parent_id: o.parent,
+        };
+        const r = await call('delegate_task', input);
+        if (o.json) printJson(r);
+        else out(`${r.task.id}  ${r.task.status}${r.task.status === 'awaiting_approval' ? `  (approve with: lightworker approve ${r.task.id})` : ''}`);
+      });
+    });
+
+  program
+    .command('tasks')
+    .description('list tasks, newest first')
+    .option('-s, --status <list>', `comma-separated: ${STATUSES.join(', ')}`)
+    .option('--search <text>')
+    .option('--root <id>', 'only this tree')
+    .option('--limit <n>', 'at most this many', parseIntOption('limit'), 100)
+    .option('--json')
+    .action(async (o, cmd: Command) => {
+      await withEngine(cmd, async (call) => {
+        const r = await call('list_tasks', { status: splitList(o.status), search: o.search, root_id: o.root, limit: o.limit });
+        if (o.json) printJson(r);
+        else if (!r.tasks.length) out('no tasks');
+        else out(table(['ID', 'STATUS', 'KIND', 'WORKER', 'CREATED', 'NAME'], r.tasks.map(taskLine)));
+      });
+    });
+
+  program
+    .command('show')
+    .description('one task in full')
+    .argument('<id>')
+    .option('--json')
+    .action(async (id: string, o, cmd: Command) => {
+      await withEngine(cmd, async (call) => {
+        const r = await call('get_task', { id });
+        if (o.json) printJson(r);
+        else printTask(r.task);
+      });
+    });
+
+  program
+    .command('tree')
+    .description("the tree a task belongs to")
+    .argument('<id>')
+    .option('--json')
+    .action(async (id: string, o, cmd: Command) => {
+      await withEngine(cmd, async (call) => {
+        const r = await call('get_task_tree', { id });
+        if (o.json) printJson(r);
+        else printTree(r.roots);
+      });
+    });
+
+  program
+    .command('approve')
+    .description('approve tasks awaiting a person')
+    .argument('<ids...>')
+    .option('--json')
+    .action(async (ids: string[], o, cmd: Command) => {
+      await withEngine(cmd, async (call) => {
+        const tasks = [];
+        for (const id of ids) tasks.push((await call('approve_task', { id })).task);
+        if (o.json) printJson({ tasks });
+        else for (const t of tasks) out(`${t.id}  ${t.status}`);
+      });
+    });
+
+  program
+    .command('cancel')
+    .description('cancel tasks (running ones are killed with their whole process tree)')
+    .argument('<ids...>')
+    .option('--reason <text>')
+    .option('--json')
+    .action(async (ids: string[], o, cmd: Command) => {
+      await withEngine(cmd, async (call) => {
+        const tasks = [];
+        for (const id of ids) tasks.push((await call('cancel_task', { id, reason: o.reason })).task);
+        if (o.json) printJson({ tasks });
+        else for (const t of tasks) out(`${t.id}  ${t.cancelRequested && t.status !== 'cancelled' ? `${t.status} (cancel requested)` : t.status}`);
+      });
+    });
+
+  program
+    .command('retry')
+    .description('run an ended task again as a new attempt')
+    .argument('<id>')
+    .addOption(new Option('--strategy <s>', 'same | fallback_gateway | deeper_profile').choices(['same', 'fallback_gateway', 'deeper_profile']).default('same'))
+    .option('--json')
+    .action(async (id: string, o, cmd: Command) => {
+      await withEngine(cmd, async (call) => {
+        const r = await call('retry_task', { id, strategy: o.strategy });
+        if (o.json) printJson(r);
+        else out(`${r.task.id}  ${r.task.status}  attempt ${r.task.attempt}`);
+      });
+    });
+}

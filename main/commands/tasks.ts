@@ -1,0 +1,138 @@
+import { z } from 'zod';
+import { AppError } from '../core/errors.js';
+import { listTasks, requireTask } from '../store/tasks.js';
+import { createTasks } from '../tasks/create.js';
+import { approveTask, cancelTask, RETRY_STRATEGIES, retryTask, waitingOn } from '../tasks/ops.js';
+import { batchInputSchema, TASK_ID, taskInputSchema } from '../tasks/schema.js';
+import { STATUSES, type Task } from '../tasks/types.js';
+import { defineCommand, requirePersonOrAllowed, type CommandContext } from './table.js';
+
+function byWho(ctx: CommandContext): string {
+  return ctx.face === 'mcp' ? 'an MCP client' : ctx.face === 'cli' ? 'the CLI' : 'the console';
+}
+
+/** A task as shown to callers: plus `waiting_on` when something upstream needs approval. */
+export function presentTask(ctx: CommandContext, t: Task): Task & { waitingOn?: string[] } {
+  if (t.status !== 'queued' && t.status !== 'awaiting_approval') return t;
+  const w = waitingOn(ctx.engine.db, t.id);
+  return w.length ? { ...t, waitingOn: w } : t;
+}
+
+export const delegateTask = defineCommand({
+  name: 'delegate_task',
+  description: 'Queue one task (plan, explore, review or execute) for a worker.',
+  input: taskInputSchema,
+  readOnly: false,
+  handler(ctx, input) {
+    const [task] = ctx.engine.write(() =>
+      createTasks({ db: ctx.engine.db, config: ctx.engine.config, homeRoot: ctx.engine.home.root, depth: ctx.depth }, [input]),
+    );
+    return { task: presentTask(ctx, task) };
+  },
+});
+
+export const delegateBatch = defineCommand({
+  name: 'delegate_batch',
+  description: 'Queue several tasks at once, all or nothing; depends_on may name refs in the batch.',
+  input: batchInputSchema,
+  readOnly: false,
+  handler(ctx, input) {
+    const tasks = ctx.engine.write(() =>
+      createTasks({ db: ctx.engine.db, config: ctx.engine.config, homeRoot: ctx.engine.home.root, depth: ctx.depth }, input.tasks),
+    );
+    return { tasks: tasks.map((t) => presentTask(ctx, t)) };
+  },
+});
+
+export const getTask = defineCommand({
+  name: 'get_task',
+  description: 'One task with status, route, usage, result and error.',
+  input: z.strictObject({ id: TASK_ID }),
+  readOnly: true,
+  handler(ctx, input) {
+    return { task: presentTask(ctx, requireTask(ctx.engine.db, input.id)) };
+  },
+});
+
+export const listTasksCommand = defineCommand({
+  name: 'list_tasks',
+  description: 'Tasks newest first, filtered by status, tree or text.',
+  input: z.strictObject({
+    status: z.array(z.enum(STATUSES)).max(STATUSES.length).optional(),
+    root_id: TASK_ID.optional(),
+    search: z.string().min(1).max(200).optional(),
+    limit: z.number().int().min(1).max(10_000).default(100),
+    before: TASK_ID.optional(),
+  }),
+  readOnly: true,
+  handler(ctx, input) {
+    const tasks = listTasks(ctx.engine.db, { status: input.status, rootId: input.root_id, search: input.search, limit: input.limit, before: input.before });
+    return { tasks: tasks.map((t) => presentTask(ctx, t)) };
+  },
+});
+
+export interface TreeNode {
+  id: string;
+  name: string;
+  kind: Task['kind'];
+  status: Task['status'];
+  dependsOn: string[];
+  children: TreeNode[];
+}
+
+export const getTaskTree = defineCommand({
+  name: 'get_task_tree',
+  description: 'The whole tree (root, children, dependencies) that a task belongs to.',
+  input: z.strictObject({ id: TASK_ID }),
+  readOnly: true,
+  handler(ctx, input) {
+    const t = requireTask(ctx.engine.db, input.id);
+    const all = listTasks(ctx.engine.db, { rootId: t.rootId, limit: 10_000 }).reverse();
+    const nodes = new Map<string, TreeNode>(
+      all.map((x) => [x.id, { id: x.id, name: x.name, kind: x.kind, status: x.status, dependsOn: x.dependsOn, children: [] }]),
+    );
+    const roots: TreeNode[] = [];
+    for (const x of all) {
+      const node = nodes.get(x.id)!;
+      const parent = x.parentId ? nodes.get(x.parentId) : undefined;
+      if (parent) parent.children.push(node);
+      else roots.push(node);
+    }
+    return { rootId: t.rootId, roots, count: all.length };
+  },
+});
+
+export const approveTaskCommand = defineCommand({
+  name: 'approve_task',
+  description: 'Approve a task that awaits a person (execute tasks, or anything in plan_only mode).',
+  input: z.strictObject({ id: TASK_ID }),
+  readOnly: false,
+  handler(ctx, input) {
+    requirePersonOrAllowed(ctx, 'approve_task');
+    return { task: ctx.engine.write(() => approveTask(ctx.engine.db, input.id, byWho(ctx))) };
+  },
+});
+
+export const cancelTaskCommand = defineCommand({
+  name: 'cancel_task',
+  description: 'Cancel a task; a running one has its whole process tree killed.',
+  input: z.strictObject({ id: TASK_ID, reason: z.string().max(500).optional() }),
+  readOnly: false,
+  destructive: true,
+  handler(ctx, input) {
+    return { task: ctx.engine.write(() => cancelTask(ctx.engine.db, input.id, byWho(ctx), input.reason)) };
+  },
+});
+
+export const retryTaskCommand = defineCommand({
+  name: 'retry_task',
+  description: 'Run an ended task again as a new attempt (same route, fallback gateway or deeper profile).',
+  input: z.strictObject({ id: TASK_ID, strategy: z.enum(RETRY_STRATEGIES).default('same') }),
+  readOnly: false,
+  handler(ctx, input) {
+    if (ctx.depth > ctx.engine.config.limits.max_depth) throw new AppError('forbidden', 'retry_task: delegation depth exceeded');
+    return { task: ctx.engine.write(() => retryTask(ctx.engine.db, ctx.engine.config, input.id, input.strategy, byWho(ctx))) };
+  },
+});
+
+export const TASK_COMMANDS = [delegateTask, delegateBatch, getTask, listTasksCommand, getTaskTree, approveTaskCommand, cancelTaskCommand, retryTaskCommand];

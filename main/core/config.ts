@@ -1,0 +1,171 @@
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { parse as parseToml } from 'smol-toml';
+import { z } from 'zod';
+import { AppError } from './errors.js';
+
+export const MODES = ['plan_only', 'auto_readonly', 'auto_execute'] as const;
+export const EFFORTS = ['low', 'medium', 'high', 'xhigh'] as const;
+export const KINDS = ['plan', 'explore', 'review', 'execute'] as const;
+
+const profileSchema = z.strictObject({
+  model: z.string().min(1).optional(),
+  reasoning_effort: z.enum(EFFORTS).default('medium'),
+  kinds: z.array(z.enum(KINDS)).min(1).default([...KINDS]),
+  worker: z.string().min(1).optional(),
+});
+
+const gatewaySchema = z.strictObject({
+  base_url: z.string().url(),
+  /** Name of the environment variable that holds the key; the key itself is never stored. */
+  key_env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name'),
+  wire_api: z.enum(['responses', 'messages', 'chat']).optional(),
+});
+
+const linkedWorkerSchema = z.strictObject({
+  command: z.array(z.string()).min(1),
+  resume: z.array(z.string()).min(1).optional(),
+  max_concurrency: z.number().int().min(1).max(64).default(2),
+});
+
+export const configSchema = z.strictObject({
+  scheduler: z
+    .strictObject({
+      max_concurrency: z.number().int().min(1).max(256).default(4),
+      per_repository: z.number().int().min(1).max(256).default(3),
+      per_root: z.number().int().min(1).max(256).default(2),
+      lease_ttl_ms: z.number().int().min(500).max(60_000).default(3000),
+      kill_grace_ms: z.number().int().min(0).max(120_000).default(5000),
+      default_worker: z.string().min(1).default('mock'),
+    })
+    .prefault({}),
+  approvals: z
+    .strictObject({
+      default_mode: z.enum(MODES).default('auto_readonly'),
+      allow_mcp: z.boolean().default(false),
+    })
+    .prefault({}),
+  limits: z
+    .strictObject({
+      max_depth: z.number().int().min(0).max(8).default(1),
+      retry_budget: z.number().int().min(0).max(20).default(3),
+      mcp_mutations_per_minute: z.number().int().min(1).max(10_000).default(60),
+    })
+    .prefault({}),
+  models: z
+    .strictObject({
+      allow: z.array(z.string().min(1)).default(['gpt-5.5', 'gpt-5.5-mini', 'claude-sonnet-4-5', 'claude-haiku-4-5', 'mock-model']),
+      fast: z.string().min(1).default('gpt-5.5-mini'),
+      reasoning: z.string().min(1).default('gpt-5.5'),
+    })
+    .prefault({}),
+  profiles: z.record(z.string(), profileSchema).default({}),
+  gateways: z.record(z.string(), gatewaySchema).default({}),
+  workers: z.record(z.string(), linkedWorkerSchema).default({}),
+  worktrees: z
+    .strictObject({
+      ttl_hours: z.number().min(0).default(72),
+      disk_reserve_bytes: z.number().int().min(0).optional(),
+    })
+    .prefault({}),
+  verify: z
+    .strictObject({
+      auto_repair: z.number().int().min(0).max(5).default(1),
+      timeout_s: z.number().int().min(1).max(86_400).default(600),
+    })
+    .prefault({}),
+  notifications: z
+    .strictObject({
+      approvals: z.boolean().default(true),
+      failures: z.boolean().default(true),
+      completions: z.boolean().default(false),
+    })
+    .prefault({}),
+});
+
+export type Config = z.infer<typeof configSchema>;
+
+/** The defaults, as a fully-populated object. */
+export function defaultConfig(): Config {
+  return configSchema.parse({});
+}
+
+/** Validate a parsed TOML object; errors name the offending key path. */
+export function parseConfig(raw: unknown, source = 'config.toml'): Config {
+  const result = configSchema.safeParse(raw);
+  if (!result.success) {
+    const issue = result.error.issues[0];
+    const key = issue.path.join('.') || (issue.code === 'unrecognized_keys' ? issue.keys.join(', ') : '(root)');
+    const where = issue.code === 'unrecognized_keys' ? `${issue.path.join('.') ? issue.path.join('.') + '.' : ''}${issue.keys.join(', ')}` : key;
+    throw new AppError('invalid_input', `${source}: ${where}: ${issue.message}`, { key: where });
+  }
+  return result.data;
+}
+
+/** Read and validate `config.toml`; a missing file means all defaults. */
+export function loadConfig(path: string): Config {
+  if (!existsSync(path)) return defaultConfig();
+  let raw: unknown;
+  try {
+    raw = parseToml(readFileSync(path, 'utf8'));
+  } catch (err) {
+    throw new AppError('invalid_input', `${path}: not valid TOML: ${(err as Error).message}`);
+  }
+  return parseConfig(raw, path);
+}
+
+export const CONFIG_TEMPLATE = `# LightWorker configuration. Every key is optional; the values shown are the defaults.
+# Edit and restart (or run \`lightworker doctor\`) to validate.
+
+[scheduler]
+max_concurrency = 4        # tasks running at once on this machine
+per_repository = 3        # at most this many per git repository
+per_root = 2              # at most this many per task tree (root)
+lease_ttl_ms = 3000       # leader lease; a standby takes over this long after the leader stops renewing
+kill_grace_ms = 5000      # SIGTERM, then SIGKILL after this grace
+default_worker = "mock"   # worker used when a task names none
+
+[approvals]
+default_mode = "auto_readonly"  # plan_only | auto_readonly | auto_execute
+allow_mcp = false               # let MCP clients approve and accept (by default only a person can)
+
+[limits]
+max_depth = 1                   # how deep a worker-started task may delegate (LIGHTWORKER_DEPTH)
+retry_budget = 3                # retries per task tree
+mcp_mutations_per_minute = 60
+
+[models]
+allow = ["gpt-5.5", "gpt-5.5-mini", "claude-sonnet-4-5", "claude-haiku-4-5", "mock-model"]
+fast = "gpt-5.5-mini"           # reasoning_effort = low
+reasoning = "gpt-5.5"           # every other effort
+
+# [profiles.deep_worker]
+# model = "gpt-5.5"
+# reasoning_effort = "high"
+# kinds = ["execute", "review"]
+
+# [gateways.local]
+# base_url = "http://127.0.0.1:8080/v1"
+# key_env = "LOCAL_GATEWAY_KEY"   # the name of the variable; the key itself is never stored
+
+# [workers.myagent]
+# command = ["myagent", "run", "{prompt}"]
+# resume = ["myagent", "resume", "{session}", "{prompt}"]
+
+[worktrees]
+ttl_hours = 72
+
+[verify]
+auto_repair = 1
+timeout_s = 600
+
+[notifications]
+approvals = true
+failures = true
+completions = false
+`;
+
+export function writeDefaultConfig(path: string, force: boolean): boolean {
+  if (existsSync(path) && !force) return false;
+  writeFileSync(path, CONFIG_TEMPLATE, 'utf8');
+  return true;
+}

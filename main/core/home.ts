@@ -1,0 +1,55 @@
+import { mkdirSync, accessSync, constants } from 'node:fs';
+import { homedir } from 'node:os';
+import { isAbsolute, join, resolve } from 'node:path';
+
+/** Every path LightWorker owns inside one home. */
+export interface HomePaths {
+  root: string;
+  db: string;
+  config: string;
+  worktrees: string;
+  artifacts: string;
+  logs: string;
+}
+
+/**
+ * Resolve the home directory: an explicit `--home` wins, then LIGHTWORKER_HOME, then the platform
+ * default (Windows %LOCALAPPDATA%\LightWorker, elsewhere $XDG_STATE_HOME/lightworker or
+ * ~/.local/state/lightworker).
+ */
+export function resolveHome(explicit?: string, env: NodeJS.ProcessEnv = process.env): HomePaths {
+  let root: string;
+  if (explicit) root = resolve(explicit);
+  else if (env.LIGHTWORKER_HOME) root = resolve(env.LIGHTWORKER_HOME);
+  else if (process.platform === 'win32' && env.LOCALAPPDATA) root = join(env.LOCALAPPDATA, 'LightWorker');
+  else {
+    const state = env.XDG_STATE_HOME && isAbsolute(env.XDG_STATE_HOME) ? env.XDG_STATE_HOME : join(homedir(), '.local', 'state');
+    root = join(state, 'lightworker');
+  }
+  return homePaths(root);
+}
+
+export function homePaths(root: string): HomePaths {
+  return {
+    root,
+    db: join(root, 'lightworker.db'),
+    config: join(root, 'config.toml'),
+    worktrees: join(root, 'worktrees'),
+    artifacts: join(root, 'artifacts'),
+    logs: join(root, 'logs'),
+  };
+}
+
+/** Create the home's folders (idempotent). */
+export function ensureHomeDirs(home: HomePaths): void {
+  for (const dir of [home.root, home.worktrees, home.artifacts, home.logs]) mkdirSync(dir, { recursive: true });
+}
+
+export function isWritable(dir: string): boolean {
+  try {
+    accessSync(dir, constants.W_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,99 @@
+/**
+ * Secret redaction applied to everything LightWorker persists or shows (events, results, logs, UI).
+ * The runner keeps the caller's real text in memory; only copies headed for disk or a screen pass here.
+ */
+
+export const REDACTED = '[REDACTED]';
+
+interface Rule {
+  name: string;
+  pattern: RegExp;
+  /** Replacement; `$1` etc. keep the non-secret part of a match (a key name, a URL scheme). */
+  replace: string;
+}
+
+// Order matters: whole-block shapes (PEM) first, then specific token shapes, then generic `key=value` forms.
+const RULES: Rule[] = [
+  {
+    name: 'pem',
+    pattern: /-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY-----[\s\S]*?(?:-----END \1PRIVATE KEY-----|$)/g,
+    replace: REDACTED,
+  },
+  { name: 'jwt', pattern: /\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g, replace: REDACTED },
+  { name: 'anthropic', pattern: /\bsk-ant-[A-Za-z0-9_-]{16,}/g, replace: REDACTED },
+  { name: 'openai', pattern: /\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}/g, replace: REDACTED },
+  { name: 'stripe', pattern: /\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}/g, replace: REDACTED },
+  { name: 'github', pattern: /\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})/g, replace: REDACTED },
+  { name: 'gitlab', pattern: /\bglpat-[A-Za-z0-9_-]{20,}/g, replace: REDACTED },
+  { name: 'google', pattern: /\bAIza[0-9A-Za-z_-]{35}\b/g, replace: REDACTED },
+  { name: 'slack', pattern: /\bxox[abposr]-[A-Za-z0-9-]{10,}/g, replace: REDACTED },
+  { name: 'huggingface', pattern: /\bhf_[A-Za-z0-9]{30,}/g, replace: REDACTED },
+  { name: 'aws-access-key', pattern: /\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b/g, replace: REDACTED },
+  {
+    name: 'aws-secret',
+    pattern: /(aws_secret_access_key\s*[=:]\s*["']?)[A-Za-z0-9/+=]{40}/gi,
+    replace: `$1${REDACTED}`,
+  },
+  { name: 'bearer', pattern: /(\b(?:Bearer|Token)\s+)[A-Za-z0-9._~+/=-]{12,}/g, replace: `$1${REDACTED}` },
+  {
+    name: 'basic-auth-header',
+    pattern: /(\bAuthorization\s*[:=]\s*["']?Basic\s+)[A-Za-z0-9+/=]{8,}/gi,
+    replace: `$1${REDACTED}`,
+  },
+  {
+    name: 'url-credentials',
+    pattern: /\b([a-z][a-z0-9+.-]*:\/\/[^\s:/@"'<>]+:)[^\s@/"'<>]+@/gi,
+    replace: `$1${REDACTED}@`,
+  },
+  {
+    // "api_key": "…", 'password': '…', client_secret: "…" in JSON, YAML or code.
+    name: 'quoted-assignment',
+    pattern:
+      /((["']?)[A-Za-z0-9_.-]*(?:password|passwd|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|credentials?)\2\s*[:=]\s*)(["'])(?!\[REDACTED\])[^"'\n]{4,}\3/gi,
+    replace: `$1$3${REDACTED}$3`,
+  },
+  {
+    // password=hunter2, API_KEY=abc… (env files, query strings, command lines).
+    name: 'bare-assignment',
+    pattern:
+      /(\b[A-Za-z0-9_.-]*(?:password|passwd|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key)\s*=\s*)(?!\[REDACTED\])(?!["'])[^\s&;,"']{4,}/gi,
+    replace: `$1${REDACTED}`,
+  },
+];
+
+/** Replace every secret shape in `text` with `[REDACTED]`. Idempotent. */
+export function redactText(text: string): string {
+  let out = text;
+  for (const rule of RULES) out = out.replace(rule.pattern, rule.replace);
+  return out;
+}
+
+/** True when `text` contains something the redactor would remove. */
+export function containsSecret(text: string): boolean {
+  return redactText(text) !== text;
+}
+
+/** Deep-redact any JSON-like value: strings are redacted, and so are values under secret-looking keys. */
+export function redactValue<T>(value: T): T {
+  return redactDeep(value, 0) as T;
+}
+
+const SECRET_KEY = /^(?:.*[_-])?(?:password|passwd|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|authorization)$/i;
+
+function redactDeep(value: unknown, depth: number): unknown {
+  if (depth > 64) return value;
+  if (typeof value === 'string') return redactText(value);
+  if (Array.isArray(value)) return value.map((v) => redactDeep(v, depth + 1));
+  if (value && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
+      if (typeof v === 'string' && v.length > 0 && SECRET_KEY.test(k)) {
+        out[k] = REDACTED;
+      } else {
+        out[k] = redactDeep(v, depth + 1);
+      }
+    }
+    return out;
+  }
+  return value;
+}

@@ -1,0 +1,98 @@
+import { EventEmitter } from 'node:events';
+import { loadConfig, type Config } from './core/config.js';
+import { ensureHomeDirs, resolveHome, type HomePaths } from './core/home.js';
+import { openDb, writeTx, type Db } from './store/db.js';
+import { latestSeq, listEvents, type EventRow } from './store/events.js';
+
+export interface EngineOptions {
+  /** Explicit home directory (`--home`); otherwise LIGHTWORKER_HOME or the platform default. */
+  home?: string;
+  nativeBinding?: string;
+  /** Override the config file (tests). */
+  config?: Config;
+  /** How often to look for other processes' commits, in ms. */
+  pollMs?: number;
+}
+
+/**
+ * One open home: database, config and an in-process event stream. Every face (CLI, MCP, HTTP, desktop)
+ * holds one Engine; the scheduler, when this process leads, runs on top of it.
+ *
+ * `events` emits 'event' (EventRow) for every appended event — ours at once, other processes' within
+ * `pollMs` (via PRAGMA data_version) — and 'change' after every batch.
+ */
+export class Engine {
+  readonly home: HomePaths;
+  readonly db: Db;
+  config: Config;
+  readonly events = new EventEmitter();
+  private cursor: number;
+  private pollTimer: NodeJS.Timeout | null = null;
+  private dataVersion = 0;
+  private flushQueued = false;
+  private closed = false;
+  private readonly pollMs: number;
+
+  constructor(opts: EngineOptions = {}) {
+    this.home = resolveHome(opts.home);
+    ensureHomeDirs(this.home);
+    this.config = opts.config ?? loadConfig(this.home.config);
+    this.db = openDb({ path: this.home.db, nativeBinding: opts.nativeBinding });
+    this.cursor = latestSeq(this.db);
+    this.pollMs = opts.pollMs ?? 25;
+    this.events.setMaxListeners(1000);
+  }
+
+  /** Run `fn` as one IMMEDIATE transaction, then publish what it appended. */
+  write<T>(fn: () => T): T {
+    const out = writeTx(this.db, fn);
+    this.notify();
+    return out;
+  }
+
+  /** Publish new events soon (coalesced). Call after any write made outside `write`. */
+  notify(): void {
+    if (this.flushQueued || this.closed) return;
+    this.flushQueued = true;
+    setImmediate(() => {
+      this.flushQueued = false;
+      this.flush();
+    });
+  }
+
+  /** Start noticing other processes' commits (PRAGMA data_version polling). Idempotent. */
+  watch(): void {
+    if (this.pollTimer || this.closed) return;
+    this.dataVersion = this.db.pragma('data_version', { simple: true }) as number;
+    this.pollTimer = setInterval(() => {
+      if (this.closed) return;
+      const v = this.db.pragma('data_version', { simple: true }) as number;
+      if (v !== this.dataVersion) {
+        this.dataVersion = v;
+        this.flush();
+        this.events.emit('external');
+      }
+    }, this.pollMs);
+    this.pollTimer.unref();
+  }
+
+  private flush(): void {
+    if (this.closed) return;
+    for (;;) {
+      const { events, cursor } = listEvents(this.db, { after: this.cursor, limit: 1000 });
+      if (!events.length) break;
+      this.cursor = cursor;
+      for (const e of events) this.events.emit('event', e as EventRow);
+      if (events.length < 1000) break;
+    }
+    this.events.emit('change');
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.pollTimer) clearInterval(this.pollTimer);
+    this.events.removeAllListeners();
+    this.db.close();
+  }
+}

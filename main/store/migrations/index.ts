@@ -1,0 +1,10 @@
+import type Database from 'better-sqlite3';
+import { m001Initial } from './001-initial.js';
+
+export interface Migration {
+  name: string;
+  up(db: Database.Database): void;
+}
+
+/** Forward-only, numbered: MIGRATIONS[n] takes user_version n to n+1. Never edit a shipped one. */
+export const MIGRATIONS: Migration[] = [m001Initial];

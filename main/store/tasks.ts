@@ -1,0 +1,264 @@
+import { AppError } from '../core/errors.js';
+import type { Task, TaskStatus } from '../tasks/types.js';
+import type { Db } from './db.js';
+
+/** Raw row as stored; only this module sees snake_case. */
+interface TaskRow {
+  id: string;
+  root_id: string;
+  parent_id: string | null;
+  name: string;
+  kind: Task['kind'];
+  objective: string;
+  workspace: string;
+  base_ref: string | null;
+  worker: string;
+  model: string | null;
+  reasoning_effort: Task['reasoningEffort'];
+  profile: string | null;
+  gateway: string | null;
+  mode: Task['mode'];
+  type: Task['type'];
+  priority: number;
+  timeout_s: number;
+  allowed_paths: string;
+  success_criteria: string;
+  verify: string;
+  context_pack: string | null;
+  metadata: string;
+  depth: number;
+  status: TaskStatus;
+  attempt: number;
+  approved_at: number | null;
+  cancel_requested: number;
+  blocked_by: string | null;
+  runner_id: string | null;
+  pid: number | null;
+  pid_start: string | null;
+  worktree_path: string | null;
+  branch: string | null;
+  session_id: string | null;
+  input_tokens: number;
+  cached_tokens: number;
+  output_tokens: number;
+  cost_usd: number | null;
+  result: string | null;
+  schema_valid: number | null;
+  error_code: string | null;
+  error_message: string | null;
+  created_at: number;
+  updated_at: number;
+  started_at: number | null;
+  ended_at: number | null;
+}
+
+function toTask(r: TaskRow, dependsOn: string[]): Task {
+  return {
+    id: r.id,
+    rootId: r.root_id,
+    parentId: r.parent_id,
+    name: r.name,
+    kind: r.kind,
+    objective: r.objective,
+    workspace: r.workspace,
+    baseRef: r.base_ref,
+    worker: r.worker,
+    model: r.model,
+    reasoningEffort: r.reasoning_effort,
+    profile: r.profile,
+    gateway: r.gateway,
+    mode: r.mode,
+    type: r.type,
+    priority: r.priority,
+    timeoutS: r.timeout_s,
+    allowedPaths: JSON.parse(r.allowed_paths),
+    successCriteria: JSON.parse(r.success_criteria),
+    verify: JSON.parse(r.verify),
+    contextPack: r.context_pack,
+    metadata: JSON.parse(r.metadata),
+    depth: r.depth,
+    dependsOn,
+    status: r.status,
+    attempt: r.attempt,
+    approvedAt: r.approved_at,
+    cancelRequested: r.cancel_requested === 1,
+    blockedBy: r.blocked_by,
+    runnerId: r.runner_id,
+    pid: r.pid,
+    pidStart: r.pid_start,
+    worktreePath: r.worktree_path,
+    branch: r.branch,
+    sessionId: r.session_id,
+    usage: { inputTokens: r.input_tokens, cachedTokens: r.cached_tokens, outputTokens: r.output_tokens, costUsd: r.cost_usd },
+    result: r.result === null ? null : JSON.parse(r.result),
+    schemaValid: r.schema_valid === null ? null : r.schema_valid === 1,
+    error: r.error_code ? { code: r.error_code, message: r.error_message ?? '' } : null,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+    startedAt: r.started_at,
+    endedAt: r.ended_at,
+  };
+}
+
+/** Columns the engine may set through `updateTaskFields`, camelCase → column. */
+const FIELD_COLUMNS = {
+  runnerId: 'runner_id',
+  pid: 'pid',
+  pidStart: 'pid_start',
+  worktreePath: 'worktree_path',
+  branch: 'branch',
+  sessionId: 'session_id',
+  result: 'result',
+  schemaValid: 'schema_valid',
+  errorCode: 'error_code',
+  errorMessage: 'error_message',
+  startedAt: 'started_at',
+  endedAt: 'ended_at',
+  blockedBy: 'blocked_by',
+  approvedAt: 'approved_at',
+  cancelRequested: 'cancel_requested',
+  attempt: 'attempt',
+  inputTokens: 'input_tokens',
+  cachedTokens: 'cached_tokens',
+  outputTokens: 'output_tokens',
+  costUsd: 'cost_usd',
+  metadata: 'metadata',
+} as const;
+export type TaskFieldUpdate = Partial<Record<keyof typeof FIELD_COLUMNS, unknown>>;
+
+export function toColumnValues(fields: TaskFieldUpdate): { sets: string[]; values: unknown[] } {
+  const sets: string[] = [];
+  const values: unknown[] = [];
+  for (const [key, value] of Object.entries(fields)) {
+    const col = FIELD_COLUMNS[key as keyof typeof FIELD_COLUMNS];
+    if (!col) throw new Error(`unknown task field ${key}`);
+    sets.push(`${col} = ?`);
+    if (key === 'result' || key === 'metadata') values.push(value === null || value === undefined ? null : JSON.stringify(value));
+    else if (typeof value === 'boolean') values.push(value ? 1 : 0);
+    else values.push(value ?? null);
+  }
+  return { sets, values };
+}
+
+export function getTask(db: Db, id: string): Task | null {
+  const row = db.prepare('SELECT * FROM tasks WHERE id = ?').get(id) as TaskRow | undefined;
+  if (!row) return null;
+  return toTask(row, dependenciesOf(db, id));
+}
+
+export function requireTask(db: Db, id: string): Task {
+  const t = getTask(db, id);
+  if (!t) throw new AppError('not_found', `task ${id} not found`, { field: 'id', id });
+  return t;
+}
+
+export function dependenciesOf(db: Db, id: string): string[] {
+  return (db.prepare('SELECT depends_on FROM task_deps WHERE task_id = ? ORDER BY depends_on').all(id) as { depends_on: string }[]).map((r) => r.depends_on);
+}
+
+export function dependentsOf(db: Db, id: string): string[] {
+  return (db.prepare('SELECT task_id FROM task_deps WHERE depends_on = ? ORDER BY task_id').all(id) as { task_id: string }[]).map((r) => r.task_id);
+}
+
+export interface ListTasksQuery {
+  status?: TaskStatus[];
+  rootId?: string;
+  search?: string;
+  limit?: number;
+  /** Return tasks with id < before (newest first paging). */
+  before?: string;
+}
+
+/** Newest first. Dependencies are filled in one extra query for the page. */
+export function listTasks(db: Db, q: ListTasksQuery = {}): Task[] {
+  const where: string[] = [];
+  const args: unknown[] = [];
+  if (q.status?.length) {
+    where.push(`status IN (${q.status.map(() => '?').join(',')})`);
+    args.push(...q.status);
+  }
+  if (q.rootId) {
+    where.push('root_id = ?');
+    args.push(q.rootId);
+  }
+  if (q.search) {
+    where.push("(name LIKE ? ESCAPE '\\' OR objective LIKE ? ESCAPE '\\' OR id = ?)");
+    const like = `%${q.search.replace(/[\\%_]/g, (c) => '\\' + c)}%`;
+    args.push(like, like, q.search);
+  }
+  if (q.before) {
+    where.push('id < ?');
+    args.push(q.before);
+  }
+  const limit = Math.min(Math.max(q.limit ?? 100, 1), 10_000);
+  const sql = `SELECT * FROM tasks ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY id DESC LIMIT ?`;
+  const rows = db.prepare(sql).all(...args, limit) as TaskRow[];
+  if (rows.length === 0) return [];
+  const deps = new Map<string, string[]>();
+  const depRows = db
+    .prepare(`SELECT task_id, depends_on FROM task_deps WHERE task_id IN (SELECT value FROM json_each(?)) ORDER BY depends_on`)
+    .all(JSON.stringify(rows.map((r) => r.id))) as { task_id: string; depends_on: string }[];
+  for (const d of depRows) {
+    const list = deps.get(d.task_id) ?? [];
+    list.push(d.depends_on);
+    deps.set(d.task_id, list);
+  }
+  return rows.map((r) => toTask(r, deps.get(r.id) ?? []));
+}
+
+export function countByStatus(db: Db): Record<string, number> {
+  const rows = db.prepare('SELECT status, COUNT(*) AS n FROM tasks GROUP BY status').all() as { status: string; n: number }[];
+  return Object.fromEntries(rows.map((r) => [r.status, r.n]));
+}
+
+/** Set non-status fields of a task (no state change). */
+export function updateTaskFields(db: Db, id: string, fields: TaskFieldUpdate): void {
+  const { sets, values } = toColumnValues(fields);
+  if (!sets.length) return;
+  db.prepare(`UPDATE tasks SET ${sets.join(', ')}, updated_at = ? WHERE id = ?`).run(...values, Date.now(), id);
+}
+
+export interface NewTaskRow {
+  id: string;
+  rootId: string;
+  parentId: string | null;
+  name: string;
+  kind: Task['kind'];
+  objective: string;
+  workspace: string;
+  baseRef: string | null;
+  worker: string;
+  model: string | null;
+  reasoningEffort: Task['reasoningEffort'];
+  profile: string | null;
+  gateway: string | null;
+  mode: Task['mode'];
+  type: Task['type'];
+  priority: number;
+  timeoutS: number;
+  allowedPaths: string[];
+  successCriteria: string[];
+  verify: Task['verify'];
+  contextPack: string | null;
+  metadata: Record<string, unknown>;
+  depth: number;
+  status: TaskStatus;
+  approvedAt: number | null;
+  dependsOn: string[];
+}
+
+export function insertTask(db: Db, t: NewTaskRow, now: number): void {
+  db.prepare(
+    `INSERT INTO tasks (id, root_id, parent_id, name, kind, objective, workspace, base_ref, worker, model, reasoning_effort,
+       profile, gateway, mode, type, priority, timeout_s, allowed_paths, success_criteria, verify, context_pack, metadata,
+       depth, status, approved_at, created_at, updated_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  ).run(
+    t.id, t.rootId, t.parentId, t.name, t.kind, t.objective, t.workspace, t.baseRef, t.worker, t.model, t.reasoningEffort,
+    t.profile, t.gateway, t.mode, t.type, t.priority, t.timeoutS, JSON.stringify(t.allowedPaths),
+    JSON.stringify(t.successCriteria), JSON.stringify(t.verify), t.contextPack, JSON.stringify(t.metadata), t.depth,
+    t.status, t.approvedAt, now, now,
+  );
+  const dep = db.prepare('INSERT INTO task_deps (task_id, depends_on) VALUES (?, ?)');
+  for (const d of t.dependsOn) dep.run(t.id, d);
+}

@@ -1,0 +1,209 @@
+import { existsSync, realpathSync, statSync } from 'node:fs';
+import { dirname, isAbsolute, join } from 'node:path';
+import type { Config } from '../core/config.js';
+import { AppError } from '../core/errors.js';
+import { newId } from '../core/ids.js';
+import { appendEvent } from '../store/events.js';
+import type { Db } from '../store/db.js';
+import { getTask, insertTask, type NewTaskRow } from '../store/tasks.js';
+import type { ParsedTaskInput } from './schema.js';
+import { redactNewTask, sealSecrets } from './secrets.js';
+import type { Task, TaskKind, TaskMode, TaskStatus } from './types.js';
+
+/** Workflow types pre-fill priority and timeout (SPEC §7); explicit values win. */
+export const WORKFLOW_DEFAULTS = {
+  chore: { priority: 30, timeoutS: 900 },
+  feature: { priority: 50, timeoutS: 3600 },
+  refactor: { priority: 50, timeoutS: 3600 },
+  hotfix: { priority: 90, timeoutS: 1800 },
+} as const;
+const PLAIN_DEFAULTS = { priority: 50, timeoutS: 1800 };
+
+/** Does a task of this kind, in this mode, wait for a person before it may run? */
+export function needsApproval(mode: TaskMode, kind: TaskKind): boolean {
+  if (mode === 'plan_only') return true;
+  if (mode === 'auto_readonly') return kind === 'execute';
+  return false;
+}
+
+const repoRootCache = new Map<string, string>();
+
+/**
+ * Canonical path of the git work tree that contains `workspace`. The workspace must be an absolute
+ * path to an existing directory inside a git repository.
+ */
+export function resolveWorkspace(workspace: string, field = 'workspace'): string {
+  if (!isAbsolute(workspace)) throw new AppError('invalid_input', `${field}: must be an absolute path, got "${workspace}"`, { field });
+  let real: string;
+  try {
+    real = realpathSync(workspace);
+    if (!statSync(real).isDirectory()) throw new Error('not a directory');
+  } catch {
+    throw new AppError('invalid_input', `${field}: ${workspace} is not an existing directory`, { field });
+  }
+  const cached = repoRootCache.get(real);
+  if (cached) return cached;
+  for (let dir = real; ; dir = dirname(dir)) {
+    if (existsSync(join(dir, '.git'))) {
+      repoRootCache.set(real, real);
+      return real;
+    }
+    if (dirname(dir) === dir) break;
+  }
+  throw new AppError('invalid_input', `${field}: ${workspace} is not inside a git repository`, { field });
+}
+
+export interface CreateContext {
+  db: Db;
+  config: Config;
+  /** Home folder, for the key that seals the caller's original text. */
+  homeRoot: string;
+  /** Delegation depth of the caller (0 = a person; workers run with LIGHTWORKER_DEPTH = task depth + 1). */
+  depth: number;
+}
+
+/**
+ * Validate and insert a batch of tasks all-or-nothing, in the caller's transaction.
+ * `depends_on` entries may name a `ref` of the same batch or an existing task id. Cycles, unknown
+ * dependencies, duplicate refs and disallowed models are rejected with the field named.
+ */
+export function createTasks(ctx: CreateContext, inputs: ParsedTaskInput[], opts: { defaultMode?: TaskMode } = {}): Task[] {
+  const { db, config } = ctx;
+  if (ctx.depth > config.limits.max_depth) {
+    throw new AppError('forbidden', `delegation depth ${ctx.depth} exceeds limits.max_depth = ${config.limits.max_depth}`);
+  }
+  const now = Date.now();
+  const ids = inputs.map(() => newId(now));
+  const refToIndex = new Map<string, number>();
+  inputs.forEach((t, i) => {
+    if (!t.ref) return;
+    if (refToIndex.has(t.ref)) throw new AppError('invalid_input', `tasks[${i}].ref: duplicate ref "${t.ref}"`, { field: `tasks[${i}].ref` });
+    refToIndex.set(t.ref, i);
+  });
+
+  // Resolve every dependency to an id: same-batch refs first, then existing tasks.
+  const deps: string[][] = inputs.map((t, i) => {
+    const list = t.depends_on ?? [];
+    if (new Set(list).size !== list.length) throw new AppError('invalid_input', `${fieldOf(inputs, i, 'depends_on')}: lists a dependency twice`, { field: fieldOf(inputs, i, 'depends_on') });
+    return list.map((d) => {
+      const local = refToIndex.get(d);
+      if (local !== undefined) return ids[local];
+      if (getTask(db, d)) return d;
+      throw new AppError('invalid_input', `${fieldOf(inputs, i, 'depends_on')}: unknown task "${d}"`, { field: fieldOf(inputs, i, 'depends_on'), value: d });
+    });
+  });
+  rejectCycles(ids, deps, inputs);
+  const order = topoOrder(ids, deps);
+  // A batch is one tree; a lone task joins the tree of the task it depends on.
+  const batchRoot = ids[order[0]];
+
+  const rows: NewTaskRow[] = inputs.map((t, i) => {
+    const f = (name: string) => fieldOf(inputs, i, name);
+    const workspace = resolveWorkspace(t.workspace, f('workspace'));
+    const parent = t.parent_id ? getTask(db, t.parent_id) : null;
+    if (t.parent_id && !parent) throw new AppError('invalid_input', `${f('parent_id')}: unknown task "${t.parent_id}"`, { field: f('parent_id') });
+    const profile = t.profile ? config.profiles[t.profile] : undefined;
+    if (t.profile && !profile && !BUILTIN_PROFILES.includes(t.profile)) {
+      throw new AppError('invalid_input', `${f('profile')}: unknown profile "${t.profile}"`, { field: f('profile') });
+    }
+    if (profile && !profile.kinds.includes(t.kind)) {
+      throw new AppError('invalid_input', `${f('profile')}: profile "${t.profile}" does not allow kind ${t.kind}`, { field: f('profile') });
+    }
+    if (t.gateway && !config.gateways[t.gateway]) throw new AppError('invalid_input', `${f('gateway')}: unknown gateway "${t.gateway}"`, { field: f('gateway') });
+    const effort = t.reasoning_effort ?? profile?.reasoning_effort ?? null;
+    const model = t.model ?? profile?.model ?? null;
+    if (model && !config.models.allow.includes(model)) {
+      throw new AppError('invalid_input', `${f('model')}: "${model}" is not in models.allow`, { field: f('model') });
+    }
+    const defaults = t.type ? WORKFLOW_DEFAULTS[t.type] : PLAIN_DEFAULTS;
+    const mode = t.mode ?? parent?.mode ?? opts.defaultMode ?? config.approvals.default_mode;
+    const waits = needsApproval(mode, t.kind);
+    const status: TaskStatus = waits ? 'awaiting_approval' : 'queued';
+    const rootId =
+      parent?.rootId ?? (inputs.length > 1 ? batchRoot : deps[i].length ? (getTask(db, deps[i][0])?.rootId ?? ids[i]) : ids[i]);
+    return {
+      id: ids[i],
+      rootId,
+      parentId: parent?.id ?? null,
+      name: t.name ?? firstLine(t.objective),
+      kind: t.kind,
+      objective: t.objective,
+      workspace,
+      baseRef: t.base_ref ?? null,
+      worker: t.worker ?? profile?.worker ?? config.scheduler.default_worker,
+      model,
+      reasoningEffort: effort,
+      profile: t.profile ?? null,
+      gateway: t.gateway ?? null,
+      mode,
+      type: t.type ?? null,
+      priority: t.priority ?? defaults.priority,
+      timeoutS: t.timeout_s ?? defaults.timeoutS,
+      allowedPaths: t.allowed_paths ?? [],
+      successCriteria: t.success_criteria ?? [],
+      verify: t.verify ?? [],
+      contextPack: t.context_pack ?? parent?.contextPack ?? null,
+      metadata: t.metadata ?? {},
+      depth: ctx.depth,
+      status,
+      approvedAt: waits ? null : now,
+      dependsOn: deps[i],
+    };
+  });
+
+  // Insert in dependency order so foreign keys hold.
+  for (const i of order) {
+    const original = redactNewTask(rows[i]);
+    insertTask(db, rows[i], now);
+    if (original) sealSecrets(db, ctx.homeRoot, rows[i].id, original);
+  }
+  for (const i of order) {
+    const r = rows[i];
+    appendEvent(db, r.id, 'task.created', {
+      name: r.name, kind: r.kind, status: r.status, worker: r.worker, mode: r.mode, rootId: r.rootId, dependsOn: r.dependsOn,
+    }, now);
+  }
+  return ids.map((id) => getTask(db, id)!);
+}
+
+/** Profiles that exist without configuration (SPEC §5). */
+export const BUILTIN_PROFILES = ['planner', 'fast_worker', 'deep_worker', 'reviewer'];
+
+function fieldOf(inputs: ParsedTaskInput[], i: number, name: string): string {
+  return inputs.length === 1 ? name : `tasks[${i}].${name}`;
+}
+
+function firstLine(s: string): string {
+  const line = s.trim().split('\n')[0].trim();
+  return line.length > 80 ? line.slice(0, 77) + '…' : line || 'task';
+}
+
+function topoOrder(ids: string[], deps: string[][]): number[] {
+  const index = new Map(ids.map((id, i) => [id, i]));
+  const indeg = ids.map(() => 0);
+  const out: number[][] = ids.map(() => []);
+  deps.forEach((list, i) => {
+    for (const d of list) {
+      const j = index.get(d);
+      if (j === undefined) continue;
+      indeg[i]++;
+      out[j].push(i);
+    }
+  });
+  const queue = ids.map((_, i) => i).filter((i) => indeg[i] === 0);
+  const order: number[] = [];
+  while (queue.length) {
+    const i = queue.shift()!;
+    order.push(i);
+    for (const k of out[i]) if (--indeg[k] === 0) queue.push(k);
+  }
+  return order;
+}
+
+function rejectCycles(ids: string[], deps: string[][], inputs: ParsedTaskInput[]): void {
+  const order = topoOrder(ids, deps);
+  if (order.length === ids.length) return;
+  const inCycle = ids.map((_, i) => i).filter((i) => !order.includes(i));
+  const names = inCycle.map((i) => inputs[i].ref ?? `tasks[${i}]`);
+  throw new AppError('invalid_input', `depends_on: dependency cycle among ${names.join(', ')}`, { field: 'depends_on', cycle: names });
+}

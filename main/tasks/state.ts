@@ -1,0 +1,123 @@
+import { AppError } from '../core/errors.js';
+import { appendEvent } from '../store/events.js';
+import type { Db } from '../store/db.js';
+import { dependentsOf, requireTask, toColumnValues, type TaskFieldUpdate } from '../store/tasks.js';
+import { FAILED_ENDS, type Task, type TaskStatus } from './types.js';
+
+/** The legal edges of SPEC §3.1. Anything else is an illegal transition. */
+export const TRANSITIONS: Readonly<Record<TaskStatus, readonly TaskStatus[]>> = {
+  awaiting_approval: ['queued', 'cancelled', 'blocked'],
+  queued: ['starting', 'cancelled', 'blocked', 'awaiting_approval'],
+  starting: ['running', 'failed', 'timed_out', 'cancelled', 'orphaned'],
+  running: ['verifying', 'failed', 'timed_out', 'cancelled', 'orphaned'],
+  // verifying → running: an auto-repair follow-up turn goes back to the worker's session.
+  verifying: ['completed', 'running', 'failed', 'timed_out', 'cancelled', 'orphaned'],
+  completed: ['accepted'],
+  accepted: [],
+  // Retry: an ended task becomes a new attempt (queued, or awaiting approval again).
+  failed: ['queued', 'awaiting_approval'],
+  timed_out: ['queued', 'awaiting_approval'],
+  cancelled: ['queued', 'awaiting_approval'],
+  orphaned: ['queued', 'awaiting_approval'],
+  // A blocked task is released when the dependency that blocked it is retried.
+  blocked: ['queued', 'awaiting_approval', 'cancelled'],
+};
+
+export function canTransition(from: TaskStatus, to: TaskStatus): boolean {
+  return TRANSITIONS[from].includes(to);
+}
+
+export interface TransitionOptions {
+  /** Recorded in the task.status event. */
+  reason?: string;
+  /** Other columns to set in the same UPDATE. */
+  fields?: TaskFieldUpdate;
+  /** Extra payload for the event. */
+  event?: Record<string, unknown>;
+}
+
+/**
+ * Compare-and-set one task from `from` (or any of several) to `to`, with an event, in the caller's
+ * transaction. Throws `illegal_transition` when the edge is not legal, and `conflict` when the task
+ * is no longer in the expected state (someone else moved it first). When `to` is a failed end, every
+ * transitive dependent that has not started is blocked in the same transaction.
+ */
+export function transition(db: Db, id: string, from: TaskStatus | readonly TaskStatus[], to: TaskStatus, opts: TransitionOptions = {}): Task {
+  const froms = (Array.isArray(from) ? from : [from]) as TaskStatus[];
+  for (const f of froms) {
+    if (!canTransition(f, to)) throw new AppError('illegal_transition', `task ${id}: cannot go from ${f} to ${to}`, { from: f, to });
+  }
+  const now = Date.now();
+  const fields: TaskFieldUpdate = { ...opts.fields };
+  if (FAILED_ENDS.has(to) || to === 'completed' || to === 'accepted') fields.endedAt ??= now;
+  const { sets, values } = toColumnValues(fields);
+  const res = db
+    .prepare(
+      `UPDATE tasks SET status = ?, ${sets.length ? sets.join(', ') + ', ' : ''}updated_at = ?
+       WHERE id = ? AND status IN (${froms.map(() => '?').join(',')})`,
+    )
+    .run(to, ...values, now, id, ...froms);
+  if (res.changes !== 1) {
+    const current = requireTask(db, id);
+    if (!canTransition(current.status, to)) {
+      throw new AppError('illegal_transition', `task ${id} is ${current.status}; cannot go to ${to}`, { from: current.status, to });
+    }
+    throw new AppError('conflict', `task ${id} is ${current.status}, expected ${froms.join(' or ')}`, { status: current.status, expected: froms });
+  }
+  appendEvent(db, id, 'task.status', { from: froms.length === 1 ? froms[0] : froms, to, ...(opts.reason ? { reason: opts.reason } : {}), ...opts.event }, now);
+  if (FAILED_ENDS.has(to)) blockDependents(db, id, to, opts.reason);
+  return requireTask(db, id);
+}
+
+/**
+ * Fail closed: every transitive dependent still waiting (awaiting_approval or queued) becomes blocked,
+ * with the task that caused it recorded. Runs in the caller's transaction.
+ */
+export function blockDependents(db: Db, causeId: string, causeStatus: TaskStatus, reason?: string): string[] {
+  const blocked: string[] = [];
+  const stack = [causeId];
+  const seen = new Set<string>([causeId]);
+  const update = db.prepare(
+    `UPDATE tasks SET status = 'blocked', blocked_by = ?, error_code = 'blocked', error_message = ?, ended_at = ?, updated_at = ?
+     WHERE id = ? AND status IN ('awaiting_approval', 'queued')`,
+  );
+  const now = Date.now();
+  while (stack.length) {
+    const cur = stack.pop()!;
+    for (const dep of dependentsOf(db, cur)) {
+      if (seen.has(dep)) continue;
+      seen.add(dep);
+      const message = `dependency ${cur} ended ${cur === causeId ? causeStatus : 'blocked'}${reason && cur === causeId ? `: ${reason}` : ''}`;
+      if (update.run(cur, message, now, now, dep).changes === 1) {
+        appendEvent(db, dep, 'task.status', { from: 'waiting', to: 'blocked', reason: message, blockedBy: cur, rootCause: causeId }, now);
+        blocked.push(dep);
+        stack.push(dep);
+      }
+    }
+  }
+  return blocked;
+}
+
+/**
+ * Undo fail-closed blocking after `causeId` is retried: dependents blocked by it (transitively) go back
+ * to queued, or to awaiting_approval when they were never approved and their mode requires it.
+ */
+export function releaseDependents(db: Db, causeId: string, needsApproval: (t: Task) => boolean): string[] {
+  const released: string[] = [];
+  const stack = [causeId];
+  while (stack.length) {
+    const cur = stack.pop()!;
+    const rows = db.prepare(`SELECT id FROM tasks WHERE blocked_by = ? AND status = 'blocked'`).all(cur) as { id: string }[];
+    for (const { id } of rows) {
+      const t = requireTask(db, id);
+      const to: TaskStatus = t.approvedAt === null && needsApproval(t) ? 'awaiting_approval' : 'queued';
+      transition(db, id, 'blocked', to, {
+        reason: `dependency ${cur} was retried`,
+        fields: { blockedBy: null, errorCode: null, errorMessage: null, endedAt: null },
+      });
+      released.push(id);
+      stack.push(id);
+    }
+  }
+  return released;
+}

@@ -1,0 +1,86 @@
+import type { EFFORTS, KINDS, MODES } from '../core/config.js';
+
+export type TaskKind = (typeof KINDS)[number];
+export type TaskMode = (typeof MODES)[number];
+export type ReasoningEffort = (typeof EFFORTS)[number];
+export type TaskType = 'chore' | 'feature' | 'hotfix' | 'refactor';
+
+export const STATUSES = [
+  'awaiting_approval',
+  'queued',
+  'starting',
+  'running',
+  'verifying',
+  'completed',
+  'accepted',
+  'failed',
+  'timed_out',
+  'cancelled',
+  'blocked',
+  'orphaned',
+] as const;
+export type TaskStatus = (typeof STATUSES)[number];
+
+/** States after which nothing runs again without an explicit retry (or accept, for completed). */
+export const TERMINAL: ReadonlySet<TaskStatus> = new Set(['completed', 'accepted', 'failed', 'timed_out', 'cancelled', 'blocked', 'orphaned']);
+/** Ends that block every dependent (fail closed). */
+export const FAILED_ENDS: ReadonlySet<TaskStatus> = new Set(['failed', 'timed_out', 'cancelled', 'blocked', 'orphaned']);
+/** States in which a runner owns the task. */
+export const ACTIVE: ReadonlySet<TaskStatus> = new Set(['starting', 'running', 'verifying']);
+
+/** A verify command: an argv array, or a shell string the user wrote. */
+export type VerifyCommand = string[] | string;
+
+export interface TaskUsage {
+  inputTokens: number;
+  cachedTokens: number;
+  outputTokens: number;
+  costUsd: number | null;
+}
+
+export interface Task {
+  id: string;
+  rootId: string;
+  parentId: string | null;
+  name: string;
+  kind: TaskKind;
+  objective: string;
+  workspace: string;
+  baseRef: string | null;
+  worker: string;
+  model: string | null;
+  reasoningEffort: ReasoningEffort | null;
+  profile: string | null;
+  gateway: string | null;
+  mode: TaskMode;
+  type: TaskType | null;
+  priority: number;
+  timeoutS: number;
+  allowedPaths: string[];
+  successCriteria: string[];
+  verify: VerifyCommand[];
+  contextPack: string | null;
+  /** Free-form, worker-specific settings (the mock worker's script lives here). */
+  metadata: Record<string, unknown>;
+  depth: number;
+  dependsOn: string[];
+  status: TaskStatus;
+  attempt: number;
+  approvedAt: number | null;
+  cancelRequested: boolean;
+  blockedBy: string | null;
+  runnerId: string | null;
+  pid: number | null;
+  pidStart: string | null;
+  worktreePath: string | null;
+  branch: string | null;
+  sessionId: string | null;
+  usage: TaskUsage;
+  result: unknown;
+  schemaValid: boolean | null;
+  error: { code: string; message: string } | null;
+  createdAt: number;
+  updatedAt: number;
+  startedAt: number | null;
+  endedAt: number | null;
+}
