@@ -1,0 +1,97 @@
+import type { Task } from '../tasks/types.js';
+
+/**
+ * A worker adapter knows one agent CLI: how to detect it, how to build argv + env for a turn, and how
+ * to read its JSON event stream. Spawning, killing, timeouts, worktrees and persistence are the
+ * runner's, written once (main/runner/).
+ */
+export interface WorkerAdapter {
+  /** Worker name as tasks name it: `codex`, `claude-code`, `opencode`, `mock`, or a linked name. */
+  readonly name: string;
+  /** Most turns of this worker running at once on this machine. */
+  readonly maxConcurrency: number;
+  /** Never runs a model: looks for the binary, its version, credentials where knowable. */
+  detect(): Promise<WorkerInfo>;
+  /** argv + env for one turn (a first turn, or a follow-up when `turn.resumeSessionId` is set). */
+  buildSpawn(turn: WorkerTurn): Promise<SpawnSpec>;
+  /** A parser for this turn's stdout, fed one line at a time. */
+  createParser(turn: WorkerTurn): StreamParser;
+}
+
+export interface WorkerInfo {
+  name: string;
+  installed: boolean;
+  version: string | null;
+  /** null when the adapter cannot tell without calling a model. */
+  authenticated: boolean | null;
+  capabilities: { sessions: boolean; structuredOutput: boolean; sandboxModes: string[] };
+  /** Why the worker cannot be used, when it cannot. */
+  reason: string | null;
+  /** Path of the binary used. */
+  command: string | null;
+}
+
+/** A gateway as a worker needs it: where to send requests and which env var holds the key. */
+export interface GatewayRoute {
+  name: string;
+  baseUrl: string;
+  keyEnv: string;
+  /** The key value, read by the runner from its own environment; passed to the worker only. */
+  key: string | null;
+  wireApi?: 'responses' | 'messages' | 'chat';
+}
+
+export interface WorkerTurn {
+  /** The task with the caller's real (unredacted) text. */
+  task: Task;
+  /** The full prompt for this turn (stable prefix first; see the prompt protocol). */
+  prompt: string;
+  /** Where the worker runs: the task's worktree for execute, the workspace for read-only kinds. */
+  workdir: string;
+  sandbox: 'read-only' | 'workspace-write';
+  /** JSON Schema of the final answer, or null when free text is acceptable. */
+  resultSchema: Record<string, unknown> | null;
+  /** Native session to continue (auto-repair follow-ups, resumed turns). */
+  resumeSessionId: string | null;
+  /** Private scratch folder for this attempt: isolated CLI config homes, schema files, last message. */
+  runDir: string;
+  model: string | null;
+  reasoningEffort: Task['reasoningEffort'];
+  gateway: GatewayRoute | null;
+  /** The minimal environment every worker starts from (PATH, HOME, locale, LIGHTWORKER_DEPTH…). */
+  baseEnv: Record<string, string>;
+}
+
+export interface SpawnSpec {
+  command: string;
+  args: string[];
+  /** The complete environment of the child (nothing else is inherited). */
+  env: Record<string, string>;
+  cwd: string;
+}
+
+export type NormalizedEvent =
+  | { type: 'worker.started'; sessionId: string | null; model?: string | null }
+  | { type: 'worker.message'; text: string }
+  | { type: 'worker.tool'; name: string; status: 'started' | 'completed' | 'failed'; input?: unknown; output?: string }
+  | { type: 'worker.usage'; inputTokens: number; cachedTokens: number; outputTokens: number; model?: string | null; costUsd?: number | null }
+  | { type: 'worker.completed'; text: string | null }
+  | { type: 'worker.failed'; message: string; rateLimited?: boolean };
+
+export interface TurnOutcome {
+  ok: boolean;
+  /** The worker's final answer text (JSON for structured results). */
+  finalText: string | null;
+  sessionId: string | null;
+  error?: { code: 'worker_failed' | 'rate_limited'; message: string };
+}
+
+export interface StreamParser {
+  /** One stdout line (without the newline). Returns the normalized events it carries. */
+  line(line: string): NormalizedEvent[];
+  /** The process exited: the final outcome, given the exit code and the tail of stderr. */
+  finish(exitCode: number | null, stderrTail: string): TurnOutcome | Promise<TurnOutcome>;
+}
+
+/** Text that marks a provider rate limit or quota problem (SPEC §4 admission control). */
+export const RATE_LIMIT_PATTERN = /\b429\b|rate[ _-]?limit|too many requests|quota|insufficient_quota|overloaded_error/i;
