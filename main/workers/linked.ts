@@ -1,0 +1,109 @@
+import { execFileSync } from 'node:child_process';
+import { AppError } from '../core/errors.js';
+import { RATE_LIMIT_PATTERN, type NormalizedEvent, type StreamParser, type WorkerAdapter, type WorkerInfo, type WorkerTurn } from './adapter.js';
+import { findOnPath } from './which.js';
+
+export interface LinkedWorkerSpec {
+  name: string;
+  /** argv template; `{prompt}`, `{workdir}` and `{session}` are replaced per turn (whole-argument or inline). */
+  command: string[];
+  /** argv template for follow-up turns; without it follow-ups start a fresh turn. */
+  resume?: string[];
+  maxConcurrency?: number;
+}
+
+const PLACEHOLDER = /\{(prompt|workdir|session)\}/g;
+
+export function validateLinkedSpec(spec: LinkedWorkerSpec): void {
+  if (!/^[a-z0-9][a-z0-9_-]*$/.test(spec.name)) throw new AppError('invalid_input', `name: "${spec.name}" must be lowercase letters, digits, - or _`, { field: 'name' });
+  if (!Array.isArray(spec.command) || spec.command.length === 0 || spec.command.some((a) => typeof a !== 'string')) {
+    throw new AppError('invalid_input', 'command_json: must be a non-empty JSON array of strings', { field: 'command_json' });
+  }
+  if (!spec.command.some((a) => a.includes('{prompt}'))) throw new AppError('invalid_input', 'command_json: must contain {prompt}', { field: 'command_json' });
+  if (PLACEHOLDER.test(spec.command[0])) throw new AppError('invalid_input', 'command_json: the executable itself cannot be a placeholder', { field: 'command_json' });
+  if (spec.resume && (!spec.resume.length || !spec.resume.some((a) => a.includes('{session}')))) {
+    throw new AppError('invalid_input', 'resume_json: must be a JSON array of strings containing {session}', { field: 'resume_json' });
+  }
+}
+
+function fill(template: string[], values: Record<string, string>): string[] {
+  return template.map((a) => a.replace(PLACEHOLDER, (_, k: string) => values[k] ?? ''));
+}
+
+/**
+ * A CLI the user linked by argv template. Its stdout is taken line by line: a JSON line with a
+ * `session_id`/`sessionId` records the session; other lines are messages; the final answer is the
+ * last JSON object printed, or else all text (capped).
+ */
+export function linkedAdapter(spec: LinkedWorkerSpec): WorkerAdapter {
+  return {
+    name: spec.name,
+    maxConcurrency: spec.maxConcurrency ?? 2,
+    async detect(): Promise<WorkerInfo> {
+      const bin = findOnPath(spec.command[0]);
+      let version: string | null = null;
+      if (bin) {
+        try {
+          version = execFileSync(bin, ['--version'], { encoding: 'utf8', timeout: 3000, stdio: ['ignore', 'pipe', 'ignore'] }).trim().split('\n')[0] || null;
+        } catch {
+          version = null;
+        }
+      }
+      return {
+        name: spec.name,
+        installed: Boolean(bin),
+        version,
+        authenticated: null,
+        capabilities: { sessions: Boolean(spec.resume), structuredOutput: false, sandboxModes: [] },
+        reason: bin ? null : `${spec.command[0]} not found on PATH`,
+        command: bin,
+      };
+    },
+    async buildSpawn(turn: WorkerTurn) {
+      const values = { prompt: turn.prompt, workdir: turn.workdir, session: turn.resumeSessionId ?? '' };
+      const argv = turn.resumeSessionId && spec.resume ? fill(spec.resume, values) : fill(spec.command, values);
+      return { command: findOnPath(argv[0]) ?? argv[0], args: argv.slice(1), env: turn.baseEnv, cwd: turn.workdir };
+    },
+    createParser(): StreamParser {
+      let sessionId: string | null = null;
+      let lastJson: string | null = null;
+      const text: string[] = [];
+      let textBytes = 0;
+      let started = false;
+      return {
+        line(line: string): NormalizedEvent[] {
+          const events: NormalizedEvent[] = [];
+          let parsed: unknown;
+          try {
+            parsed = JSON.parse(line);
+          } catch {
+            parsed = undefined;
+          }
+          if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) {
+            const o = parsed as Record<string, unknown>;
+            const sid = o.session_id ?? o.sessionId;
+            if (typeof sid === 'string' && !started) {
+              sessionId = sid;
+              started = true;
+              events.push({ type: 'worker.started', sessionId: sid });
+            }
+            lastJson = line;
+          } else {
+            if (textBytes < 256 * 1024) {
+              text.push(line);
+              textBytes += line.length;
+            }
+            events.push({ type: 'worker.message', text: line.slice(0, 4000) });
+          }
+          return events;
+        },
+        finish(exitCode, stderrTail) {
+          const finalText = lastJson ?? (text.length ? text.join('\n') : null);
+          if (exitCode === 0) return { ok: true, finalText, sessionId };
+          const message = `${spec.name} exited with code ${exitCode}${stderrTail ? `: ${stderrTail.trim().slice(-500)}` : ''}`;
+          return { ok: false, finalText, sessionId, error: { code: RATE_LIMIT_PATTERN.test(message) ? 'rate_limited' : 'worker_failed', message } };
+        },
+      };
+    },
+  };
+}

@@ -1,0 +1,61 @@
+#!/usr/bin/env node
+// The `mock` worker: a deterministic fake agent CLI, scripted by the task's metadata.mock (see mock.ts).
+// Plain JavaScript with no dependencies so it starts fast and runs anywhere Node runs.
+import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, isAbsolute, join } from 'node:path';
+import { spawn } from 'node:child_process';
+
+const args = process.argv.slice(2);
+const opt = (name) => {
+  const i = args.indexOf(name);
+  return i === -1 ? undefined : args[i + 1];
+};
+const spec = JSON.parse(opt('--spec') ?? '{}');
+const prompt = opt('--prompt') ?? '';
+const resume = opt('--resume');
+const session = resume ?? `mock-${process.pid}-${Date.now().toString(36)}`;
+const followup = Boolean(resume);
+const step = followup ? { ...spec, ...(spec.followup ?? {}) } : spec;
+const emit = (obj) => process.stdout.write(JSON.stringify(obj) + '\n');
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+if (step.ignore_sigterm) process.on('SIGTERM', () => {});
+if (step.append_log) appendFileSync(step.append_log, `${process.env.LIGHTWORKER_TASK_ID ?? '?'} ${process.env.LIGHTWORKER_ATTEMPT ?? '?'} ${process.pid}\n`);
+
+emit({ type: 'start', session, model: step.model ?? 'mock-model', followup });
+if (step.grandchild) {
+  // A grandchild that ignores SIGTERM: only a tree kill with SIGKILL ends it.
+  const gc = spawn(process.execPath, ['-e', "process.on('SIGTERM',()=>{}); setInterval(()=>{}, 1000)"], { stdio: 'ignore' });
+  emit({ type: 'tool', name: 'spawn', status: 'completed', output: String(gc.pid) });
+  if (step.grandchild_pidfile) writeFileSync(step.grandchild_pidfile, String(gc.pid));
+}
+if (step.message !== undefined) emit({ type: 'message', text: String(step.message) });
+else emit({ type: 'message', text: `mock received ${prompt.length} prompt bytes` });
+for (const e of step.events ?? []) emit(e);
+for (const [path, body] of Object.entries(step.write_files ?? {})) {
+  const full = isAbsolute(path) ? path : join(process.cwd(), path);
+  mkdirSync(dirname(full), { recursive: true });
+  writeFileSync(full, String(body));
+  emit({ type: 'tool', name: 'write', status: 'completed', input: { path } });
+}
+if (step.output_mb) {
+  const line = JSON.stringify({ type: 'noise', text: 'x'.repeat(1000) }) + '\n';
+  const total = step.output_mb * 1024 * 1024;
+  for (let sent = 0; sent < total; sent += line.length) {
+    if (!process.stdout.write(line)) await new Promise((r) => process.stdout.once('drain', r));
+  }
+}
+if (step.sleep_ms) await sleep(step.sleep_ms);
+const usage = step.usage ?? { input: Math.ceil(prompt.length / 4), cached: 0, output: 10 };
+emit({ type: 'usage', input: usage.input, cached: usage.cached, output: usage.output, model: step.model ?? 'mock-model' });
+if (step.rate_limit) {
+  emit({ type: 'error', message: '429 Too Many Requests: rate limit exceeded' });
+  process.exit(1);
+}
+if (step.fail_message) {
+  emit({ type: 'error', message: step.fail_message });
+  process.exit(step.exit_code ?? 1);
+}
+const final = step.result !== undefined ? JSON.stringify(step.result) : step.text ?? JSON.stringify({ summary: `mock completed: ${prompt.slice(0, 60)}` });
+emit({ type: 'final', text: final });
+process.exit(step.exit_code ?? 0);

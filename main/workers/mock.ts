@@ -1,0 +1,70 @@
+import { fileURLToPath } from 'node:url';
+import { RATE_LIMIT_PATTERN, type NormalizedEvent, type StreamParser, type WorkerAdapter, type WorkerInfo, type WorkerTurn } from './adapter.js';
+
+/**
+ * The deterministic `mock` worker, for tests and demos. Scripted by `task.metadata.mock`:
+ * - `sleep_ms`, `exit_code`, `message`, `events` (extra raw mock events), `usage` {input, cached, output}
+ * - `result` (any JSON: the final answer) or `text` (a plain-text final answer)
+ * - `write_files` {relative path: content} written in the worker's cwd (the worktree for execute tasks)
+ * - `grandchild` (spawn a grandchild that ignores SIGTERM; `grandchild_pidfile` records its pid),
+ *   `ignore_sigterm`, `output_mb` (print N MB of noise), `append_log` (append "task attempt pid")
+ * - `fail_message` (fail with this message), `rate_limit` (fail like a provider 429)
+ * - `followup` {…}: overrides used on a resumed turn (auto-repair follow-ups)
+ */
+const AGENT = fileURLToPath(new URL('./mock-agent.mjs', import.meta.url));
+
+export const mockAdapter: WorkerAdapter = {
+  name: 'mock',
+  maxConcurrency: 64,
+  async detect(): Promise<WorkerInfo> {
+    return {
+      name: 'mock',
+      installed: true,
+      version: '1.0.0',
+      authenticated: true,
+      capabilities: { sessions: true, structuredOutput: true, sandboxModes: ['read-only', 'workspace-write'] },
+      reason: null,
+      command: process.execPath,
+    };
+  },
+  async buildSpawn(turn: WorkerTurn) {
+    const spec = (turn.task.metadata.mock ?? {}) as Record<string, unknown>;
+    const args = [AGENT, '--spec', JSON.stringify(spec), '--prompt', turn.prompt];
+    if (turn.resumeSessionId) args.push('--resume', turn.resumeSessionId);
+    return { command: process.execPath, args, env: turn.baseEnv, cwd: turn.workdir };
+  },
+  createParser(): StreamParser {
+    let sessionId: string | null = null;
+    let finalText: string | null = null;
+    let failure: string | null = null;
+    return {
+      line(line: string): NormalizedEvent[] {
+        const e = JSON.parse(line) as Record<string, unknown>;
+        switch (e.type) {
+          case 'start':
+            sessionId = String(e.session);
+            return [{ type: 'worker.started', sessionId, model: (e.model as string) ?? null }];
+          case 'message':
+            return [{ type: 'worker.message', text: String(e.text) }];
+          case 'tool':
+            return [{ type: 'worker.tool', name: String(e.name), status: (e.status as 'completed') ?? 'completed', input: e.input, output: e.output as string | undefined }];
+          case 'usage':
+            return [{ type: 'worker.usage', inputTokens: Number(e.input) || 0, cachedTokens: Number(e.cached) || 0, outputTokens: Number(e.output) || 0, model: (e.model as string) ?? null }];
+          case 'final':
+            finalText = String(e.text);
+            return [{ type: 'worker.completed', text: finalText }];
+          case 'error':
+            failure = String(e.message);
+            return [{ type: 'worker.failed', message: failure, rateLimited: RATE_LIMIT_PATTERN.test(failure) }];
+          default:
+            return [];
+        }
+      },
+      finish(exitCode, stderrTail) {
+        if (exitCode === 0 && failure === null) return { ok: true, finalText, sessionId };
+        const message = failure ?? `mock exited with code ${exitCode}${stderrTail ? `: ${stderrTail.trim().slice(-500)}` : ''}`;
+        return { ok: false, finalText, sessionId, error: { code: RATE_LIMIT_PATTERN.test(message) ? 'rate_limited' : 'worker_failed', message } };
+      },
+    };
+  },
+};

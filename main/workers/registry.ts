@@ -1,0 +1,34 @@
+import { AppError } from '../core/errors.js';
+import type { Engine } from '../engine.js';
+import { getSetting, settingsWithPrefix } from '../store/settings.js';
+import type { WorkerAdapter } from './adapter.js';
+import { linkedAdapter, type LinkedWorkerSpec } from './linked.js';
+import { mockAdapter } from './mock.js';
+
+/** Built-in adapters by worker name. The real CLIs register here (codex, claude-code, opencode). */
+export const BUILTIN_ADAPTERS = new Map<string, WorkerAdapter>([[mockAdapter.name, mockAdapter]]);
+
+export const LINKED_PREFIX = 'workers.linked.';
+
+/** Linked workers: from `lightworker workers link` (settings) and config.toml [workers.NAME]. */
+export function linkedSpecs(engine: Engine): LinkedWorkerSpec[] {
+  const fromDb = settingsWithPrefix<LinkedWorkerSpec>(engine.db, LINKED_PREFIX).map((s) => s.value);
+  const fromConfig = Object.entries(engine.config.workers).map(([name, w]) => ({ name, command: w.command, resume: w.resume, maxConcurrency: w.max_concurrency }));
+  const seen = new Set(fromDb.map((s) => s.name));
+  return [...fromDb, ...fromConfig.filter((s) => !seen.has(s.name))];
+}
+
+/** The adapter for a worker name, or `worker_missing`. */
+export function resolveAdapter(engine: Engine, name: string): WorkerAdapter {
+  const builtin = BUILTIN_ADAPTERS.get(name);
+  if (builtin) return builtin;
+  const stored = getSetting<LinkedWorkerSpec>(engine.db, LINKED_PREFIX + name);
+  if (stored) return linkedAdapter(stored);
+  const cfg = engine.config.workers[name];
+  if (cfg) return linkedAdapter({ name, command: cfg.command, resume: cfg.resume, maxConcurrency: cfg.max_concurrency });
+  throw new AppError('worker_missing', `no worker named "${name}" (built in: ${[...BUILTIN_ADAPTERS.keys()].join(', ')}; link others with \`lightworker workers link\`)`);
+}
+
+export function allWorkerNames(engine: Engine): string[] {
+  return [...new Set([...BUILTIN_ADAPTERS.keys(), ...linkedSpecs(engine).map((s) => s.name)])];
+}
