@@ -3,6 +3,7 @@ import { isAppError, toErrorPayload } from '../core/errors.js';
 import { err } from './output.js';
 import { registerSystemCommands } from './system.js';
 import { registerTaskCommands } from './tasks.js';
+import { registerServeCommand } from '../http/serve-command.js';
 
 /** Exit codes: 0 ok, 1 the operation failed, 2 bad usage or input. */
 const USAGE_CODES = new Set(['invalid_input', 'not_found']);
@@ -16,6 +17,7 @@ export function buildProgram(): Command {
     .exitOverride();
   registerSystemCommands(program);
   registerTaskCommands(program);
+  registerServeCommand(program);
   for (const c of program.commands) c.exitOverride();
   return program;
 }

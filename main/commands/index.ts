@@ -1,11 +1,12 @@
 import type { CommandDef } from './table.js';
 import { runDoctor } from './doctor.js';
 import { EVENT_COMMANDS } from './events.js';
+import { SETTINGS_COMMANDS } from './settings.js';
 import { TASK_COMMANDS } from './tasks.js';
 
 /** The one table of operations: IPC, HTTP, MCP and the CLI all dispatch through it. */
 export const COMMANDS: ReadonlyMap<string, CommandDef> = new Map(
-  ([...TASK_COMMANDS, ...EVENT_COMMANDS, runDoctor] as CommandDef[]).map((c) => [c.name, c]),
+  ([...TASK_COMMANDS, ...EVENT_COMMANDS, runDoctor, ...SETTINGS_COMMANDS] as CommandDef[]).map((c) => [c.name, c]),
 );
 
 export const COMMAND_NAMES = [...COMMANDS.keys()];

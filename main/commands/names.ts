@@ -1,0 +1,22 @@
+/**
+ * Every command name in the table, as a plain literal: the preload script imports this (and nothing else
+ * from main/) to expose one method per command. test/unit/command-names.test.ts keeps it equal to
+ * `COMMANDS.keys()`; regenerate with `node bin/run-ts.js scripts/command-names.ts --write`.
+ */
+export const COMMAND_NAMES = [
+  'delegate_task',
+  'delegate_batch',
+  'get_task',
+  'list_tasks',
+  'get_task_tree',
+  'approve_task',
+  'cancel_task',
+  'retry_task',
+  'get_events',
+  'audit_verify',
+  'run_doctor',
+  'get_settings',
+  'update_settings',
+] as const;
+
+export type CommandName = (typeof COMMAND_NAMES)[number];

@@ -1,0 +1,86 @@
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Command } from 'commander';
+import { globals } from '../cli/context.js';
+import { err, out } from '../cli/output.js';
+import { AppError } from '../core/errors.js';
+import { newToken } from '../core/ids.js';
+import { Engine } from '../engine.js';
+import { startScheduler } from './scheduler-link.js';
+import { requireLoopbackHost } from './security.js';
+import { startConsoleServer } from './server.js';
+import { findPackageRoot, rendererDir } from './static.js';
+
+/** Build the renderer with vite when a checkout has no out/renderer yet (vite is a dev dependency). */
+async function ensureRenderer(dir: string): Promise<void> {
+  if (existsSync(join(dir, 'index.html'))) return;
+  const root = findPackageRoot();
+  const config = join(root, 'renderer', 'vite.config.ts');
+  if (!existsSync(config)) throw new AppError('unavailable', `the console is not built (${dir} missing) and no renderer sources here; run \`npm run build:renderer\``);
+  err(`building the console into ${dir} (first run) …`);
+  try {
+    const vite = (await import('vite')) as typeof import('vite');
+    await vite.build({ configFile: config, logLevel: 'warn' });
+  } catch (e) {
+    throw new AppError('unavailable', `could not build the console: ${(e as Error).message}; run \`npm run build:renderer\` and retry`);
+  }
+  if (!existsSync(join(dir, 'index.html'))) throw new AppError('unavailable', `the console build did not produce ${dir}/index.html; run \`npm run build:renderer\``);
+}
+
+function openBrowser(url: string): void {
+  const [cmd, args] =
+    process.platform === 'darwin' ? ['open', [url]] : process.platform === 'win32' ? ['cmd', ['/c', 'start', '', url]] : ['xdg-open', [url]];
+  try {
+    const child = spawn(cmd, args as string[], { detached: true, stdio: 'ignore' });
+    child.on('error', () => err(`could not open a browser (${cmd}); open ${url} yourself`));
+    child.unref();
+  } catch {
+    err(`could not open a browser; open ${url} yourself`);
+  }
+}
+
+function parsePort(v: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new AppError('invalid_input', `--port: expected 0–65535, got "${v}"`, { field: 'port' });
+  return n;
+}
+
+/** `lightworker serve`: the console over loopback HTTP, with the scheduler running in this process. */
+export function registerServeCommand(program: Command): void {
+  program
+    .command('serve')
+    .description('serve the console on loopback HTTP (127.0.0.1 or ::1) and run the scheduler')
+    .option('--host <address>', 'literal loopback address: 127.0.0.1 or ::1', '127.0.0.1')
+    .option('--port <n>', 'TCP port (0 picks a free one)', parsePort, 8766)
+    .option('--no-open', 'do not open a browser')
+    .option('--paused', 'start with the scheduler paused')
+    .action(async (o: { host: string; port: number; open: boolean; paused?: boolean }, cmd: Command) => {
+      const host = requireLoopbackHost(o.host);
+      const dir = rendererDir();
+      await ensureRenderer(dir);
+      const engine = new Engine({ home: globals(cmd).home });
+      engine.watch();
+      let server: Awaited<ReturnType<typeof startConsoleServer>> | undefined;
+      let scheduler: Awaited<ReturnType<typeof startScheduler>> = null;
+      try {
+        server = await startConsoleServer({ engine, host, port: o.port, token: newToken(), rendererDir: dir });
+        scheduler = await startScheduler(engine, { paused: o.paused, onMissing: (why) => err(`warning: ${why}; tasks will queue but not run`) });
+      } catch (e) {
+        await server?.close();
+        engine.close();
+        throw e;
+      }
+      out(`LightWorker console: ${server.url}`);
+      err(`listening on ${server.host} port ${server.port}; home ${engine.home.root}; scheduler ${scheduler ? scheduler.status().role : 'not running'}; Ctrl-C stops`);
+      if (o.open) openBrowser(server.url);
+      await new Promise<void>((done) => {
+        process.once('SIGINT', done);
+        process.once('SIGTERM', done);
+      });
+      err('stopping …');
+      await scheduler?.stop();
+      await server.close();
+      engine.close();
+    });
+}
