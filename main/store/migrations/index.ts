@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
 import { m001Initial } from './001-initial.js';
+import { m002Scheduler } from './002-scheduler.js';
 
 export interface Migration {
   name: string;
@@ -7,4 +8,4 @@ export interface Migration {
 }
 
 /** Forward-only, numbered: MIGRATIONS[n] takes user_version n to n+1. Never edit a shipped one. */
-export const MIGRATIONS: Migration[] = [m001Initial];
+export const MIGRATIONS: Migration[] = [m001Initial, m002Scheduler];
