@@ -4,6 +4,7 @@ import { err } from './output.js';
 import { registerSystemCommands } from './system.js';
 import { registerTaskCommands } from './tasks.js';
 import { registerServeCommand } from '../http/serve-command.js';
+import { registerMcpCommands } from './mcp.js';
 
 /** Exit codes: 0 ok, 1 the operation failed, 2 bad usage or input. */
 const USAGE_CODES = new Set(['invalid_input', 'not_found']);
@@ -18,6 +19,7 @@ export function buildProgram(): Command {
   registerSystemCommands(program);
   registerTaskCommands(program);
   registerServeCommand(program);
+  registerMcpCommands(program);
   for (const c of program.commands) c.exitOverride();
   return program;
 }

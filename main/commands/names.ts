@@ -17,6 +17,11 @@ export const COMMAND_NAMES = [
   'run_doctor',
   'get_settings',
   'update_settings',
+  'orchestrate_goal',
+  'delegate_reviewed',
+  'compare_workers',
+  'compare_report',
+  'mcp_config',
 ] as const;
 
 export type CommandName = (typeof COMMAND_NAMES)[number];

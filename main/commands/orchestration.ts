@@ -1,0 +1,112 @@
+import { z } from 'zod';
+import { EFFORTS, MODES } from '../core/config.js';
+import { isAppError } from '../core/errors.js';
+import { createComparison, compareReport } from '../orchestration/compare.js';
+import { chainReviews } from '../orchestration/review.js';
+import { createTasks, type CreateContext } from '../tasks/create.js';
+import { MAX_OBJECTIVE_BYTES, TASK_ID, taskInputSchema } from '../tasks/schema.js';
+import { presentTask } from './tasks.js';
+import { defineCommand, runCommand, type CommandContext } from './table.js';
+
+const WORKER = z.string().min(1).max(64).regex(/^[a-z0-9][a-z0-9_-]*$/, 'a worker name');
+
+function createCtx(ctx: CommandContext): CreateContext {
+  return { db: ctx.engine.db, config: ctx.engine.config, homeRoot: ctx.engine.home.root, depth: ctx.depth };
+}
+
+export const orchestrateGoal = defineCommand({
+  name: 'orchestrate_goal',
+  description: 'Queue a planner that splits a goal into a DAG of up to 12 tasks (children inherit workspace and mode).',
+  input: z.strictObject({
+    goal: z.string().min(1, 'goal must not be empty').refine((s) => Buffer.byteLength(s) <= MAX_OBJECTIVE_BYTES, `goal is larger than ${MAX_OBJECTIVE_BYTES} bytes`),
+    workspace: z.string().min(1).max(4096).describe('absolute path inside a git repository'),
+    mode: z.enum(MODES).optional(),
+    worker: WORKER.optional().describe('worker of the planner'),
+    reasoning_effort: z.enum(EFFORTS).optional(),
+    context_pack: z.string().min(1).max(128).optional(),
+    base_ref: z.string().min(1).max(256).optional(),
+    priority: z.number().int().min(0).max(100).optional(),
+    metadata: z.record(z.string(), z.unknown()).optional(),
+  }),
+  readOnly: false,
+  handler(ctx, input) {
+    const [task] = ctx.engine.write(() =>
+      createTasks(createCtx(ctx), [
+        {
+          kind: 'plan',
+          profile: 'planner',
+          name: `plan: ${input.goal.trim().split('\n')[0]}`.slice(0, 200),
+          objective: input.goal,
+          workspace: input.workspace,
+          mode: input.mode,
+          worker: input.worker,
+          reasoning_effort: input.reasoning_effort,
+          context_pack: input.context_pack,
+          base_ref: input.base_ref,
+          priority: input.priority,
+          metadata: { ...(input.metadata ?? {}), orchestrate: true },
+        },
+      ]),
+    );
+    return { task: presentTask(ctx, task) };
+  },
+});
+
+export const delegateReviewed = defineCommand({
+  name: 'delegate_reviewed',
+  description: 'Queue an execute task plus a read-only review of its change by another worker.',
+  input: taskInputSchema.extend({ review_by: WORKER }),
+  readOnly: false,
+  handler(ctx, input) {
+    const { review_by, ...task } = input;
+    const out = ctx.engine.write(() => {
+      const c = createCtx(ctx);
+      const [exec] = createTasks(c, [{ ...task, kind: 'execute' }]);
+      const [review] = chainReviews(c, [exec], review_by);
+      return { task: exec, review };
+    });
+    return { task: presentTask(ctx, out.task), review: presentTask(ctx, out.review) };
+  },
+});
+
+export const compareWorkers = defineCommand({
+  name: 'compare_workers',
+  description: 'Run one execute objective on several workers in separate worktrees (optionally each reviewed by another worker).',
+  input: taskInputSchema.omit({ worker: true, kind: true, ref: true, depends_on: true }).extend({
+    workers: z.array(WORKER).min(2).max(6),
+    review_by: WORKER.optional(),
+  }),
+  readOnly: false,
+  handler(ctx, input) {
+    const { workers, review_by, ...task } = input;
+    const r = ctx.engine.write(() => createComparison(createCtx(ctx), { task: { ...task, kind: 'execute' }, workers, reviewBy: review_by }));
+    return {
+      rootId: r.candidates[0].rootId,
+      candidates: r.candidates.map((t) => presentTask(ctx, t)),
+      reviews: r.reviews.map((t) => presentTask(ctx, t)),
+    };
+  },
+});
+
+export const compareReportCommand = defineCommand({
+  name: 'compare_report',
+  description: 'Diffs, verification and reviews of a comparison side by side, given any of its tasks.',
+  input: z.strictObject({ id: TASK_ID }),
+  readOnly: true,
+  async handler(ctx, input) {
+    // Loaded at call time: the table module imports this one.
+    const { COMMANDS } = await import('./index.js');
+    const diffOf = async (id: string) => {
+      if (!COMMANDS.has('get_task_diff')) return null;
+      try {
+        return await runCommand(COMMANDS, ctx, 'get_task_diff', { id });
+      } catch (e) {
+        if (isAppError(e)) return { error: e.toJSON() };
+        throw e;
+      }
+    };
+    return compareReport(createCtx(ctx), input.id, diffOf);
+  },
+});
+
+export const ORCHESTRATION_COMMANDS = [orchestrateGoal, delegateReviewed, compareWorkers, compareReportCommand];

@@ -1,0 +1,89 @@
+import { Engine } from '../engine.js';
+import { createServer, depthFromEnv } from './server.js';
+import { LineTransport } from './stdio-transport.js';
+import { toolSetFromEnv } from './tools.js';
+
+/** What `lightworker mcp` needs from the scheduler service (main/scheduler/service.ts). */
+interface SchedulerHandle {
+  stop(): Promise<void>;
+  status(): { role: 'leader' | 'standby' };
+}
+
+export interface StdioOptions {
+  home?: string;
+}
+
+function logErr(line: string): void {
+  process.stderr.write(line.endsWith('\n') ? line : line + '\n');
+}
+
+/**
+ * `lightworker mcp`: serve MCP on stdin/stdout until stdin ends or a signal arrives. The transport is
+ * connected before anything slow (clients such as `claude -p` do not wait for servers); the scheduler
+ * service starts right after and leads or stands by. Stdout carries protocol only.
+ */
+export async function runStdioServer(opts: StdioOptions = {}): Promise<void> {
+  guardStdout();
+  const engine = new Engine({ home: opts.home });
+  engine.watch();
+  const server = createServer(engine, { depth: depthFromEnv(), toolSet: toolSetFromEnv() });
+  const transport = new LineTransport(process.stdin, process.stdout);
+
+  let scheduler: SchedulerHandle | null = null;
+  let stopping: Promise<void> | null = null;
+  const shutdown = (why: string, code = 0): Promise<void> => {
+    stopping ??= (async () => {
+      if (process.env.LIGHTWORKER_DEBUG) logErr(`lightworker mcp: shutting down (${why})`);
+      // Whatever happens below, the process ends: a stuck worker kill must not keep a client waiting.
+      setTimeout(() => process.exit(code), 15_000).unref();
+      try {
+        await scheduler?.stop();
+      } catch (e) {
+        logErr(`lightworker mcp: scheduler stop failed: ${(e as Error).message}`);
+      }
+      await server.close().catch(() => undefined);
+      engine.close();
+      process.exitCode = code;
+      // stdin may still hold the event loop open (Codex closes it only after the signal).
+      process.exit(code);
+    })();
+    return stopping;
+  };
+
+  transport.onclose = () => void shutdown('stdin closed');
+  for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(sig, () => void shutdown(sig));
+  process.on('uncaughtException', (e) => logErr(`lightworker mcp: uncaught: ${e.stack ?? e.message}`));
+  process.on('unhandledRejection', (e) => logErr(`lightworker mcp: unhandled rejection: ${(e as Error)?.stack ?? String(e)}`));
+
+  await server.connect(transport);
+  // After connecting: initialize and tools/list are answered while the scheduler starts.
+  setImmediate(() => {
+    void startScheduler(engine).then((s) => {
+      if (stopping) void s?.stop();
+      else scheduler = s;
+    });
+  });
+  await new Promise<void>(() => undefined);
+}
+
+/** The scheduler service of this process: leads if nobody else does, else stands by. */
+async function startScheduler(engine: Engine): Promise<SchedulerHandle | null> {
+  // Imported by name at run time: the service module is the lead's and may not exist in this build yet.
+  const spec = '../scheduler/service.js';
+  try {
+    const mod = (await import(spec)) as { startSchedulerService?: (e: Engine) => Promise<SchedulerHandle> };
+    if (!mod.startSchedulerService) throw new Error('main/scheduler/service.ts has no startSchedulerService');
+    return await mod.startSchedulerService(engine);
+  } catch (e) {
+    logErr(`lightworker mcp: scheduler not started (tasks are queued but run only where a scheduler leads): ${(e as Error).message}`);
+    return null;
+  }
+}
+
+/** Stdout is the protocol channel: send stray console output to stderr instead. */
+function guardStdout(): void {
+  const toErr = (...args: unknown[]) => logErr(args.map((a) => (typeof a === 'string' ? a : JSON.stringify(a))).join(' '));
+  console.log = toErr;
+  console.info = toErr;
+  console.debug = toErr;
+}
