@@ -56,6 +56,15 @@ if (step.fail_message) {
   emit({ type: 'error', message: step.fail_message });
   process.exit(step.exit_code ?? 1);
 }
-const final = step.result !== undefined ? JSON.stringify(step.result) : step.text ?? JSON.stringify({ summary: `mock completed: ${prompt.slice(0, 60)}` });
+// By default a schema-valid answer for the task's kind.
+const kind = opt('--kind') ?? 'explore';
+const summary = `mock completed ${kind} task`;
+const defaults = {
+  plan: { summary, tasks: [] },
+  explore: { summary, findings: [] },
+  review: { summary, verdict: 'approve', issues: [] },
+  execute: { summary, files_changed: Object.keys(step.write_files ?? {}), notes: null },
+};
+const final = step.result !== undefined ? JSON.stringify(step.result) : step.text ?? JSON.stringify(defaults[kind] ?? { summary });
 emit({ type: 'final', text: final });
 process.exit(step.exit_code ?? 0);

@@ -29,7 +29,7 @@ export const mockAdapter: WorkerAdapter = {
   },
   async buildSpawn(turn: WorkerTurn) {
     const spec = (turn.task.metadata.mock ?? {}) as Record<string, unknown>;
-    const args = [AGENT, '--spec', JSON.stringify(spec), '--prompt', turn.prompt];
+    const args = [AGENT, '--spec', JSON.stringify(spec), '--kind', turn.task.kind, '--prompt', turn.prompt];
     if (turn.resumeSessionId) args.push('--resume', turn.resumeSessionId);
     return { command: process.execPath, args, env: turn.baseEnv, cwd: turn.workdir };
   },

@@ -1,0 +1,121 @@
+import { type Command } from 'commander';
+import { AppError } from '../core/errors.js';
+import { startSchedulerService } from '../scheduler/service.js';
+import { waitTasks } from '../scheduler/wait.js';
+import { withEngine } from './context.js';
+import { err, out, printJson } from './output.js';
+import type { Engine } from '../engine.js';
+
+function seconds(name: string) {
+  return (v: string) => {
+    const n = Number(v);
+    if (!Number.isFinite(n) || n < 0) throw new AppError('invalid_input', `${name}: expected a number of seconds, got "${v}"`, { field: name });
+    return n;
+  };
+}
+
+/** Nothing runs and nothing queued can run (tasks awaiting approval, or queued behind one, don't count). */
+function isIdle(engine: Engine): boolean {
+  const row = engine.db
+    .prepare(
+      `SELECT
+         (SELECT COUNT(*) FROM tasks WHERE status IN ('starting','running','verifying')) AS active,
+         (SELECT COUNT(*) FROM tasks t WHERE t.status = 'queued' AND NOT EXISTS (
+            SELECT 1 FROM task_deps d JOIN tasks p ON p.id = d.depends_on
+            WHERE d.task_id = t.id AND p.status NOT IN ('completed','accepted'))) AS runnable,
+         (SELECT COUNT(*) FROM tasks t WHERE t.status = 'queued' AND EXISTS (
+            SELECT 1 FROM task_deps d JOIN tasks p ON p.id = d.depends_on
+            WHERE d.task_id = t.id AND p.status IN ('queued','starting','running','verifying'))) AS pending`,
+    )
+    .get() as { active: number; runnable: number; pending: number };
+  return row.active === 0 && row.runnable === 0 && row.pending === 0;
+}
+
+export function registerSchedulerCommands(program: Command): void {
+  program
+    .command('run')
+    .description('run the scheduler in the foreground (leads, or waits as standby while another process leads)')
+    .option('--until-idle', 'exit once nothing runs and nothing queued can run')
+    .option('--timeout <seconds>', 'hard bound: cancel what still runs and exit', seconds('timeout'))
+    .action(async (o, cmd: Command) => {
+      await withEngine(cmd, async (_call, ctx) => {
+        const engine = ctx.engine;
+        const svc = await startSchedulerService(engine);
+        let announcedStandby = false;
+        const announce = () => {
+          const s = svc.status();
+          if (s.role === 'standby' && !announcedStandby) {
+            announcedStandby = true;
+            err(`another process leads this home (pid ${s.leader?.pid ?? '?'} on ${s.leader?.hostname ?? '?'}); waiting as standby and taking over if it stops`);
+          }
+          if (s.role === 'leader') {
+            if (announcedStandby) err('took over as leader');
+            announcedStandby = false;
+          }
+        };
+        announce();
+        svc.on('status', announce);
+        const exitCode = await new Promise<number>((resolve) => {
+          let settled = false;
+          const finish = (code: number) => {
+            if (settled) return;
+            settled = true;
+            clearInterval(idlePoll);
+            if (hardTimer) clearTimeout(hardTimer);
+            engine.events.off('change', onChange);
+            resolve(code);
+          };
+          const onChange = () => {
+            if (o.untilIdle && isIdle(engine)) finish(0);
+          };
+          engine.events.on('change', onChange);
+          // Catches idleness that no event announces (e.g. an empty queue at start).
+          const idlePoll = setInterval(onChange, 250);
+          const hardTimer = o.timeout !== undefined ? setTimeout(() => {
+            err(`--timeout ${o.timeout}s reached; cancelling what still runs`);
+            finish(1);
+          }, o.timeout * 1000) : null;
+          process.once('SIGINT', () => finish(130));
+          process.once('SIGTERM', () => finish(143));
+          onChange();
+        });
+        await svc.stop();
+        process.exitCode = exitCode;
+      });
+    });
+
+  program
+    .command('wait')
+    .description('wait until tasks end, or one needs approval')
+    .argument('<ids...>')
+    .option('--timeout <seconds>', 'give up after this long', seconds('timeout'), 3600)
+    .option('--json')
+    .action(async (ids: string[], o, cmd: Command) => {
+      await withEngine(cmd, async (_call, ctx) => {
+        const r = await waitTasks(ctx.engine, ids, o.timeout * 1000);
+        if (o.json) printJson(r);
+        else {
+          out(`${r.reason}`);
+          for (const t of r.tasks) out(`${t.id}  ${t.status}${t.waitingOn ? ` (waiting on approval of ${t.waitingOn.join(', ')})` : ''}${t.error ? `  ${t.error.code}: ${t.error.message.split('\n')[0]}` : ''}`);
+        }
+        if (r.reason === 'timeout') process.exitCode = 1;
+      });
+    });
+
+  program
+    .command('status')
+    .description('who leads this home, paused workers and task counts')
+    .option('--json')
+    .action(async (o, cmd: Command) => {
+      await withEngine(cmd, async (call) => {
+        const r = await call('scheduler_status', {});
+        if (o.json) printJson(r);
+        else {
+          out(r.leader ? `leader: pid ${r.leader.pid} on ${r.leader.hostname}` : 'leader: none (start one with `lightworker run`)');
+          out(`paused: ${r.paused}`);
+          out(`tasks: ${Object.entries(r.counts).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}`);
+          for (const p of r.pausedWorkers) out(`worker ${p.worker} paused until ${new Date(p.until).toISOString()}: ${p.reason}`);
+        }
+      });
+    });
+}

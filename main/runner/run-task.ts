@@ -1,0 +1,235 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { AppError, isAppError } from '../core/errors.js';
+import type { Engine } from '../engine.js';
+import { inspectChanges, prepareWorkspace, runVerification, type PreparedWorkspace, type VerifyReport } from '../isolation/workspace.js';
+import { appendEvent } from '../store/events.js';
+import { getTask, updateTaskFields } from '../store/tasks.js';
+import { unsealTask } from '../tasks/secrets.js';
+import { transition } from '../tasks/state.js';
+import type { Task, TaskStatus } from '../tasks/types.js';
+import type { GatewayRoute, NormalizedEvent, WorkerAdapter, WorkerTurn } from '../workers/adapter.js';
+import { minimalEnv } from '../workers/env.js';
+import { resolveAdapter } from '../workers/registry.js';
+import { parseResult, resultJsonSchema } from '../workers/result-schemas.js';
+import { buildPrompt, buildRepairPrompt } from './prompt.js';
+import { runTurn, type TurnResult } from './turn.js';
+
+export interface RunContext {
+  engine: Engine;
+  runnerId: string;
+  /** Aborted with reason 'timeout' | 'cancel' | 'shutdown' | 'leader_lost'. */
+  signal: AbortSignal;
+  killGraceMs: number;
+  /** The worker reported a provider rate limit. */
+  onRateLimit?: (worker: string) => void;
+  /** A turn of this worker succeeded (clears rate-limit backoff). */
+  onWorkerOk?: (worker: string) => void;
+  /** Called when a plan task completed with a valid plan (orchestration expands it). */
+  onPlan?: (task: Task, result: unknown) => void;
+}
+
+const ABORT_STATUS: Record<string, TaskStatus> = { timeout: 'timed_out', cancel: 'cancelled', shutdown: 'cancelled', leader_lost: 'orphaned' };
+const TEXT_CAP = 4000;
+
+class StopTask extends Error {
+  constructor(readonly status: TaskStatus, readonly code: string, message: string) {
+    super(message);
+  }
+}
+
+/** Keep events small: long text is cut, tool output trimmed. */
+function eventPayload(e: NormalizedEvent): Record<string, unknown> {
+  const { type: _t, ...rest } = e;
+  const out: Record<string, unknown> = { ...rest };
+  for (const k of ['text', 'output', 'message'] as const) {
+    const v = out[k];
+    if (typeof v === 'string' && v.length > TEXT_CAP) out[k] = v.slice(0, TEXT_CAP) + `… [${v.length - TEXT_CAP} more chars]`;
+  }
+  if (out.input !== undefined && JSON.stringify(out.input).length > TEXT_CAP) out.input = '[input too large]';
+  return out;
+}
+
+function gatewayFor(engine: Engine, task: Task): GatewayRoute | null {
+  if (!task.gateway) return null;
+  const g = engine.config.gateways[task.gateway];
+  if (!g) throw new AppError('invalid_input', `gateway "${task.gateway}" is not configured`);
+  return { name: task.gateway, baseUrl: g.base_url, keyEnv: g.key_env, key: process.env[g.key_env] ?? null, wireApi: g.wire_api };
+}
+
+/** Effort decides the model when none is named: low → the fast model, else the reasoning model. */
+function routeModel(engine: Engine, task: Task): string | null {
+  if (task.model) return task.model;
+  if (task.worker === 'mock') return null;
+  return task.reasoningEffort === 'low' ? engine.config.models.fast : engine.config.models.reasoning;
+}
+
+/**
+ * Run one claimed task to an end state: workspace → worker turn(s) → change inspection →
+ * verification (with auto-repair follow-ups in the same native session) → result. Every state change
+ * is a compare-and-set; if the task was moved by someone else (orphaned on takeover), it stops quietly.
+ */
+export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStatus> {
+  const { engine } = ctx;
+  const stored = getTask(engine.db, taskId);
+  if (!stored) return 'failed';
+  const task = unsealTask(engine.db, engine.home.root, stored);
+  let ws: PreparedWorkspace | null = null;
+  try {
+    const adapter = resolveAdapter(engine, task.worker);
+    ws = await prepareWorkspace(engine, task);
+    checkAbort(ctx);
+    const runDir = join(engine.home.artifacts, task.id, `attempt-${task.attempt}`);
+    mkdirSync(runDir, { recursive: true });
+    const resultSchema = resultJsonSchema(task.kind);
+    const prompt = buildPrompt(task, { resultSchema });
+    const baseTurn: WorkerTurn = {
+      task,
+      prompt: prompt.text,
+      workdir: ws.workdir,
+      sandbox: task.kind === 'execute' ? 'workspace-write' : 'read-only',
+      resultSchema,
+      resumeSessionId: null,
+      runDir,
+      model: routeModel(engine, task),
+      reasoningEffort: task.reasoningEffort,
+      gateway: gatewayFor(engine, task),
+      baseEnv: minimalEnv({
+        LIGHTWORKER_DEPTH: String(task.depth + 1),
+        LIGHTWORKER_TASK_ID: task.id,
+        LIGHTWORKER_ATTEMPT: String(task.attempt),
+        ...ws.env,
+      }),
+    };
+    engine.write(() => appendEvent(engine.db, task.id, 'worker.prompt', { bytes: Buffer.byteLength(prompt.text), stableBytes: Buffer.byteLength(prompt.stablePrefix), model: baseTurn.model, sandbox: baseTurn.sandbox }));
+
+    let turn = await runWorkerTurn(ctx, adapter, baseTurn, 'starting');
+    let repairsLeft = engine.config.verify.auto_repair;
+    for (;;) {
+      engine.write(() => transition(engine.db, task.id, 'running', 'verifying', { reason: 'worker finished' }));
+      const changes = await inspectChanges(engine, task, ws);
+      engine.write(() =>
+        appendEvent(engine.db, task.id, 'task.changes', { changedFiles: changes.changedFiles.slice(0, 200), empty: changes.empty, violations: changes.violations, diff: changes.diffArtifact }),
+      );
+      if (!changes.ok) throw new StopTask('failed', 'boundary_violation', `changes outside the task's boundary: ${changes.violations.join(', ')}`);
+      checkAbort(ctx);
+      const verify: VerifyReport = await runVerification(engine, task, ws, ctx.signal);
+      checkAbort(ctx);
+      if (verify.ok) break;
+      const failures = verify.results.filter((r) => r.exitCode !== 0).map((r) => `$ ${Array.isArray(r.command) ? r.command.join(' ') : r.command}\n(exit ${r.exitCode}${r.timedOut ? ', timed out' : ''})\n${r.outputTail}`).join('\n\n');
+      if (repairsLeft <= 0 || !turn.sessionId) {
+        throw new StopTask('failed', 'verification_failed', `verification failed${repairsLeft <= 0 ? '' : ' and the worker has no session to repair in'}:\n${failures.slice(-2000)}`);
+      }
+      repairsLeft--;
+      engine.write(() => transition(engine.db, task.id, 'verifying', 'running', { reason: 'auto-repair: verification failed', event: { repairsLeft } }));
+      turn = await runWorkerTurn(ctx, adapter, { ...baseTurn, prompt: buildRepairPrompt(failures.slice(-8000)), resumeSessionId: turn.sessionId }, 'running');
+    }
+
+    const parsed = parseResult(task.kind, turn.finalText);
+    if (task.kind === 'plan' && !parsed.schemaValid) throw new StopTask('failed', 'invalid_plan', `the planner's answer is not a valid plan: ${parsed.problem}`);
+    engine.write(() => {
+      const done = transition(engine.db, task.id, 'verifying', 'completed', {
+        reason: parsed.schemaValid ? 'verified' : `verified; result not schema-valid (${parsed.problem})`,
+        fields: { result: parsed.result, schemaValid: parsed.schemaValid, pid: null },
+      });
+      endAttempt(engine, task, 'completed', null);
+      if (task.kind === 'plan' && ctx.onPlan) ctx.onPlan(done, parsed.result);
+    });
+    return 'completed';
+  } catch (err) {
+    return finishWithError(ctx, task, err);
+  }
+}
+
+/** One worker turn, with the task moved to running once the process exists. */
+async function runWorkerTurn(ctx: RunContext, adapter: WorkerAdapter, turn: WorkerTurn, from: 'starting' | 'running'): Promise<TurnResult> {
+  const { engine } = ctx;
+  const id = turn.task.id;
+  const result = await runTurn(adapter, turn, {
+    signal: ctx.signal,
+    killGraceMs: ctx.killGraceMs,
+    rawLogPath: join(turn.runDir, 'stdout.jsonl'),
+    onSpawn: (pid, startTime) => {
+      engine.write(() => {
+        if (from === 'starting') transition(engine.db, id, 'starting', 'running', { reason: 'worker spawned', fields: { pid, pidStart: startTime }, event: { pid } });
+        else updateTaskFields(engine.db, id, { pid, pidStart: startTime });
+        engine.db.prepare('UPDATE attempts SET status = ?, pid = ?, pid_start = ? WHERE task_id = ? AND attempt = ?').run('running', pid, startTime, id, turn.task.attempt);
+      });
+    },
+    onEvents: (events) => persistEvents(engine, id, events),
+  });
+  if (result.aborted) throw abortError(result.aborted);
+  if (!result.ok) {
+    const code = result.error?.code ?? 'worker_failed';
+    if (code === 'rate_limited') ctx.onRateLimit?.(adapter.name);
+    const detail = result.error?.message ?? `worker exited with code ${result.exitCode}`;
+    throw new StopTask('failed', code, detail);
+  }
+  ctx.onWorkerOk?.(adapter.name);
+  if (from === 'starting' && getTask(engine.db, id)?.status === 'starting') {
+    // The worker ended before its spawn was recorded as running (very fast process); record it now.
+    engine.write(() => transition(engine.db, id, 'starting', 'running', { reason: 'worker spawned' }));
+  }
+  return result;
+}
+
+function persistEvents(engine: Engine, id: string, events: NormalizedEvent[]): void {
+  engine.write(() => {
+    let input = 0;
+    let cached = 0;
+    let output = 0;
+    let cost: number | null = null;
+    for (const e of events) {
+      appendEvent(engine.db, id, e.type, eventPayload(e));
+      if (e.type === 'worker.started' && e.sessionId) updateTaskFields(engine.db, id, { sessionId: e.sessionId });
+      if (e.type === 'worker.usage') {
+        input += e.inputTokens;
+        cached += e.cachedTokens;
+        output += e.outputTokens;
+        if (typeof e.costUsd === 'number') cost = (cost ?? 0) + e.costUsd;
+      }
+    }
+    if (input || cached || output || cost !== null) {
+      engine.db
+        .prepare('UPDATE tasks SET input_tokens = input_tokens + ?, cached_tokens = cached_tokens + ?, output_tokens = output_tokens + ?, cost_usd = CASE WHEN ? IS NULL THEN cost_usd ELSE COALESCE(cost_usd, 0) + ? END WHERE id = ?')
+        .run(input, cached, output, cost, cost, id);
+    }
+  });
+}
+
+function abortError(reason: string): StopTask {
+  const status = ABORT_STATUS[reason] ?? 'cancelled';
+  const message = reason === 'timeout' ? 'the task hit its timeout; its process tree was killed' : reason === 'cancel' ? 'cancelled on request; its process tree was killed' : `stopped: ${reason}`;
+  return new StopTask(status, status === 'timed_out' ? 'timed_out' : status === 'orphaned' ? 'orphaned' : 'cancelled', message);
+}
+
+function checkAbort(ctx: RunContext): void {
+  if (ctx.signal.aborted) throw abortError(String(ctx.signal.reason));
+}
+
+function endAttempt(engine: Engine, task: Task, status: string, errorCode: string | null): void {
+  engine.db.prepare('UPDATE attempts SET status = ?, error_code = ?, ended_at = ? WHERE task_id = ? AND attempt = ?').run(status, errorCode, Date.now(), task.id, task.attempt);
+}
+
+function finishWithError(ctx: RunContext, task: Task, err: unknown): TaskStatus {
+  const { engine } = ctx;
+  let status: TaskStatus;
+  let code: string;
+  let message: string;
+  if (err instanceof StopTask) ({ status, code, message } = err);
+  else if (ctx.signal.aborted) ({ status, code, message } = abortError(String(ctx.signal.reason)));
+  else if (isAppError(err)) [status, code, message] = ['failed', err.code, err.message];
+  else [status, code, message] = ['failed', 'internal', `internal error: ${(err as Error).message}`];
+  try {
+    engine.write(() => {
+      const cur = getTask(engine.db, task.id);
+      if (!cur || !['starting', 'running', 'verifying'].includes(cur.status)) return;
+      transition(engine.db, task.id, cur.status, status, { reason: message.split('\n')[0].slice(0, 300), fields: { errorCode: code, errorMessage: message, pid: null } });
+      endAttempt(engine, task, status, code);
+    });
+  } catch (e) {
+    // Someone else moved the task (e.g. orphaned after a takeover); their state stands.
+    if (!isAppError(e)) throw e;
+  }
+  return status;
+}

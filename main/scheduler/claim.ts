@@ -1,0 +1,81 @@
+import type { Db } from '../store/db.js';
+import { appendEvent } from '../store/events.js';
+
+export interface Candidate {
+  id: string;
+  rootId: string;
+  workspace: string;
+  worker: string;
+  priority: number;
+  cohort: string | null;
+}
+
+export interface ClaimLimits {
+  perRoot: number;
+  perRepository: number;
+}
+
+/**
+ * Runnable queued tasks, best first by priority then age: every dependency completed or accepted,
+ * and their root and repository under the limits. `exclude` lists workers that cannot take work now.
+ */
+export function listCandidates(db: Db, limits: ClaimLimits, excludeWorkers: string[], max = 64): Candidate[] {
+  const rows = db
+    .prepare(
+      `SELECT t.id, t.root_id AS rootId, t.workspace, t.worker, t.priority, NULL AS cohort
+       FROM tasks t
+       WHERE t.status = 'queued'
+         AND t.worker NOT IN (SELECT value FROM json_each(?))
+         AND NOT EXISTS (
+           SELECT 1 FROM task_deps d JOIN tasks p ON p.id = d.depends_on
+           WHERE d.task_id = t.id AND p.status NOT IN ('completed', 'accepted'))
+         AND (SELECT COUNT(*) FROM tasks a WHERE a.status IN ('starting','running','verifying') AND a.root_id = t.root_id) < ?
+         AND (SELECT COUNT(*) FROM tasks a WHERE a.status IN ('starting','running','verifying') AND a.workspace = t.workspace) < ?
+       ORDER BY t.priority DESC, t.id
+       LIMIT ?`,
+    )
+    .all(JSON.stringify(excludeWorkers), limits.perRoot, limits.perRepository, max) as Candidate[];
+  return rows;
+}
+
+/**
+ * Claim one task: a single compare-and-set UPDATE from queued to starting. Returns false when another
+ * process claimed it first. Runs in the caller's transaction together with the attempt row and event.
+ */
+export function claimTask(db: Db, id: string, runnerId: string, now = Date.now()): boolean {
+  const res = db
+    .prepare(`UPDATE tasks SET status = 'starting', runner_id = ?, started_at = ?, updated_at = ? WHERE id = ? AND status = 'queued'`)
+    .run(runnerId, now, now, id);
+  if (res.changes !== 1) return false;
+  const { attempt } = db.prepare('SELECT attempt FROM tasks WHERE id = ?').get(id) as { attempt: number };
+  db.prepare(
+    `INSERT INTO attempts (task_id, attempt, runner_id, status, started_at) VALUES (?, ?, ?, 'starting', ?)
+     ON CONFLICT(task_id, attempt) DO UPDATE SET runner_id = excluded.runner_id, status = 'starting', started_at = excluded.started_at`,
+  ).run(id, attempt, runnerId, now);
+  appendEvent(db, id, 'task.status', { from: 'queued', to: 'starting', runner: runnerId, attempt }, now);
+  return true;
+}
+
+/**
+ * Pick the next candidate: highest priority first; within it, round-robin across roots (the root
+ * dispatched longest ago wins), with at most one extra pick of the previous cache cohort in a row.
+ */
+export function pickCandidate(cands: Candidate[], lastDispatch: Map<string, number>, affinity: { cohort: string | null; streak: number }): Candidate | null {
+  if (!cands.length) return null;
+  const top = cands[0].priority;
+  const tier = cands.filter((c) => c.priority === top);
+  if (affinity.cohort && affinity.streak < 2) {
+    const same = tier.find((c) => c.cohort === affinity.cohort);
+    if (same) return same;
+  }
+  let best = tier[0];
+  let bestAt = lastDispatch.get(best.rootId) ?? 0;
+  for (const c of tier) {
+    const at = lastDispatch.get(c.rootId) ?? 0;
+    if (at < bestAt) {
+      best = c;
+      bestAt = at;
+    }
+  }
+  return best;
+}

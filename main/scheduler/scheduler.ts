@@ -1,0 +1,226 @@
+import { EventEmitter } from 'node:events';
+import type { Engine } from '../engine.js';
+import { runTask } from '../runner/run-task.js';
+import { getSetting, setSetting } from '../store/settings.js';
+import type { EventRow } from '../store/events.js';
+import { retryTask } from '../tasks/ops.js';
+import { getTask } from '../store/tasks.js';
+import type { Task, TaskStatus } from '../tasks/types.js';
+import { resolveAdapter } from '../workers/registry.js';
+import { claimTask, listCandidates, pickCandidate } from './claim.js';
+
+interface Running {
+  id: string;
+  worker: string;
+  rootId: string;
+  controller: AbortController;
+  timer: NodeJS.Timeout;
+  done: Promise<TaskStatus>;
+}
+
+export interface WorkerPause {
+  until: number;
+  backoffMs: number;
+  reason: string;
+}
+
+export const PAUSE_PREFIX = 'scheduler.pause.';
+const BACKOFF_MIN_MS = 5_000;
+const BACKOFF_MAX_MS = 5 * 60_000;
+
+/** Hook for orchestration: called in the completing transaction when a plan task ends with a valid plan. */
+export type PlanHandler = (engine: Engine, task: Task, result: unknown) => void;
+let planHandler: PlanHandler | null = null;
+export function setPlanHandler(h: PlanHandler | null): void {
+  planHandler = h;
+}
+
+/**
+ * The dispatcher of the leading process. Event-driven: a created, approved or finished task (from this
+ * process at once, from others via PRAGMA data_version polling) wakes it; there is no fixed sleep on
+ * the dispatch path. Emits 'idle' when nothing is running or runnable, 'task.ended' after each run.
+ */
+export class Scheduler extends EventEmitter {
+  private readonly running = new Map<string, Running>();
+  private readonly lastDispatch = new Map<string, number>();
+  private readonly perWorker = new Map<string, number>();
+  private affinity: { cohort: string | null; streak: number } = { cohort: null, streak: 0 };
+  private wakeQueued = false;
+  private stopped = true;
+  private paused = false;
+  private pauseTimer: NodeJS.Timeout | null = null;
+  private dispatchSeq = 0;
+  private readonly onEvent = (e: EventRow) => this.handleEvent(e);
+
+  constructor(
+    private readonly engine: Engine,
+    private readonly runnerId: string,
+  ) {
+    super();
+  }
+
+  get runningCount(): number {
+    return this.running.size;
+  }
+
+  get isPaused(): boolean {
+    return this.paused;
+  }
+
+  start(): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    this.paused = getSetting<boolean>(this.engine.db, 'scheduler.paused') ?? false;
+    this.engine.watch();
+    this.engine.events.on('event', this.onEvent);
+    this.wake();
+  }
+
+  pause(): void {
+    this.paused = true;
+    this.engine.write(() => setSetting(this.engine.db, 'scheduler.paused', true));
+  }
+
+  resume(): void {
+    this.paused = false;
+    this.engine.write(() => setSetting(this.engine.db, 'scheduler.paused', false));
+    this.wake();
+  }
+
+  /** Stop claiming. With `abortReason`, kill what runs and wait for it to settle. */
+  async stop(abortReason?: 'shutdown' | 'leader_lost' | 'timeout'): Promise<void> {
+    this.stopped = true;
+    this.engine.events.off('event', this.onEvent);
+    if (this.pauseTimer) clearTimeout(this.pauseTimer);
+    if (abortReason) for (const r of this.running.values()) r.controller.abort(abortReason);
+    await Promise.allSettled([...this.running.values()].map((r) => r.done));
+  }
+
+  /** Abort every running task with `reason` (e.g. `run --timeout`), without stopping. */
+  abortAll(reason: 'timeout' | 'cancel' | 'shutdown'): void {
+    for (const r of this.running.values()) r.controller.abort(reason);
+  }
+
+  wake(): void {
+    if (this.wakeQueued || this.stopped) return;
+    this.wakeQueued = true;
+    setImmediate(() => {
+      this.wakeQueued = false;
+      this.dispatch();
+    });
+  }
+
+  private handleEvent(e: EventRow): void {
+    if (e.type === 'task.cancel_requested' && e.taskId) {
+      this.running.get(e.taskId)?.controller.abort('cancel');
+      return;
+    }
+    if (e.type === 'task.created' || e.type === 'task.status' || e.type === 'scheduler.resumed') this.wake();
+  }
+
+  /** Workers that cannot take work now: rate-limit pauses and per-worker concurrency. */
+  private unavailableWorkers(now: number): string[] {
+    const out: string[] = [];
+    let nextWake = Infinity;
+    for (const [name, n] of this.perWorker) {
+      try {
+        if (n >= resolveAdapter(this.engine, name).maxConcurrency) out.push(name);
+      } catch {
+        // unknown worker: its tasks fail fast when claimed
+      }
+    }
+    for (const row of this.engine.db.prepare(`SELECT key, value FROM settings WHERE key LIKE 'scheduler.pause.%'`).all() as { key: string; value: string }[]) {
+      const p = JSON.parse(row.value) as WorkerPause;
+      if (p.until > now) {
+        out.push(row.key.slice(PAUSE_PREFIX.length));
+        nextWake = Math.min(nextWake, p.until);
+      }
+    }
+    if (nextWake !== Infinity && !this.pauseTimer) {
+      this.pauseTimer = setTimeout(() => {
+        this.pauseTimer = null;
+        this.wake();
+      }, nextWake - now + 5);
+      this.pauseTimer.unref();
+    }
+    return out;
+  }
+
+  private dispatch(): void {
+    if (this.stopped || this.paused) return;
+    const { scheduler } = this.engine.config;
+    while (this.running.size < scheduler.max_concurrency) {
+      const now = Date.now();
+      const cands = listCandidates(this.engine.db, { perRoot: scheduler.per_root, perRepository: scheduler.per_repository }, this.unavailableWorkers(now));
+      const pick = pickCandidate(cands, this.lastDispatch, this.affinity);
+      if (!pick) break;
+      const claimed = this.engine.write(() => claimTask(this.engine.db, pick.id, this.runnerId, now));
+      if (!claimed) continue;
+      this.lastDispatch.set(pick.rootId, ++this.dispatchSeq);
+      this.affinity = pick.cohort && pick.cohort === this.affinity.cohort ? { cohort: pick.cohort, streak: this.affinity.streak + 1 } : { cohort: pick.cohort, streak: 1 };
+      this.launch(pick.id, pick.worker, pick.rootId);
+    }
+    if (this.running.size === 0) this.emit('idle');
+  }
+
+  private launch(id: string, worker: string, rootId: string): void {
+    const controller = new AbortController();
+    const task = getTask(this.engine.db, id);
+    const timer = setTimeout(() => controller.abort('timeout'), (task?.timeoutS ?? 1800) * 1000);
+    timer.unref();
+    if (task?.cancelRequested) controller.abort('cancel');
+    this.perWorker.set(worker, (this.perWorker.get(worker) ?? 0) + 1);
+    const done = runTask(
+      {
+        engine: this.engine,
+        runnerId: this.runnerId,
+        signal: controller.signal,
+        killGraceMs: this.engine.config.scheduler.kill_grace_ms,
+        onRateLimit: (w) => this.pauseWorker(w, id),
+        onWorkerOk: (w) => this.clearPause(w),
+        onPlan: planHandler ? (t, r) => planHandler!(this.engine, t, r) : undefined,
+      },
+      id,
+    );
+    const entry: Running = { id, worker, rootId, controller, timer, done };
+    this.running.set(id, entry);
+    void done
+      .catch(() => 'failed' as TaskStatus)
+      .then((status) => {
+        clearTimeout(timer);
+        this.running.delete(id);
+        this.perWorker.set(worker, Math.max(0, (this.perWorker.get(worker) ?? 1) - 1));
+        if (status === 'failed' && this.isRateLimited(id)) this.requeueAfterRateLimit(id);
+        this.emit('task.ended', id, status);
+        this.wake();
+      });
+  }
+
+  private isRateLimited(id: string): boolean {
+    return getTask(this.engine.db, id)?.error?.code === 'rate_limited';
+  }
+
+  /** Admission control: pause the worker with exponential backoff instead of failing its whole queue. */
+  private pauseWorker(worker: string, taskId: string): void {
+    this.engine.write(() => {
+      const prev = getSetting<WorkerPause>(this.engine.db, PAUSE_PREFIX + worker);
+      const backoffMs = Math.min(BACKOFF_MAX_MS, prev ? prev.backoffMs * 2 : BACKOFF_MIN_MS);
+      setSetting(this.engine.db, PAUSE_PREFIX + worker, { until: Date.now() + backoffMs, backoffMs, reason: `rate limited (task ${taskId})` });
+    });
+  }
+
+  private clearPause(worker: string): void {
+    if (getSetting<WorkerPause>(this.engine.db, PAUSE_PREFIX + worker)) {
+      this.engine.write(() => this.engine.db.prepare('DELETE FROM settings WHERE key = ?').run(PAUSE_PREFIX + worker));
+    }
+  }
+
+  /** The rate-limited task itself becomes a new, recorded attempt (within the retry budget). */
+  private requeueAfterRateLimit(id: string): void {
+    try {
+      this.engine.write(() => retryTask(this.engine.db, this.engine.config, id, 'same', 'the scheduler (rate limit backoff)'));
+    } catch {
+      // Budget used up: the task stays failed with code rate_limited, for a person to retry.
+    }
+  }
+}

@@ -1,0 +1,158 @@
+import { EventEmitter } from 'node:events';
+import { newToken } from '../core/ids.js';
+import type { Engine } from '../engine.js';
+import { countByStatus } from '../store/tasks.js';
+import { currentLease, releaseLease, renewLease, tryAcquireLease, type Lease } from './lease.js';
+import { recoverOrphans } from './recovery.js';
+import { Scheduler } from './scheduler.js';
+
+export interface SchedulerStatus {
+  role: 'leader' | 'standby';
+  paused: boolean;
+  running: number;
+  awaitingApproval: number;
+  queued: number;
+  leader: Pick<Lease, 'holder' | 'pid' | 'hostname'> | null;
+}
+
+export interface SchedulerService extends EventEmitter {
+  readonly holder: string;
+  /** The dispatcher, while this process leads. */
+  readonly scheduler: Scheduler | null;
+  status(): SchedulerStatus;
+  pause(): void;
+  resume(): void;
+  /** Give up leadership; running tasks are killed and recorded as cancelled ('shutdown'). */
+  stop(): Promise<void>;
+}
+
+export interface ServiceOptions {
+  /** How often a standby tries to take over, in ms. */
+  standbyPollMs?: number;
+  /** Start with dispatch paused (the desktop app's "paused" state survives restarts through settings too). */
+  paused?: boolean;
+}
+
+/**
+ * Run the scheduler for this home: lead if nobody does (a lease row with heartbeat), else stand by and
+ * take over once the leader's lease expires or its process is provably dead. On takeover, tasks of the
+ * old leader are recovered as orphaned (their process trees killed) before anything new is claimed.
+ * Emits 'status' whenever role or counts change, 'leader' / 'standby' on role changes.
+ */
+export async function startSchedulerService(engine: Engine, opts: ServiceOptions = {}): Promise<SchedulerService> {
+  const svc = new Service(engine, opts);
+  await svc.tick();
+  return svc;
+}
+
+class Service extends EventEmitter implements SchedulerService {
+  readonly holder = `${process.pid}-${newToken(6)}`;
+  scheduler: Scheduler | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private stopped = false;
+  private becoming = false;
+  private readonly ttl: number;
+  private readonly onChange = () => this.emit('status', this.status());
+
+  constructor(
+    private readonly engine: Engine,
+    private readonly opts: ServiceOptions,
+  ) {
+    super();
+    this.ttl = engine.config.scheduler.lease_ttl_ms;
+    engine.watch();
+    engine.events.on('change', this.onChange);
+    this.schedule();
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    const every = this.scheduler ? Math.max(100, Math.floor(this.ttl / 3)) : (this.opts.standbyPollMs ?? 250);
+    this.timer = setTimeout(() => void this.tick().finally(() => this.schedule()), every);
+    this.timer.unref();
+  }
+
+  /** Heartbeat as leader, or try to take over as standby. */
+  async tick(): Promise<void> {
+    if (this.stopped || this.becoming) return;
+    if (this.scheduler) {
+      let ok = false;
+      try {
+        ok = renewLease(this.engine.db, this.holder, this.ttl);
+      } catch {
+        ok = false; // database busy: try again next beat; the lease has slack
+        return;
+      }
+      if (!ok) await this.loseLeadership();
+      return;
+    }
+    let won = false;
+    try {
+      won = tryAcquireLease(this.engine.db, this.holder, this.ttl);
+    } catch {
+      won = false;
+    }
+    if (!won) return;
+    this.becoming = true;
+    try {
+      await recoverOrphans(this.engine, this.holder, this.engine.config.scheduler.kill_grace_ms);
+      if (this.stopped) return;
+      this.scheduler = new Scheduler(this.engine, this.holder);
+      this.scheduler.start();
+      if (this.opts.paused) this.scheduler.pause();
+      this.emit('leader');
+      this.emit('status', this.status());
+    } finally {
+      this.becoming = false;
+    }
+  }
+
+  private async loseLeadership(): Promise<void> {
+    const s = this.scheduler;
+    this.scheduler = null;
+    // Someone else leads now and will orphan our tasks; kill what we started so nothing runs twice.
+    await s?.stop('leader_lost');
+    this.emit('standby');
+    this.emit('status', this.status());
+  }
+
+  status(): SchedulerStatus {
+    const counts = countByStatus(this.engine.db);
+    const lease = currentLease(this.engine.db);
+    return {
+      role: this.scheduler ? 'leader' : 'standby',
+      paused: this.scheduler?.isPaused ?? false,
+      running: (counts.starting ?? 0) + (counts.running ?? 0) + (counts.verifying ?? 0),
+      awaitingApproval: counts.awaiting_approval ?? 0,
+      queued: counts.queued ?? 0,
+      leader: lease && lease.expiresAt > Date.now() ? { holder: lease.holder, pid: lease.pid, hostname: lease.hostname } : null,
+    };
+  }
+
+  pause(): void {
+    this.scheduler?.pause();
+    this.emit('status', this.status());
+  }
+
+  resume(): void {
+    this.scheduler?.resume();
+    this.emit('status', this.status());
+  }
+
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.engine.events.off('change', this.onChange);
+    const s = this.scheduler;
+    this.scheduler = null;
+    if (s) {
+      await s.stop('shutdown');
+      try {
+        releaseLease(this.engine.db, this.holder);
+      } catch {
+        // the lease expires on its own
+      }
+    }
+  }
+}

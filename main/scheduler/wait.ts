@@ -1,0 +1,63 @@
+import { AppError } from '../core/errors.js';
+import type { Engine } from '../engine.js';
+import { getTask } from '../store/tasks.js';
+import { waitingOn } from '../tasks/ops.js';
+import { TERMINAL, type Task } from '../tasks/types.js';
+
+export interface WaitResult {
+  /** settled: every task ended; needs_approval: one waits for a person (or is queued behind one); timeout. */
+  reason: 'settled' | 'needs_approval' | 'timeout' | 'aborted';
+  tasks: { id: string; status: Task['status']; waitingOn?: string[]; error: Task['error'] }[];
+}
+
+function snapshot(engine: Engine, ids: string[]): { done: WaitResult['reason'] | null; tasks: WaitResult['tasks'] } {
+  let allEnded = true;
+  let needsApproval = false;
+  const tasks = ids.map((id) => {
+    const t = getTask(engine.db, id);
+    if (!t) throw new AppError('not_found', `task ${id} not found`, { field: 'ids', id });
+    const ended = TERMINAL.has(t.status);
+    if (!ended) allEnded = false;
+    let w: string[] | undefined;
+    if (t.status === 'awaiting_approval') needsApproval = true;
+    else if (t.status === 'queued') {
+      w = waitingOn(engine.db, t.id);
+      if (w.length) needsApproval = true;
+    }
+    return { id: t.id, status: t.status, ...(w?.length ? { waitingOn: w } : {}), error: t.error };
+  });
+  return { done: allEnded ? 'settled' : needsApproval ? 'needs_approval' : null, tasks };
+}
+
+/**
+ * Resolve as soon as every named task has ended, or one of them needs a person (awaiting approval, or
+ * queued behind a dependency that awaits approval) — never hang on an approval. Sees other processes'
+ * changes through the engine's data_version watch. `timeoutMs` bounds the wait.
+ */
+export function waitTasks(engine: Engine, ids: string[], timeoutMs: number, signal?: AbortSignal): Promise<WaitResult> {
+  const first = snapshot(engine, ids);
+  if (first.done) return Promise.resolve({ reason: first.done, tasks: first.tasks });
+  engine.watch();
+  return new Promise((resolve) => {
+    const finish = (reason: WaitResult['reason']) => {
+      clearTimeout(timer);
+      engine.events.off('change', check);
+      signal?.removeEventListener('abort', onAbort);
+      let tasks: WaitResult['tasks'] = [];
+      try {
+        tasks = snapshot(engine, ids).tasks;
+      } catch {
+        // a database closed under us: report what we have
+      }
+      resolve({ reason, tasks });
+    };
+    const check = () => {
+      const s = snapshot(engine, ids);
+      if (s.done) finish(s.done);
+    };
+    const onAbort = () => finish('aborted');
+    const timer = setTimeout(() => finish('timeout'), timeoutMs);
+    engine.events.on('change', check);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}

@@ -1,0 +1,88 @@
+import { z } from 'zod';
+import type { TaskKind } from '../tasks/types.js';
+
+/**
+ * The final answer each kind must return. Strict-mode compatible (OpenAI structured outputs): every
+ * property required, nullable where optional, no extra properties.
+ */
+export const PLAN_MAX_TASKS = 12;
+
+export const planResultSchema = z.strictObject({
+  summary: z.string(),
+  tasks: z
+    .array(
+      z.strictObject({
+        id: z.string().min(1).max(64),
+        title: z.string().min(1).max(200),
+        kind: z.enum(['plan', 'explore', 'review', 'execute']),
+        objective: z.string().min(1),
+        depends_on: z.array(z.string()),
+        profile: z.string().nullable(),
+        success_criteria: z.array(z.string()),
+        verify: z.array(z.string()),
+      }),
+    )
+    .max(PLAN_MAX_TASKS),
+});
+
+export const exploreResultSchema = z.strictObject({
+  summary: z.string(),
+  findings: z.array(z.string()),
+});
+
+export const reviewResultSchema = z.strictObject({
+  summary: z.string(),
+  verdict: z.enum(['approve', 'request_changes', 'comment']),
+  issues: z.array(z.strictObject({ file: z.string().nullable(), severity: z.enum(['low', 'medium', 'high']), message: z.string() })),
+});
+
+export const executeResultSchema = z.strictObject({
+  summary: z.string(),
+  files_changed: z.array(z.string()),
+  notes: z.string().nullable(),
+});
+
+export const RESULT_SCHEMAS: Record<TaskKind, z.ZodType> = {
+  plan: planResultSchema,
+  explore: exploreResultSchema,
+  review: reviewResultSchema,
+  execute: executeResultSchema,
+};
+
+const jsonSchemaCache = new Map<TaskKind, Record<string, unknown>>();
+
+/** JSON Schema of a kind's result, for CLIs that take one (`codex --output-schema`). */
+export function resultJsonSchema(kind: TaskKind): Record<string, unknown> {
+  let s = jsonSchemaCache.get(kind);
+  if (!s) {
+    s = z.toJSONSchema(RESULT_SCHEMAS[kind], { target: 'draft-7' }) as Record<string, unknown>;
+    delete s.$schema;
+    jsonSchemaCache.set(kind, s);
+  }
+  return s;
+}
+
+export interface ParsedResult {
+  /** What is stored as the task's result: the validated JSON, or `{text}` for free text. */
+  result: unknown;
+  schemaValid: boolean;
+  /** Why it is not valid, when it is not. */
+  problem: string | null;
+}
+
+/** Parse a worker's final text as the kind's result. Never throws. */
+export function parseResult(kind: TaskKind, finalText: string | null): ParsedResult {
+  if (finalText === null || !finalText.trim()) return { result: null, schemaValid: false, problem: 'the worker returned no final answer' };
+  let json: unknown;
+  const text = finalText.trim();
+  const fenced = /^```(?:json)?\s*([\s\S]*?)\s*```$/.exec(text);
+  try {
+    json = JSON.parse(fenced ? fenced[1] : text);
+  } catch {
+    return { result: { text: finalText.slice(0, 64 * 1024) }, schemaValid: false, problem: 'the final answer is not JSON' };
+  }
+  const parsed = RESULT_SCHEMAS[kind].safeParse(json);
+  if (parsed.success) return { result: parsed.data, schemaValid: true, problem: null };
+  const issue = parsed.error.issues[0];
+  return { result: json, schemaValid: false, problem: `${issue.path.join('.') || 'result'}: ${issue.message}` };
+}
