@@ -3,6 +3,7 @@ import { isAppError, toErrorPayload } from '../core/errors.js';
 import { err } from './output.js';
 import { registerSystemCommands } from './system.js';
 import { registerTaskCommands } from './tasks.js';
+import { registerSchedulerCommands } from './scheduler.js';
 import { registerServeCommand } from '../http/serve-command.js';
 import { registerMcpCommands } from './mcp.js';
 
@@ -18,6 +19,7 @@ export function buildProgram(): Command {
     .exitOverride();
   registerSystemCommands(program);
   registerTaskCommands(program);
+  registerSchedulerCommands(program);
   registerServeCommand(program);
   registerMcpCommands(program);
   for (const c of program.commands) c.exitOverride();
@@ -31,6 +33,11 @@ export function extendCli(fn: (program: Command) => void): void {
 }
 
 export async function main(argv: string[]): Promise<void> {
+  // `lightworker events | head` closes our stdout early: that is not an error.
+  process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+    if (e.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+    throw e;
+  });
   const program = buildProgram();
   for (const ext of extensions) ext(program);
   for (const c of program.commands) c.exitOverride();

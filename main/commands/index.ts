@@ -4,11 +4,12 @@ import { EVENT_COMMANDS } from './events.js';
 import { mcpConfigCommand } from '../mcp/client-config.js';
 import { ORCHESTRATION_COMMANDS } from './orchestration.js';
 import { SETTINGS_COMMANDS } from './settings.js';
+import { SCHEDULER_COMMANDS } from './scheduler.js';
 import { TASK_COMMANDS } from './tasks.js';
 
 /** The one table of operations: IPC, HTTP, MCP and the CLI all dispatch through it. */
 export const COMMANDS: ReadonlyMap<string, CommandDef> = new Map(
-  ([...TASK_COMMANDS, ...EVENT_COMMANDS, runDoctor, ...SETTINGS_COMMANDS, ...ORCHESTRATION_COMMANDS, mcpConfigCommand] as CommandDef[]).map((c) => [c.name, c]),
+  ([...TASK_COMMANDS, ...SCHEDULER_COMMANDS, ...EVENT_COMMANDS, runDoctor, ...SETTINGS_COMMANDS, ...ORCHESTRATION_COMMANDS, mcpConfigCommand] as CommandDef[]).map((c) => [c.name, c]),
 );
 
 export const COMMAND_NAMES = [...COMMANDS.keys()];
