@@ -4,9 +4,10 @@ import { getSetting, settingsWithPrefix } from '../store/settings.js';
 import type { WorkerAdapter } from './adapter.js';
 import { linkedAdapter, type LinkedWorkerSpec } from './linked.js';
 import { mockAdapter } from './mock.js';
+import { codexAdapter } from './codex.js';
 
 /** Built-in adapters by worker name. The real CLIs register here (codex, claude-code, opencode). */
-export const BUILTIN_ADAPTERS = new Map<string, WorkerAdapter>([[mockAdapter.name, mockAdapter]]);
+export const BUILTIN_ADAPTERS = new Map<string, WorkerAdapter>([mockAdapter, codexAdapter].map((a) => [a.name, a]));
 
 export const LINKED_PREFIX = 'workers.linked.';
 

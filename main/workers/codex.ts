@@ -1,0 +1,184 @@
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  RATE_LIMIT_PATTERN, type NormalizedEvent, type SpawnSpec, type StreamParser, type TurnOutcome, type WorkerAdapter, type WorkerInfo, type WorkerTurn,
+} from './adapter.js';
+import { copyUserCredential, findCliBinary, passThroughKeys, probeVersion, versionNumber } from './cli-detect.js';
+
+/**
+ * Codex CLI (`codex exec --json`). Every turn runs with CODEX_HOME = <runDir>/codex-home, so the
+ * user's ~/.codex (config, MCP servers, history) never applies; follow-ups must reuse the same runDir
+ * (the session lives there). The user's login (auth.json) is copied in only with
+ * LIGHTWORKER_REUSE_CLI_AUTH=1. A gateway becomes a custom Responses-API provider whose key is read
+ * from `gateway.keyEnv`, set for the child only. Flags that stop outbound traffic: --disable plugins
+ * (git ls-remote github.com), -c analytics.enabled=false, --disable shell_snapshot,
+ * --disable unbounded_connection_retries.
+ */
+const PROVIDER = 'lightworker';
+const EFFORT: Record<string, string> = { low: 'low', medium: 'medium', high: 'high', xhigh: 'xhigh' };
+
+function tomlString(s: string): string {
+  return JSON.stringify(s);
+}
+
+export function codexHome(turn: WorkerTurn): string {
+  return join(turn.runDir, 'codex-home');
+}
+
+export function lastMessagePath(turn: WorkerTurn): string {
+  return join(turn.runDir, 'codex-last-message.txt');
+}
+
+async function buildSpawn(turn: WorkerTurn): Promise<SpawnSpec> {
+  const bin = findCliBinary('codex');
+  if (!bin) throw new Error('codex binary not found (node_modules/.bin or PATH)');
+  const home = codexHome(turn);
+  mkdirSync(home, { recursive: true });
+  copyUserCredential('.codex/auth.json', home);
+  rmSync(lastMessagePath(turn), { force: true });
+  const env: Record<string, string> = { ...turn.baseEnv, ...passThroughKeys(['OPENAI_API_KEY', 'CODEX_API_KEY']), CODEX_HOME: home };
+  const args = ['exec', '--json', '--skip-git-repo-check', '--color', 'never'];
+  args.push('--disable', 'plugins', '--disable', 'shell_snapshot', '--disable', 'unbounded_connection_retries', '-c', 'analytics.enabled=false');
+  const gw = turn.gateway;
+  if (gw) {
+    if (gw.key !== null) env[gw.keyEnv] = gw.key;
+    const provider = [
+      `name=${tomlString(gw.name)}`,
+      `base_url=${tomlString(gw.baseUrl.replace(/\/+$/, ''))}`,
+      'wire_api="responses"',
+      `env_key=${tomlString(gw.keyEnv)}`,
+      'request_max_retries=2',
+      'stream_max_retries=2',
+      'stream_idle_timeout_ms=120000',
+    ].join(',');
+    args.push('-c', `model_provider=${PROVIDER}`, '-c', `model_providers.${PROVIDER}={${provider}}`);
+  }
+  if (turn.model) args.push('-m', turn.model);
+  if (turn.reasoningEffort) args.push('-c', `model_reasoning_effort=${tomlString(EFFORT[turn.reasoningEffort] ?? 'medium')}`);
+  args.push('--sandbox', turn.sandbox, '-C', turn.workdir, '-o', lastMessagePath(turn));
+  if (turn.resultSchema) {
+    const schemaFile = join(turn.runDir, 'codex-result-schema.json');
+    writeFileSync(schemaFile, JSON.stringify(turn.resultSchema));
+    args.push('--output-schema', schemaFile);
+  }
+  if (turn.resumeSessionId) args.push('resume', turn.resumeSessionId);
+  // `--` so a prompt that starts with "-" is never read as an option.
+  args.push('--', turn.prompt);
+  return { command: bin, args, env, cwd: turn.workdir };
+}
+
+interface Usage {
+  input: number;
+  cached: number;
+  output: number;
+}
+
+/**
+ * `turn.completed.usage` is cumulative for the thread across `exec resume`; the last cumulative
+ * figures per thread are kept in CODEX_HOME so each turn reports only its own tokens.
+ */
+function usageLedger(turn: WorkerTurn) {
+  const file = join(codexHome(turn), 'lightworker-usage.json');
+  const read = (): Record<string, Usage> => {
+    try {
+      return JSON.parse(readFileSync(file, 'utf8')) as Record<string, Usage>;
+    } catch {
+      return {};
+    }
+  };
+  return {
+    previous: (thread: string): Usage => read()[thread] ?? { input: 0, cached: 0, output: 0 },
+    save: (thread: string, u: Usage) => {
+      const all = read();
+      all[thread] = u;
+      writeFileSync(file, JSON.stringify(all));
+    },
+  };
+}
+
+function createParser(turn: WorkerTurn): StreamParser {
+  let sessionId: string | null = turn.resumeSessionId;
+  let lastMessage: string | null = null;
+  let failure: string | null = null;
+  let lastError: string | null = null;
+  const ledger = usageLedger(turn);
+  const str = (v: unknown) => (typeof v === 'string' ? v : v === undefined ? undefined : JSON.stringify(v));
+
+  function item(kind: 'started' | 'completed', it: Record<string, unknown>): NormalizedEvent[] {
+    const type = String(it.type);
+    if (type === 'agent_message' && kind === 'completed') {
+      lastMessage = String(it.text ?? '');
+      return [{ type: 'worker.message', text: lastMessage }];
+    }
+    const status = kind === 'started' ? 'started' : it.status === 'failed' || (typeof it.exit_code === 'number' && it.exit_code !== 0) ? 'failed' : 'completed';
+    if (type === 'command_execution') {
+      return [{ type: 'worker.tool', name: 'shell', status, input: it.command, output: kind === 'completed' ? str(it.aggregated_output)?.slice(-4000) : undefined }];
+    }
+    if (type === 'file_change') return [{ type: 'worker.tool', name: 'apply_patch', status, input: it.changes }];
+    if (type === 'mcp_tool_call') {
+      return [{ type: 'worker.tool', name: `${String(it.server)}.${String(it.tool)}`, status, input: it.arguments, output: kind === 'completed' ? str(it.result ?? it.error)?.slice(0, 4000) : undefined }];
+    }
+    if (type === 'web_search') return [{ type: 'worker.tool', name: 'web_search', status, input: it.query }];
+    if (type === 'error' && kind === 'completed') lastError = String(it.message ?? '');
+    return [];
+  }
+
+  return {
+    line(line: string): NormalizedEvent[] {
+      const e = JSON.parse(line) as Record<string, unknown>;
+      switch (e.type) {
+        case 'thread.started':
+          sessionId = String(e.thread_id);
+          return [{ type: 'worker.started', sessionId, model: turn.model }];
+        case 'item.started':
+          return item('started', (e.item ?? {}) as Record<string, unknown>);
+        case 'item.completed':
+          return item('completed', (e.item ?? {}) as Record<string, unknown>);
+        case 'turn.completed': {
+          const u = (e.usage ?? {}) as Record<string, number>;
+          const now: Usage = { input: u.input_tokens ?? 0, cached: u.cached_input_tokens ?? 0, output: u.output_tokens ?? 0 };
+          const prev = sessionId ? ledger.previous(sessionId) : { input: 0, cached: 0, output: 0 };
+          if (sessionId) ledger.save(sessionId, now);
+          const delta = (a: number, b: number) => Math.max(0, a - b);
+          return [{ type: 'worker.usage', inputTokens: delta(now.input, prev.input), cachedTokens: delta(now.cached, prev.cached), outputTokens: delta(now.output, prev.output), model: turn.model }];
+        }
+        case 'turn.failed': {
+          const err = (e.error ?? {}) as Record<string, unknown>;
+          failure = String(err.message ?? lastError ?? 'codex turn failed');
+          return [{ type: 'worker.failed', message: failure, rateLimited: RATE_LIMIT_PATTERN.test(failure) }];
+        }
+        case 'error':
+          lastError = String(e.message ?? '');
+          return [];
+        default:
+          return [];
+      }
+    },
+    finish(exitCode, stderrTail): TurnOutcome {
+      let finalText = lastMessage;
+      const file = lastMessagePath(turn);
+      if (existsSync(file)) {
+        const text = readFileSync(file, 'utf8');
+        if (text.trim()) finalText = text;
+      }
+      if (exitCode === 0 && failure === null) return { ok: true, finalText, sessionId };
+      const tail = stderrTail.trim().split('\n').filter((l) => !/Reading additional input from stdin|could not create PATH aliases/.test(l)).join('\n');
+      const message = failure ?? lastError ?? `codex exited with code ${exitCode}${tail ? `: ${tail.slice(-500)}` : ''}`;
+      return { ok: false, finalText, sessionId, error: { code: RATE_LIMIT_PATTERN.test(message) ? 'rate_limited' : 'worker_failed', message } };
+    },
+  };
+}
+
+async function detect(): Promise<WorkerInfo> {
+  const bin = findCliBinary('codex');
+  const capabilities = { sessions: true, structuredOutput: true, sandboxModes: ['read-only', 'workspace-write'] };
+  if (!bin) return { name: 'codex', installed: false, version: null, authenticated: null, capabilities, reason: 'codex not found (npm i -g @openai/codex)', command: null };
+  const version = versionNumber(await probeVersion(bin));
+  const authenticated = process.env.OPENAI_API_KEY || process.env.CODEX_API_KEY ? true : null;
+  return {
+    name: 'codex', installed: true, version, authenticated, capabilities,
+    reason: version ? null : `${bin} --version did not answer`, command: bin,
+  };
+}
+
+export const codexAdapter: WorkerAdapter = { name: 'codex', maxConcurrency: 4, detect, buildSpawn, createParser };
