@@ -62,17 +62,17 @@ export function registerServeCommand(program: Command): void {
       const engine = new Engine({ home: globals(cmd).home });
       engine.watch();
       let server: Awaited<ReturnType<typeof startConsoleServer>> | undefined;
-      let scheduler: Awaited<ReturnType<typeof startScheduler>> = null;
+      let scheduler: Awaited<ReturnType<typeof startScheduler>> | undefined;
       try {
         server = await startConsoleServer({ engine, host, port: o.port, token: newToken(), rendererDir: dir });
-        scheduler = await startScheduler(engine, { paused: o.paused, onMissing: (why) => err(`warning: ${why}; tasks will queue but not run`) });
+        scheduler = await startScheduler(engine, { paused: o.paused });
       } catch (e) {
         await server?.close();
         engine.close();
         throw e;
       }
       out(`LightWorker console: ${server.url}`);
-      err(`listening on ${server.host} port ${server.port}; home ${engine.home.root}; scheduler ${scheduler ? scheduler.status().role : 'not running'}; Ctrl-C stops`);
+      err(`listening on ${server.host} port ${server.port}; home ${engine.home.root}; scheduler ${scheduler.status().role}${o.paused ? ' (paused)' : ''}; Ctrl-C stops`);
       if (o.open) openBrowser(server.url);
       await new Promise<void>((done) => {
         process.once('SIGINT', done);

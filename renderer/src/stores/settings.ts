@@ -1,0 +1,64 @@
+import { defineStore } from 'pinia';
+import { ref } from 'vue';
+import { api, isUnknownCommand } from '../api/client.js';
+import type { Config } from '../api/types.js';
+
+export const MCP_CLIENTS = ['claude-code', 'codex', 'cursor', 'vscode', 'windsurf', 'json'] as const;
+export type McpClient = (typeof MCP_CLIENTS)[number];
+
+function snippetText(data: unknown): string {
+  if (typeof data === 'string') return data;
+  const d = (data ?? {}) as Record<string, unknown>;
+  for (const k of ['text', 'snippet', 'config', 'content']) if (typeof d[k] === 'string') return d[k] as string;
+  return JSON.stringify(data, null, 2);
+}
+
+/** config.toml through get_settings / update_settings, and the MCP snippet per client. */
+export const useSettings = defineStore('settings', () => {
+  const config = ref<Config | null>(null);
+  const path = ref('');
+  const error = ref<string | null>(null);
+  const saving = ref(false);
+  const savedAt = ref<number | null>(null);
+  const snippets = ref<Partial<Record<McpClient, string>>>({});
+  const snippetError = ref<string | null>(null);
+
+  async function load(): Promise<void> {
+    try {
+      const r = await api().call<{ config: Config; path: string }>('get_settings');
+      config.value = r.config;
+      path.value = r.path;
+      error.value = null;
+    } catch (err) {
+      error.value = isUnknownCommand(err) ? 'settings are not available in this build' : (err as Error).message;
+    }
+  }
+
+  /** Save some sections; the server validates the whole result and names a bad key. */
+  async function save(sections: Partial<Record<keyof Config, unknown>>): Promise<boolean> {
+    saving.value = true;
+    try {
+      const r = await api().call<{ config: Config }>('update_settings', { settings: sections });
+      config.value = r.config;
+      error.value = null;
+      savedAt.value = Date.now();
+      return true;
+    } catch (err) {
+      error.value = (err as Error).message;
+      return false;
+    } finally {
+      saving.value = false;
+    }
+  }
+
+  async function loadSnippet(client: McpClient): Promise<void> {
+    try {
+      snippets.value = { ...snippets.value, [client]: snippetText(await api().call('mcp_config', { client })) };
+      snippetError.value = null;
+    } catch (err) {
+      snippetError.value = isUnknownCommand(err) ? 'MCP snippets are not available yet (the mcp_config command is missing); run `lightworker mcp-config --client …` instead' : (err as Error).message;
+    }
+  }
+
+  return { config, path, error, saving, savedAt, snippets, snippetError, load, save, loadSnippet };
+});

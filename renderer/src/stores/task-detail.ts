@@ -1,0 +1,103 @@
+import { defineStore } from 'pinia';
+import { computed, ref } from 'vue';
+import { api, isUnknownCommand } from '../api/client.js';
+import type { EventRow, TaskView, TreeNode } from '../api/types.js';
+import { useLive } from './live.js';
+import { useNotices } from './notices.js';
+import { keyedDebounce } from './refresh.js';
+
+/** What get_task_diff returned, normalised: the unified diff text, or why there is none. */
+export type DiffState = { kind: 'none' } | { kind: 'loading' } | { kind: 'unavailable'; why: string } | { kind: 'text'; text: string };
+
+function diffText(data: unknown): string {
+  if (typeof data === 'string') return data;
+  const d = (data ?? {}) as Record<string, unknown>;
+  for (const k of ['diff', 'patch', 'text', 'unified']) if (typeof d[k] === 'string') return d[k] as string;
+  return '';
+}
+
+export type TaskAction = 'approve_task' | 'cancel_task' | 'retry_task' | 'accept_task';
+
+/** One task in full: the task, its event stream, its tree and its diff, live. */
+export const useTaskDetail = defineStore('task-detail', () => {
+  const id = ref<string | null>(null);
+  const task = ref<TaskView | null>(null);
+  const events = ref<EventRow[]>([]);
+  const tree = ref<TreeNode[]>([]);
+  const diff = ref<DiffState>({ kind: 'none' });
+  const error = ref<string | null>(null);
+  const busy = ref<TaskAction | null>(null);
+
+  const verification = computed(() => events.value.filter((e) => /^verif/.test(e.type)));
+
+  async function loadTask(): Promise<void> {
+    if (!id.value) return;
+    try {
+      task.value = (await api().call<{ task: TaskView }>('get_task', { id: id.value })).task;
+      error.value = null;
+    } catch (err) {
+      error.value = (err as Error).message;
+    }
+  }
+  async function loadTree(): Promise<void> {
+    if (!id.value) return;
+    try {
+      tree.value = (await api().call<{ roots: TreeNode[] }>('get_task_tree', { id: id.value })).roots;
+    } catch {
+      tree.value = [];
+    }
+  }
+  async function loadEvents(): Promise<void> {
+    if (!id.value) return;
+    const r = await api().call<{ events: EventRow[] }>('get_events', { task_id: id.value, limit: 5000 });
+    events.value = r.events;
+  }
+  async function loadDiff(): Promise<void> {
+    if (!id.value) return;
+    diff.value = { kind: 'loading' };
+    try {
+      const text = diffText(await api().call('get_task_diff', { id: id.value }));
+      diff.value = text.trim() ? { kind: 'text', text } : { kind: 'unavailable', why: 'no changes' };
+    } catch (err) {
+      diff.value = { kind: 'unavailable', why: isUnknownCommand(err) ? 'the diff viewer is not available yet (get_task_diff is missing)' : (err as Error).message };
+    }
+  }
+
+  async function open(taskId: string): Promise<void> {
+    if (id.value !== taskId) {
+      id.value = taskId;
+      task.value = null;
+      events.value = [];
+      tree.value = [];
+      diff.value = { kind: 'none' };
+    }
+    await Promise.all([loadTask(), loadEvents().catch(() => undefined), loadTree()]);
+  }
+
+  const refresh = keyedDebounce(80, () => void loadTask());
+  const refreshTree = keyedDebounce(200, () => void loadTree());
+  useLive().listen((e) => {
+    if (!id.value) return;
+    if (e.taskId === id.value) {
+      if (!events.value.some((x) => x.seq === e.seq)) events.value = [...events.value, e];
+      refresh('task');
+    }
+    if (e.taskId && (e.type === 'task.status' || e.type === 'task.created') && task.value && e.taskId !== id.value) refreshTree('tree');
+  });
+
+  async function act(action: TaskAction, extra: Record<string, unknown> = {}): Promise<void> {
+    if (!id.value) return;
+    busy.value = action;
+    try {
+      const r = await api().call<{ task?: TaskView }>(action, { id: id.value, ...extra });
+      if (r?.task) task.value = r.task;
+      if (action === 'retry_task') await loadTask();
+    } catch (err) {
+      useNotices().error(isUnknownCommand(err) ? `${action} is not available yet` : err);
+    } finally {
+      busy.value = null;
+    }
+  }
+
+  return { id, task, events, tree, diff, error, busy, verification, open, loadDiff, act };
+});

@@ -1,0 +1,78 @@
+import { defineStore } from 'pinia';
+import { computed, ref } from 'vue';
+import { api, ApiError } from '../api/client.js';
+import type { TaskStatus, TaskView } from '../api/types.js';
+import { useLive } from './live.js';
+import { keyedDebounce } from './refresh.js';
+
+function matches(t: TaskView, statuses: TaskStatus[], search: string): boolean {
+  if (statuses.length && !statuses.includes(t.status)) return false;
+  if (!search) return true;
+  const q = search.toLowerCase();
+  return t.id.toLowerCase().includes(q) || t.name.toLowerCase().includes(q) || t.objective.toLowerCase().includes(q);
+}
+
+/** The task list: a snapshot from list_tasks, then kept current from live events. */
+export const useTasks = defineStore('tasks', () => {
+  const byId = ref(new Map<string, TaskView>());
+  const statuses = ref<TaskStatus[]>([]);
+  const search = ref('');
+  const loading = ref(false);
+  const error = ref<string | null>(null);
+  const selected = ref(0);
+
+  const list = computed(() =>
+    [...byId.value.values()].filter((t) => matches(t, statuses.value, search.value)).sort((a, b) => (a.id < b.id ? 1 : -1)),
+  );
+  const counts = computed(() => {
+    const c: Partial<Record<TaskStatus, number>> = {};
+    for (const t of byId.value.values()) c[t.status] = (c[t.status] ?? 0) + 1;
+    return c;
+  });
+
+  async function load(): Promise<void> {
+    loading.value = true;
+    error.value = null;
+    try {
+      const r = await api().call<{ tasks: TaskView[] }>('list_tasks', {
+        limit: 500,
+        ...(statuses.value.length ? { status: statuses.value } : {}),
+        ...(search.value ? { search: search.value } : {}),
+      });
+      byId.value = new Map(r.tasks.map((t) => [t.id, t]));
+    } catch (err) {
+      error.value = (err as Error).message;
+    } finally {
+      loading.value = false;
+    }
+  }
+
+  const refetch = keyedDebounce(60, async (id) => {
+    try {
+      const r = await api().call<{ task: TaskView }>('get_task', { id });
+      const next = new Map(byId.value);
+      next.set(id, r.task);
+      byId.value = next;
+    } catch (err) {
+      if (err instanceof ApiError && err.code === 'not_found') {
+        const next = new Map(byId.value);
+        next.delete(id);
+        byId.value = next;
+      }
+    }
+  });
+
+  useLive().listen((e) => {
+    if (!e.taskId || !e.type.startsWith('task.') && !e.type.startsWith('worker.') && !e.type.startsWith('verify')) return;
+    const t = byId.value.get(e.taskId);
+    if (t && e.type === 'task.status' && typeof e.payload.to === 'string') {
+      // Show the new state at once; the refetch fills in result, error and usage.
+      const next = new Map(byId.value);
+      next.set(t.id, { ...t, status: e.payload.to as TaskStatus });
+      byId.value = next;
+    }
+    if (t || e.type === 'task.created' || e.type === 'task.status') refetch(e.taskId);
+  });
+
+  return { byId, list, counts, statuses, search, loading, error, selected, load, refetch };
+});
