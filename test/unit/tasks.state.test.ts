@@ -1,0 +1,140 @@
+import Database from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { transition, TRANSITIONS } from '../../main/tasks/state.js';
+import { STATUSES, type TaskStatus } from '../../main/tasks/types.js';
+import { getTask } from '../../main/store/tasks.js';
+import { makeHome, type TestHome } from '../helpers/env.js';
+
+let h: TestHome;
+beforeEach(() => {
+  h = makeHome();
+});
+afterEach(() => h.cleanup());
+
+/** Force a task into a state (test setup only), bypassing the state machine. */
+function force(id: string, status: TaskStatus): void {
+  h.engine.db.prepare('UPDATE tasks SET status = ? WHERE id = ?').run(status, id);
+}
+
+async function newTask(extra: Record<string, unknown> = {}): Promise<string> {
+  const r = await h.call('delegate_task', { objective: 'do a thing', workspace: h.repo, ...extra });
+  return r.task.id;
+}
+
+describe('task state machine', () => {
+  it('allows exactly the legal edges and rejects every other one with illegal_transition', async () => {
+    const id = await newTask();
+    let legal = 0;
+    let illegal = 0;
+    for (const from of STATUSES) {
+      for (const to of STATUSES) {
+        force(id, from);
+        const ok = TRANSITIONS[from].includes(to);
+        if (ok) {
+          const t = h.engine.write(() => transition(h.engine.db, id, from, to));
+          expect(t.status).toBe(to);
+          legal++;
+        } else {
+          expect(() => h.engine.write(() => transition(h.engine.db, id, from, to))).toThrow(expect.objectContaining({ code: 'illegal_transition' }));
+          expect(getTask(h.engine.db, id)!.status).toBe(from);
+          illegal++;
+        }
+      }
+    }
+    expect(legal).toBeGreaterThan(20);
+    expect(illegal).toBeGreaterThan(100);
+  });
+
+  it('refuses a compare-and-set from a stale state with conflict and changes nothing', async () => {
+    const id = await newTask();
+    force(id, 'running');
+    expect(() => h.engine.write(() => transition(h.engine.db, id, 'queued', 'starting'))).toThrow(expect.objectContaining({ code: 'conflict' }));
+    expect(getTask(h.engine.db, id)!.status).toBe('running');
+  });
+
+  it('lets exactly one of two connections win a concurrent compare-and-set', async () => {
+    const id = await newTask();
+    const a = new Database(h.engine.home.db);
+    const b = new Database(h.engine.home.db);
+    a.pragma('busy_timeout = 5000');
+    b.pragma('busy_timeout = 5000');
+    const results: boolean[] = [];
+    for (const db of [a, b]) {
+      const won = db.transaction(() => {
+        try {
+          transition(db, id, 'queued', 'starting');
+          return true;
+        } catch (e) {
+          expect((e as { code: string }).code).toBe('conflict');
+          return false;
+        }
+      }).immediate();
+      results.push(won);
+    }
+    a.close();
+    b.close();
+    expect(results.filter(Boolean)).toHaveLength(1);
+    const starts = h.engine.db.prepare(`SELECT COUNT(*) AS n FROM events WHERE task_id = ? AND type = 'task.status' AND payload LIKE '%"to":"starting"%'`).get(id) as { n: number };
+    expect(starts.n).toBe(1);
+  });
+
+  it('blocks every transitive dependent in the same transaction when a task fails', async () => {
+    const a = await newTask({ name: 'a' });
+    const b = await newTask({ name: 'b', depends_on: [a] });
+    const c = await newTask({ name: 'c', depends_on: [b] });
+    const d = await newTask({ name: 'd', depends_on: [c], kind: 'execute' }); // awaiting approval: blocked too
+    const other = await newTask({ name: 'unrelated' });
+    force(a, 'running');
+    h.engine.write(() => transition(h.engine.db, a, 'running', 'failed', { reason: 'boom' }));
+    for (const id of [b, c, d]) {
+      const t = getTask(h.engine.db, id)!;
+      expect(t.status).toBe('blocked');
+      expect(t.error?.message).toMatch(/dependency/);
+    }
+    expect(getTask(h.engine.db, b)!.blockedBy).toBe(a);
+    expect(getTask(h.engine.db, c)!.blockedBy).toBe(b);
+    expect(getTask(h.engine.db, other)!.status).toBe('queued');
+  });
+
+  it('releases blocked dependents when the failed task is retried', async () => {
+    const a = await newTask();
+    const b = await newTask({ depends_on: [a] });
+    force(a, 'running');
+    h.engine.write(() => transition(h.engine.db, a, 'running', 'failed'));
+    expect(getTask(h.engine.db, b)!.status).toBe('blocked');
+    const r = await h.call('retry_task', { id: a });
+    expect(r.task.status).toBe('queued');
+    expect(r.task.attempt).toBe(2);
+    expect(getTask(h.engine.db, b)!.status).toBe('queued');
+  });
+
+  it('cancels an unstarted task at once and only requests cancel for a running one', async () => {
+    const a = await newTask();
+    expect((await h.call('cancel_task', { id: a })).task.status).toBe('cancelled');
+    const b = await newTask();
+    force(b, 'running');
+    const r = await h.call('cancel_task', { id: b });
+    expect(r.task.status).toBe('running');
+    expect(r.task.cancelRequested).toBe(true);
+    await expect(h.call('cancel_task', { id: a })).rejects.toMatchObject({ code: 'illegal_transition' });
+  });
+
+  it('decides queued vs awaiting_approval by mode and kind', async () => {
+    const cases: [string, string, string][] = [
+      ['auto_readonly', 'explore', 'queued'],
+      ['auto_readonly', 'execute', 'awaiting_approval'],
+      ['plan_only', 'explore', 'awaiting_approval'],
+      ['auto_execute', 'execute', 'queued'],
+    ];
+    for (const [mode, kind, status] of cases) {
+      const r = await h.call('delegate_task', { objective: 'x', workspace: h.repo, mode, kind });
+      expect(r.task.status, `${mode}/${kind}`).toBe(status);
+    }
+  });
+
+  it('approval moves a waiting task to queued, and MCP may not approve by default', async () => {
+    const id = await newTask({ kind: 'execute' });
+    await expect(h.call('approve_task', { id }, 'mcp')).rejects.toMatchObject({ code: 'forbidden' });
+    expect((await h.call('approve_task', { id })).task.status).toBe('queued');
+  });
+});
