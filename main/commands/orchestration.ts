@@ -2,11 +2,16 @@ import { z } from 'zod';
 import { EFFORTS, MODES } from '../core/config.js';
 import { isAppError } from '../core/errors.js';
 import { createComparison, compareReport } from '../orchestration/compare.js';
+import { installPlanHandler } from '../orchestration/plan-hook.js';
 import { chainReviews } from '../orchestration/review.js';
 import { createTasks, type CreateContext } from '../tasks/create.js';
 import { MAX_OBJECTIVE_BYTES, TASK_ID, taskInputSchema } from '../tasks/schema.js';
 import { presentTask } from './tasks.js';
 import { defineCommand, runCommand, type CommandContext } from './table.js';
+
+// Every process that loads the command table (CLI, MCP, HTTP, desktop) may lead the scheduler: each
+// must turn completed plans into child tasks.
+installPlanHandler();
 
 const WORKER = z.string().min(1).max(64).regex(/^[a-z0-9][a-z0-9_-]*$/, 'a worker name');
 

@@ -1,13 +1,8 @@
 import { Engine } from '../engine.js';
+import { startSchedulerService, type SchedulerService } from '../scheduler/service.js';
 import { createServer, depthFromEnv } from './server.js';
 import { LineTransport } from './stdio-transport.js';
 import { toolSetFromEnv } from './tools.js';
-
-/** What `lightworker mcp` needs from the scheduler service (main/scheduler/service.ts). */
-interface SchedulerHandle {
-  stop(): Promise<void>;
-  status(): { role: 'leader' | 'standby' };
-}
 
 export interface StdioOptions {
   home?: string;
@@ -29,7 +24,7 @@ export async function runStdioServer(opts: StdioOptions = {}): Promise<void> {
   const server = createServer(engine, { depth: depthFromEnv(), toolSet: toolSetFromEnv() });
   const transport = new LineTransport(process.stdin, process.stdout);
 
-  let scheduler: SchedulerHandle | null = null;
+  let scheduler: SchedulerService | null = null;
   let stopping: Promise<void> | null = null;
   const shutdown = (why: string, code = 0): Promise<void> => {
     stopping ??= (async () => {
@@ -67,13 +62,9 @@ export async function runStdioServer(opts: StdioOptions = {}): Promise<void> {
 }
 
 /** The scheduler service of this process: leads if nobody else does, else stands by. */
-async function startScheduler(engine: Engine): Promise<SchedulerHandle | null> {
-  // Imported by name at run time: the service module is the lead's and may not exist in this build yet.
-  const spec = '../scheduler/service.js';
+async function startScheduler(engine: Engine): Promise<SchedulerService | null> {
   try {
-    const mod = (await import(spec)) as { startSchedulerService?: (e: Engine) => Promise<SchedulerHandle> };
-    if (!mod.startSchedulerService) throw new Error('main/scheduler/service.ts has no startSchedulerService');
-    return await mod.startSchedulerService(engine);
+    return await startSchedulerService(engine);
   } catch (e) {
     logErr(`lightworker mcp: scheduler not started (tasks are queued but run only where a scheduler leads): ${(e as Error).message}`);
     return null;
