@@ -3,6 +3,7 @@ import { isAppError, toErrorPayload } from '../core/errors.js';
 import { err } from './output.js';
 import { registerSystemCommands } from './system.js';
 import { registerTaskCommands } from './tasks.js';
+import { registerIsolationCommands } from './isolation.js';
 import { registerSchedulerCommands } from './scheduler.js';
 import { registerServeCommand } from '../http/serve-command.js';
 import { registerMcpCommands } from './mcp.js';
@@ -19,6 +20,7 @@ export function buildProgram(): Command {
     .exitOverride();
   registerSystemCommands(program);
   registerTaskCommands(program);
+  registerIsolationCommands(program);
   registerSchedulerCommands(program);
   registerServeCommand(program);
   registerMcpCommands(program);

@@ -1,6 +1,7 @@
 import type { CommandDef } from './table.js';
 import { runDoctor } from './doctor.js';
 import { EVENT_COMMANDS } from './events.js';
+import { ISOLATION_COMMANDS } from './isolation.js';
 import { mcpConfigCommand } from '../mcp/client-config.js';
 import { ORCHESTRATION_COMMANDS } from './orchestration.js';
 import { SETTINGS_COMMANDS } from './settings.js';
@@ -9,7 +10,7 @@ import { TASK_COMMANDS } from './tasks.js';
 
 /** The one table of operations: IPC, HTTP, MCP and the CLI all dispatch through it. */
 export const COMMANDS: ReadonlyMap<string, CommandDef> = new Map(
-  ([...TASK_COMMANDS, ...SCHEDULER_COMMANDS, ...EVENT_COMMANDS, runDoctor, ...SETTINGS_COMMANDS, ...ORCHESTRATION_COMMANDS, mcpConfigCommand] as CommandDef[]).map((c) => [c.name, c]),
+  ([...TASK_COMMANDS, ...SCHEDULER_COMMANDS, ...EVENT_COMMANDS, runDoctor, ...SETTINGS_COMMANDS, ...ORCHESTRATION_COMMANDS, ...ISOLATION_COMMANDS, mcpConfigCommand] as CommandDef[]).map((c) => [c.name, c]),
 );
 
 export const COMMAND_NAMES = [...COMMANDS.keys()];

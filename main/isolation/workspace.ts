@@ -1,6 +1,17 @@
+import { join } from 'node:path';
 import { AppError } from '../core/errors.js';
 import type { Engine } from '../engine.js';
+import { appendEvent } from '../store/events.js';
+import { unsealTask } from '../tasks/secrets.js';
 import type { Task } from '../tasks/types.js';
+import { getAllocation } from './allocations.js';
+import { inspectReadOnly, inspectWorktree } from './changes.js';
+import { repoRoot } from './git-exec.js';
+import { allocatePorts, portEnv } from './ports.js';
+import { readSetup, runSetup } from './setup.js';
+import { snapshotSource, type SourceSnapshot } from './source-status.js';
+import { verifyIn } from './verify.js';
+import { allocateWorktree, planAllocation, removeWorktree } from './worktree.js';
 
 /**
  * The runner's view of isolation (SPEC §6). The runner calls, in order:
@@ -35,20 +46,98 @@ export interface VerifyCommandResult {
 export interface VerifyReport {
   ok: boolean;
   results: VerifyCommandResult[];
+  /** Full (redacted) output of this verification run, when it ran commands. */
+  log?: string | null;
 }
 
-/** Read-only kinds run in the workspace itself; execute tasks get a worktree. */
-export async function prepareWorkspace(_engine: Engine, task: Task): Promise<PreparedWorkspace> {
-  if (task.kind !== 'execute') return { workdir: task.workspace, env: {}, state: {} };
-  throw new AppError('unavailable', 'execute tasks need worktree isolation, which is not built yet');
+/** What prepareWorkspace leaves in `PreparedWorkspace.state`. */
+interface WorkspaceState {
+  repo: string;
+  source: SourceSnapshot;
+  baseCommit?: string;
+  copied?: string[];
 }
 
-export async function inspectChanges(_engine: Engine, task: Task, _ws: PreparedWorkspace): Promise<ChangeReport> {
-  if (task.kind !== 'execute') return { ok: true, changedFiles: [], empty: true, violations: [], diffArtifact: null };
-  throw new AppError('unavailable', 'change inspection is not built yet');
+function stateOf(ws: PreparedWorkspace): WorkspaceState {
+  const s = ws.state as Partial<WorkspaceState>;
+  if (!s.repo || !s.source) throw new Error('PreparedWorkspace.state was not made by prepareWorkspace');
+  return s as WorkspaceState;
 }
 
-export async function runVerification(_engine: Engine, task: Task, _ws: PreparedWorkspace, _signal: AbortSignal): Promise<VerifyReport> {
-  if (task.verify.length === 0) return { ok: true, results: [] };
-  throw new AppError('unavailable', 'verification is not built yet');
+/**
+ * Read-only kinds run in the workspace itself (its `git status` is recorded to catch writes). Execute
+ * tasks get `<home>/worktrees/<id>` on `lightworker/<id>` from base_ref (default HEAD): containment and
+ * disk-reserve checks, two-phase allocation under the repository lock, a 10-port block
+ * (LIGHTWORKER_PORT, LIGHTWORKER_PORT_COUNT), then `.lightworker/setup.toml` copy + setup command.
+ * Throws AppError (disk_full, invalid_input, git_failed, timed_out, worker_failed…) with nothing half-made
+ * left unrecorded.
+ */
+export async function prepareWorkspace(engine: Engine, task: Task): Promise<PreparedWorkspace> {
+  const repo = await repoRoot(task.workspace);
+  if (task.kind !== 'execute') {
+    return { workdir: task.workspace, env: {}, state: { repo, source: await snapshotSource(repo) } satisfies WorkspaceState };
+  }
+  const plan = await planAllocation(engine, task, repo);
+  const source = await snapshotSource(repo);
+  const started = Date.now();
+  const alloc = await allocateWorktree(engine, task, plan);
+  const block = await allocatePorts(engine, task.id);
+  const allocMs = Date.now() - started;
+  const env = portEnv(block);
+  const uncarried = Object.keys(source.entries).length;
+  engine.write(() =>
+    appendEvent(engine.db, task.id, 'worktree.allocated', {
+      path: alloc.path,
+      branch: alloc.branch,
+      base: plan.baseRef,
+      baseCommit: plan.baseCommit,
+      ports: { first: block.base, count: block.size },
+      durationMs: allocMs,
+      ...(uncarried ? { note: `${uncarried} uncommitted change(s) in ${repo} are not carried into the worktree` } : {}),
+    }),
+  );
+  const setup = await runSetup(repo, alloc.path, readSetup(engine, repo), env, join(engine.home.artifacts, task.id, `setup-${task.attempt}.log`));
+  if (setup.copied.length || setup.command) {
+    engine.write(() => appendEvent(engine.db, task.id, 'worktree.setup', { copied: setup.copied, command: setup.command, exitCode: setup.exitCode, durationMs: setup.durationMs, log: setup.log }));
+  }
+  return { workdir: alloc.path, env, state: { repo, source, baseCommit: plan.baseCommit, copied: setup.copied } satisfies WorkspaceState };
+}
+
+/**
+ * After the worker: commit its changes onto the task branch (as LightWorker), write
+ * `<home>/artifacts/<id>/diff-<attempt>.patch`, list changed files and report boundary violations
+ * (outside allowed_paths, symlinks escaping the worktree, writes into the source checkout). `ok` is false
+ * when anything was violated; `empty` flags an execute task that changed nothing.
+ */
+export async function inspectChanges(engine: Engine, task: Task, ws: PreparedWorkspace): Promise<ChangeReport> {
+  const st = stateOf(ws);
+  if (task.kind !== 'execute') {
+    const violations = await inspectReadOnly(engine, task, st.repo, st.source);
+    return { ok: violations.length === 0, changedFiles: [], empty: true, violations, diffArtifact: null };
+  }
+  if (!st.baseCommit) throw new Error('PreparedWorkspace.state has no baseCommit for an execute task');
+  const r = await inspectWorktree(engine, task, { repo: st.repo, worktree: ws.workdir, baseCommit: st.baseCommit, source: st.source, copied: st.copied ?? [] });
+  return { ok: r.violations.length === 0, changedFiles: r.changedFiles, empty: r.changedFiles.length === 0, violations: r.violations, diffArtifact: r.diffArtifact };
+}
+
+/**
+ * Run the task's verify commands in the workdir (argv without a shell; a user's string with /bin/sh -c),
+ * each with config.verify.timeout_s and a minimal env (PATH, HOME, LANG, LC_ALL, TMPDIR + ws.env).
+ * Records verify.started / verify.command / verify.completed events. No commands → ok with no results.
+ */
+export async function runVerification(engine: Engine, task: Task, ws: PreparedWorkspace, signal: AbortSignal): Promise<VerifyReport> {
+  const real = unsealTask(engine.db, engine.home.root, task);
+  if (real.verify.length === 0) return { ok: true, results: [] };
+  return verifyIn(engine, real, ws.workdir, ws.env, signal);
+}
+
+/**
+ * Remove a task's worktree and free its ports now (the branch is kept unless it holds nothing new).
+ * Prune does this later for ended tasks anyway; call it when a worktree is certainly no longer wanted.
+ */
+export async function releaseWorkspace(engine: Engine, taskId: string, reason: string): Promise<void> {
+  const alloc = getAllocation(engine.db, taskId);
+  if (!alloc || alloc.state === 'released') return;
+  if (alloc.state === 'allocating') throw new AppError('conflict', `task ${taskId}: its worktree is still being allocated`);
+  await removeWorktree(engine, alloc, { reason, deleteBranch: true });
 }

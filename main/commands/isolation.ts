@@ -1,0 +1,53 @@
+import { z } from 'zod';
+import { acceptTask } from '../isolation/accept.js';
+import { DIFF_CAP_BYTES, taskDiff } from '../isolation/diff.js';
+import { pruneWorkspaces } from '../isolation/prune.js';
+import { TASK_ID } from '../tasks/schema.js';
+import { defineCommand, requirePersonOrAllowed } from './table.js';
+
+export const acceptTaskCommand = defineCommand({
+  name: 'accept_task',
+  description: 'Apply a completed, verified task onto the source repository as one commit, then remove its worktree.',
+  input: z.strictObject({
+    id: TASK_ID,
+    branch: z.string().min(1).max(256).regex(/^[^\s~^:?*[\\]+$/, 'a branch name').optional(),
+    unverified: z.boolean().default(false),
+  }),
+  readOnly: false,
+  async handler(ctx, input) {
+    requirePersonOrAllowed(ctx, 'accept_task');
+    const by = ctx.face === 'mcp' ? 'an MCP client' : ctx.face === 'cli' ? 'the CLI' : 'the console';
+    const r = await acceptTask(ctx.engine, input.id, { branch: input.branch, unverified: input.unverified, by });
+    return { task: r.task, commit: r.commit, branch: r.branch, files: r.files };
+  },
+});
+
+export const getTaskDiff = defineCommand({
+  name: 'get_task_diff',
+  description: "A task's diff from its base (redacted, size-capped with a note).",
+  input: z.strictObject({
+    id: TASK_ID,
+    max_bytes: z.number().int().min(1024).max(16 * 1024 * 1024).default(DIFF_CAP_BYTES),
+  }),
+  readOnly: true,
+  async handler(ctx, input) {
+    return taskDiff(ctx.engine, input.id, input.max_bytes);
+  },
+});
+
+export const pruneWorkspacesCommand = defineCommand({
+  name: 'prune_workspaces',
+  description: 'List (dry run) or remove worktrees of ended tasks past the TTL, orphans and half-done allocations.',
+  input: z.strictObject({
+    apply: z.boolean().default(false),
+    ttl_hours: z.number().min(0).max(100_000).optional(),
+    force: z.boolean().default(false),
+  }),
+  readOnly: false,
+  destructive: true,
+  async handler(ctx, input) {
+    return pruneWorkspaces(ctx.engine, { apply: input.apply, ttlHours: input.ttl_hours ?? ctx.engine.config.worktrees.ttl_hours, force: input.force });
+  },
+});
+
+export const ISOLATION_COMMANDS = [acceptTaskCommand, getTaskDiff, pruneWorkspacesCommand];

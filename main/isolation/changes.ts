@@ -1,0 +1,99 @@
+import { lstatSync, mkdirSync, readlinkSync, realpathSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { redactText } from '../core/redact.js';
+import type { Engine } from '../engine.js';
+import { appendEvent } from '../store/events.js';
+import type { Task } from '../tasks/types.js';
+import { getAllocation, setHeadCommit } from './allocations.js';
+import { commitAll } from './branches.js';
+import { git, splitZ } from './git-exec.js';
+import { matchAny } from './globs.js';
+import { isInside } from './guards.js';
+import { withRepoLock } from './repo-lock.js';
+import { diffSnapshots, snapshotSource, type SourceSnapshot } from './source-status.js';
+
+function describeSource(repo: string, p: string): string {
+  return p.startsWith('HEAD (') ? `${repo} ${p}` : join(repo, p);
+}
+
+export interface InspectInput {
+  repo: string;
+  worktree: string;
+  baseCommit: string;
+  source: SourceSnapshot;
+  copied: string[];
+}
+
+/** Changed files that break the task's boundary, each with the reason in the text. */
+export function boundaryViolations(worktree: string, changed: readonly string[], allowed: readonly string[]): string[] {
+  const out: string[] = [];
+  const root = realpathSync(worktree);
+  for (const p of changed) {
+    if (allowed.length && !matchAny(p, allowed)) out.push(`${p} (outside allowed_paths)`);
+    let st;
+    try {
+      st = lstatSync(join(worktree, p));
+    } catch {
+      continue; // deleted
+    }
+    if (st.isSymbolicLink()) {
+      const target = resolve(dirname(join(root, p)), readlinkSync(join(worktree, p)));
+      let real = target;
+      try {
+        real = realpathSync(target);
+      } catch {
+        // dangling: judge the literal target
+      }
+      if (!isInside(real, root)) out.push(`${p} (symlink resolving outside the worktree to ${target})`);
+    }
+  }
+  return out;
+}
+
+export interface Inspection {
+  head: string;
+  changedFiles: string[];
+  violations: string[];
+  diffArtifact: string;
+  diffBytes: number;
+}
+
+/**
+ * Commit the worker's changes onto the task branch (as LightWorker), record the diff from the base as an
+ * artifact, and check boundaries: paths outside allowed_paths, symlinks escaping the worktree, and
+ * anything that changed in the source checkout during the run.
+ */
+export async function inspectWorktree(engine: Engine, task: Task, input: InspectInput): Promise<Inspection> {
+  const head = await withRepoLock(input.repo, `commit the work of ${task.id}`, async () => {
+    await commitAll(input.worktree, `lightworker: ${task.name} (${task.id}, attempt ${task.attempt})`, input.copied);
+    return git(input.worktree, ['rev-parse', 'HEAD']);
+  });
+  const changedFiles = splitZ(await git(input.worktree, ['diff', '--name-only', '--no-renames', '-z', input.baseCommit, head], { raw: true }));
+  const violations = boundaryViolations(input.worktree, changedFiles, task.allowedPaths);
+  const after = await snapshotSource(input.repo);
+  for (const p of diffSnapshots(input.source, after)) violations.push(`${describeSource(input.repo, p)} (written in the source checkout)`);
+  const patch = await git(input.worktree, ['diff', '--binary', '--no-color', input.baseCommit, head], { raw: true });
+  const diffArtifact = join(engine.home.artifacts, task.id, `diff-${task.attempt}.patch`);
+  mkdirSync(dirname(diffArtifact), { recursive: true });
+  writeFileSync(diffArtifact, redactText(patch));
+  engine.write(() => {
+    if (getAllocation(engine.db, task.id)) setHeadCommit(engine.db, task.id, head);
+    appendEvent(engine.db, task.id, 'changes.inspected', {
+      head,
+      changedFiles: changedFiles.slice(0, 200),
+      changedCount: changedFiles.length,
+      violations,
+      empty: changedFiles.length === 0,
+      diffArtifact,
+    });
+  });
+  return { head, changedFiles, violations, diffArtifact, diffBytes: Buffer.byteLength(patch) };
+}
+
+/** Read-only kinds: only the source-checkout comparison applies. */
+export async function inspectReadOnly(engine: Engine, task: Task, repo: string, before: SourceSnapshot): Promise<string[]> {
+  const after = await snapshotSource(repo);
+  const violations = diffSnapshots(before, after).map((p) => `${describeSource(repo, p)} (written in the source checkout by a read-only task)`);
+  engine.write(() => appendEvent(engine.db, task.id, 'changes.inspected', { readOnly: true, violations, empty: true }));
+  return violations;
+}

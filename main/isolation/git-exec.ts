@@ -1,0 +1,80 @@
+import { execa } from 'execa';
+import { AppError } from '../core/errors.js';
+
+/** Result of one git invocation that was allowed to fail. */
+export interface GitResult {
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+}
+
+export interface GitOptions {
+  /** Extra environment (e.g. GIT_INDEX_FILE for a scratch index). */
+  env?: Record<string, string>;
+  /** Bytes fed to stdin. */
+  input?: string | Buffer;
+  /** Keep trailing whitespace/newlines of stdout (diffs, -z output). */
+  raw?: boolean;
+}
+
+/** The environment every git call starts from: no inherited repository overrides, no prompts. */
+function gitEnv(extra: Record<string, string> = {}): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (v === undefined) continue;
+    // A caller's GIT_DIR / GIT_INDEX_FILE / GIT_WORK_TREE would silently redirect every command.
+    if (/^GIT_(DIR|WORK_TREE|INDEX_FILE|COMMON_DIR|OBJECT_DIRECTORY|NAMESPACE|PREFIX)$/.test(k)) continue;
+    env[k] = v;
+  }
+  env.GIT_TERMINAL_PROMPT = '0';
+  env.LC_ALL = 'C';
+  return { ...env, ...extra };
+}
+
+/** Run git with an argv array in `cwd`; never throws for a non-zero exit. */
+export async function gitTry(cwd: string, args: string[], opts: GitOptions = {}): Promise<GitResult> {
+  const r = await execa('git', args, {
+    cwd,
+    env: gitEnv(opts.env),
+    extendEnv: false,
+    reject: false,
+    stripFinalNewline: !opts.raw,
+    input: opts.input,
+    maxBuffer: 256 * 1024 * 1024,
+  });
+  if (r.failed && typeof r.exitCode !== 'number') {
+    throw new AppError('git_failed', `git ${args[0]} could not run in ${cwd}: ${r.shortMessage ?? r.message}`);
+  }
+  return { exitCode: r.exitCode ?? 1, stdout: String(r.stdout ?? ''), stderr: String(r.stderr ?? '') };
+}
+
+/** Run git and return stdout; a non-zero exit becomes AppError('git_failed') naming the command. */
+export async function git(cwd: string, args: string[], opts: GitOptions = {}): Promise<string> {
+  const r = await gitTry(cwd, args, opts);
+  if (r.exitCode !== 0) {
+    const why = (r.stderr || r.stdout).trim().split('\n').slice(-3).join(' / ');
+    throw new AppError('git_failed', `git ${args.slice(0, 2).join(' ')} failed in ${cwd}: ${why || `exit ${r.exitCode}`}`, { exitCode: r.exitCode });
+  }
+  return r.stdout;
+}
+
+/** Split NUL-separated output (`-z`). */
+export function splitZ(out: string): string[] {
+  return out.split('\0').filter((s) => s.length > 0);
+}
+
+/** Absolute path of the repository's top level containing `dir`. */
+export async function repoRoot(dir: string): Promise<string> {
+  return git(dir, ['rev-parse', '--show-toplevel']);
+}
+
+/** Absolute path of the common git dir (shared by all worktrees of the repository). */
+export async function commonGitDir(dir: string): Promise<string> {
+  return git(dir, ['rev-parse', '--path-format=absolute', '--git-common-dir']);
+}
+
+/** Commit id of `ref`, or null when it does not resolve. */
+export async function resolveCommit(dir: string, ref: string): Promise<string | null> {
+  const r = await gitTry(dir, ['rev-parse', '--verify', '--quiet', `${ref}^{commit}`]);
+  return r.exitCode === 0 ? r.stdout.trim() : null;
+}

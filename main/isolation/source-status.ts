@@ -1,0 +1,54 @@
+import { lstatSync } from 'node:fs';
+import { join } from 'node:path';
+import { git, gitTry, splitZ } from './git-exec.js';
+
+/**
+ * What the source checkout looked like, to detect a worker writing into it: HEAD, the branch it is on,
+ * and every path `git status` reports with a cheap fingerprint (status code, size, mtime).
+ */
+export interface SourceSnapshot {
+  head: string | null;
+  branchRef: string | null;
+  entries: Record<string, string>;
+}
+
+function fingerprint(repo: string, path: string, code: string): string {
+  try {
+    const s = lstatSync(join(repo, path));
+    return `${code}:${s.size}:${Math.round(s.mtimeMs)}`;
+  } catch {
+    return `${code}:gone`;
+  }
+}
+
+/** Porcelain status of `repo` as path → two-letter code (renames list both paths). */
+export async function statusEntries(repo: string): Promise<Map<string, string>> {
+  const out = await git(repo, ['--no-optional-locks', 'status', '--porcelain=v1', '-z', '--untracked-files=all', '--ignore-submodules=none'], { raw: true });
+  const parts = splitZ(out);
+  const map = new Map<string, string>();
+  for (let i = 0; i < parts.length; i++) {
+    const code = parts[i].slice(0, 2);
+    map.set(parts[i].slice(3), code);
+    if (code[0] === 'R' || code[0] === 'C') map.set(parts[++i], code);
+  }
+  return map;
+}
+
+export async function snapshotSource(repo: string): Promise<SourceSnapshot> {
+  const head = await gitTry(repo, ['rev-parse', '--verify', '--quiet', 'HEAD']);
+  const ref = await gitTry(repo, ['symbolic-ref', '--quiet', 'HEAD']);
+  const entries: Record<string, string> = {};
+  for (const [path, code] of await statusEntries(repo)) entries[path] = fingerprint(repo, path, code);
+  return { head: head.exitCode === 0 ? head.stdout.trim() : null, branchRef: ref.exitCode === 0 ? ref.stdout.trim() : null, entries };
+}
+
+/** Paths (and HEAD moves) that differ between two snapshots of the same checkout. */
+export function diffSnapshots(before: SourceSnapshot, after: SourceSnapshot): string[] {
+  const changed = new Set<string>();
+  for (const [p, f] of Object.entries(after.entries)) if (before.entries[p] !== f) changed.add(p);
+  for (const p of Object.keys(before.entries)) if (!(p in after.entries)) changed.add(p);
+  const out = [...changed].sort();
+  if (before.head !== after.head) out.push(`HEAD (moved from ${before.head ?? 'nothing'} to ${after.head ?? 'nothing'})`);
+  else if (before.branchRef !== after.branchRef) out.push(`HEAD (switched from ${before.branchRef ?? 'detached'} to ${after.branchRef ?? 'detached'})`);
+  return out;
+}

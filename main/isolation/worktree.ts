@@ -1,0 +1,155 @@
+import { existsSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { AppError } from '../core/errors.js';
+import type { Engine } from '../engine.js';
+import { processStartTime } from '../runner/process.js';
+import { appendEvent } from '../store/events.js';
+import { updateTaskFields } from '../store/tasks.js';
+import type { Task } from '../tasks/types.js';
+import { getAllocation, insertAllocating, markReady, markReleased, type Allocation } from './allocations.js';
+import { commitAll, isBranchContained } from './branches.js';
+import { git, gitTry, resolveCommit } from './git-exec.js';
+import { checkContainment, checkDiskReserve } from './guards.js';
+import { releaseBlock } from './ports.js';
+import { withRepoLock } from './repo-lock.js';
+
+export function worktreePathFor(engine: Engine, taskId: string): string {
+  return join(engine.home.worktrees, taskId);
+}
+
+export function branchFor(taskId: string): string {
+  return `lightworker/${taskId}`;
+}
+
+export interface AllocationPlan {
+  repo: string;
+  path: string;
+  branch: string;
+  baseRef: string;
+  baseCommit: string;
+}
+
+/** Checks that change nothing: containment, disk reserve, a base that resolves. */
+export async function planAllocation(engine: Engine, task: Task, repo: string): Promise<AllocationPlan> {
+  checkContainment(engine.home.root, repo);
+  checkDiskReserve(engine.config, engine.home.worktrees);
+  const baseRef = task.baseRef ?? 'HEAD';
+  const baseCommit = await resolveCommit(repo, baseRef);
+  if (!baseCommit) throw new AppError('invalid_input', `base_ref: "${baseRef}" does not name a commit in ${repo}`, { field: 'base_ref' });
+  return { repo, path: worktreePathFor(engine, task.id), branch: branchFor(task.id), baseRef, baseCommit };
+}
+
+/**
+ * Phase 1 of a two-phase allocation: the named `allocating` record, committed before anything touches
+ * disk. A crash after this leaves a row whose owner is dead; prune sweeps it.
+ */
+export function recordAllocation(engine: Engine, task: Task, plan: AllocationPlan): void {
+  engine.write(() => {
+    insertAllocating(engine.db, {
+      taskId: task.id,
+      repo: plan.repo,
+      path: plan.path,
+      branch: plan.branch,
+      baseRef: plan.baseRef,
+      baseCommit: plan.baseCommit,
+      ownerPid: process.pid,
+      ownerStart: processStartTime(process.pid),
+      attempt: task.attempt,
+    });
+  });
+}
+
+/**
+ * Clear what an earlier attempt (or a crash) left at the task's path and branch, under the repository
+ * lock. Work is never lost: uncommitted changes are committed first, and a branch holding commits found
+ * nowhere else is kept under `lightworker/<id>-attempt-<n>`.
+ */
+async function clearLeftovers(engine: Engine, plan: AllocationPlan, previous: Allocation | null): Promise<void> {
+  if (existsSync(plan.path)) {
+    if (existsSync(join(plan.path, '.git'))) await commitAll(plan.path, 'lightworker: snapshot of an earlier attempt').catch(() => null);
+    const r = await gitTry(plan.repo, ['worktree', 'remove', '--force', '--force', plan.path]);
+    if (r.exitCode !== 0) rmSync(plan.path, { recursive: true, force: true });
+  }
+  await gitTry(plan.repo, ['worktree', 'prune']);
+  if (!(await isBranchContained(plan.repo, plan.branch, previous?.baseCommit ?? null))) {
+    const keep = `${plan.branch}-attempt-${previous?.attempt ?? 0}-${Date.now().toString(36)}`;
+    await git(plan.repo, ['branch', '-m', plan.branch, keep]);
+    if (previous) engine.write(() => appendEvent(engine.db, previous.taskId, 'worktree.branch_kept', { branch: keep, reason: 'earlier attempt had commits found on no other branch' }));
+  } else {
+    await gitTry(plan.repo, ['branch', '-D', plan.branch]);
+  }
+}
+
+/**
+ * Allocate the task's worktree: phase 1 record → (repository lock) clear leftovers, `git worktree add`
+ * on a new branch from the base commit → phase 2 (ready, recorded on the task). Returns the allocation.
+ */
+export async function allocateWorktree(engine: Engine, task: Task, plan: AllocationPlan): Promise<Allocation> {
+  const previous = getAllocation(engine.db, task.id);
+  if (previous && previous.state === 'allocating' && previous.ownerPid === process.pid) {
+    throw new AppError('conflict', `task ${task.id}: a worktree allocation is already in progress`);
+  }
+  recordAllocation(engine, task, plan);
+  await withRepoLock(plan.repo, `allocate worktree for ${task.id}`, async () => {
+    await clearLeftovers(engine, plan, previous);
+    await git(plan.repo, ['worktree', 'add', '--quiet', '-b', plan.branch, plan.path, plan.baseCommit]);
+  });
+  const ok = engine.write(() => {
+    if (!markReady(engine.db, task.id)) return false;
+    updateTaskFields(engine.db, task.id, { worktreePath: plan.path, branch: plan.branch });
+    return true;
+  });
+  if (!ok) throw new AppError('conflict', `task ${task.id}: its worktree allocation was swept while being created`);
+  return getAllocation(engine.db, task.id)!;
+}
+
+export interface RemoveOptions {
+  reason: string;
+  /** Delete the branch too, when that loses nothing (or always, with force). */
+  deleteBranch?: boolean;
+  /** Delete the branch even when it holds commits found on no other branch. */
+  force?: boolean;
+  /** Commit leftover uncommitted changes to the branch before removing (default true). */
+  snapshot?: boolean;
+  /** Only act if the allocation is still this one (prune decided on an earlier read). */
+  expect?: { state: Allocation['state']; createdAt: number };
+}
+
+/**
+ * Remove a task's worktree (under the repository lock), free its ports and mark the allocation released.
+ * Uncommitted changes are committed to the branch first unless `force`. Returns whether the branch was deleted.
+ */
+export async function removeWorktree(engine: Engine, alloc: Allocation, opts: RemoveOptions): Promise<{ branchDeleted: boolean; skipped: boolean }> {
+  let branchDeleted = false;
+  let acted = !existsSync(alloc.repo);
+  const stillSame = () => {
+    if (!opts.expect) return true;
+    const now = getAllocation(engine.db, alloc.taskId);
+    return now?.state === opts.expect.state && now.createdAt === opts.expect.createdAt;
+  };
+  if (!existsSync(alloc.repo)) {
+    // The repository itself is gone: only our folder is left to clean.
+    rmSync(alloc.path, { recursive: true, force: true });
+  } else await withRepoLock(alloc.repo, `remove worktree of ${alloc.taskId}`, async () => {
+    if (!stillSame()) return;
+    acted = true;
+    if (existsSync(alloc.path)) {
+      if (!opts.force && opts.snapshot !== false && existsSync(join(alloc.path, '.git'))) {
+        await commitAll(alloc.path, `lightworker: snapshot before removing the worktree (${opts.reason})`).catch(() => null);
+      }
+      const r = await gitTry(alloc.repo, ['worktree', 'remove', '--force', '--force', alloc.path]);
+      if (r.exitCode !== 0) rmSync(alloc.path, { recursive: true, force: true });
+    }
+    await gitTry(alloc.repo, ['worktree', 'prune']);
+    if (opts.deleteBranch && (opts.force || (await isBranchContained(alloc.repo, alloc.branch, alloc.baseCommit)))) {
+      branchDeleted = (await gitTry(alloc.repo, ['branch', '-D', alloc.branch])).exitCode === 0;
+    }
+  });
+  if (!acted) return { branchDeleted: false, skipped: true };
+  engine.write(() => {
+    markReleased(engine.db, alloc.taskId, opts.reason);
+    releaseBlock(engine.db, alloc.taskId);
+    appendEvent(engine.db, alloc.taskId, 'worktree.removed', { path: alloc.path, branch: alloc.branch, reason: opts.reason, branchDeleted });
+  });
+  return { branchDeleted, skipped: false };
+}
