@@ -5,9 +5,11 @@ import type { WorkerAdapter } from './adapter.js';
 import { linkedAdapter, type LinkedWorkerSpec } from './linked.js';
 import { mockAdapter } from './mock.js';
 import { codexAdapter } from './codex.js';
+import { claudeCodeAdapter } from './claude-code.js';
+import { opencodeAdapter } from './opencode.js';
 
 /** Built-in adapters by worker name. The real CLIs register here (codex, claude-code, opencode). */
-export const BUILTIN_ADAPTERS = new Map<string, WorkerAdapter>([mockAdapter, codexAdapter].map((a) => [a.name, a]));
+export const BUILTIN_ADAPTERS = new Map<string, WorkerAdapter>([mockAdapter, codexAdapter, claudeCodeAdapter, opencodeAdapter].map((a) => [a.name, a]));
 
 export const LINKED_PREFIX = 'workers.linked.';
 

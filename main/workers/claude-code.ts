@@ -1,0 +1,142 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  RATE_LIMIT_PATTERN, type NormalizedEvent, type SpawnSpec, type StreamParser, type TurnOutcome, type WorkerAdapter, type WorkerInfo, type WorkerTurn,
+} from './adapter.js';
+import { copyUserCredential, findCliBinary, passThroughKeys, probeVersion, versionNumber } from './cli-detect.js';
+
+/**
+ * Claude Code (`claude -p --output-format stream-json --verbose`). HOME and CLAUDE_CONFIG_DIR point
+ * under <runDir>/claude-home, so the user's ~/.claude (settings, MCP servers, transcripts) never
+ * applies; `--strict-mcp-config` ignores any .mcp.json and `--setting-sources user` ignores project
+ * settings (hooks) in the workspace. Follow-ups (`--resume`) must reuse the same runDir. The user's
+ * login is copied in only with LIGHTWORKER_REUSE_CLI_AUTH=1.
+ *
+ * Permission mode by sandbox: read-only → `default` with file-writing tools disallowed (in `-p`,
+ * anything needing a prompt is denied); workspace-write → `acceptEdits`. A gateway is reached via
+ * ANTHROPIC_BASE_URL (without /v1) and ANTHROPIC_API_KEY = the gateway key, set for the child only.
+ * CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 stops every other lookup (10 DNS queries otherwise).
+ */
+const WRITE_TOOLS = ['Write', 'Edit', 'NotebookEdit'];
+
+export function claudeHome(turn: WorkerTurn): string {
+  return join(turn.runDir, 'claude-home');
+}
+
+async function buildSpawn(turn: WorkerTurn): Promise<SpawnSpec> {
+  const bin = findCliBinary('claude');
+  if (!bin) throw new Error('claude binary not found (node_modules/.bin or PATH)');
+  const home = claudeHome(turn);
+  const configDir = join(home, '.claude');
+  mkdirSync(configDir, { recursive: true });
+  copyUserCredential('.claude/.credentials.json', configDir);
+  const env: Record<string, string> = {
+    ...turn.baseEnv,
+    ...passThroughKeys(['ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN']),
+    HOME: home,
+    CLAUDE_CONFIG_DIR: configDir,
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+    DISABLE_AUTOUPDATER: '1',
+    DISABLE_TELEMETRY: '1',
+    DISABLE_ERROR_REPORTING: '1',
+    CLAUDE_CODE_MAX_RETRIES: '2',
+    API_TIMEOUT_MS: '120000',
+  };
+  const gw = turn.gateway;
+  if (gw) {
+    env.ANTHROPIC_BASE_URL = gw.baseUrl.replace(/\/+$/, '').replace(/\/v1$/, '');
+    if (gw.key !== null) env.ANTHROPIC_API_KEY = gw.key;
+    delete env.ANTHROPIC_AUTH_TOKEN;
+  }
+  const args = ['-p', '--output-format', 'stream-json', '--verbose', '--strict-mcp-config', '--setting-sources', 'user', '--exclude-dynamic-system-prompt-sections'];
+  if (turn.sandbox === 'read-only') args.push('--permission-mode', 'default', '--disallowedTools', ...WRITE_TOOLS);
+  else args.push('--permission-mode', 'acceptEdits');
+  if (turn.model) args.push('--model', turn.model);
+  if (turn.reasoningEffort) args.push('--effort', turn.reasoningEffort);
+  if (turn.resumeSessionId) args.push('--resume', turn.resumeSessionId);
+  args.push('--', turn.prompt);
+  return { command: bin, args, env, cwd: turn.workdir };
+}
+
+function createParser(turn: WorkerTurn): StreamParser {
+  let sessionId: string | null = turn.resumeSessionId;
+  let model: string | null = turn.model;
+  let started = false;
+  let finalText: string | null = null;
+  let failure: string | null = null;
+  let lastRetry: string | null = null;
+  let resultSeen = false;
+  const toolNames = new Map<string, string>();
+
+  function contentText(c: unknown): string {
+    if (typeof c === 'string') return c;
+    if (Array.isArray(c)) return c.map((b) => (b && typeof b === 'object' && 'text' in b ? String((b as { text: unknown }).text) : '')).join('');
+    return '';
+  }
+
+  return {
+    line(line: string): NormalizedEvent[] {
+      const e = JSON.parse(line) as Record<string, unknown>;
+      const out: NormalizedEvent[] = [];
+      if (typeof e.session_id === 'string') sessionId = e.session_id;
+      if (e.type === 'system' && e.subtype === 'init') {
+        if (typeof e.model === 'string') model = e.model;
+        if (!started) out.push({ type: 'worker.started', sessionId, model });
+        started = true;
+      } else if (e.type === 'system' && e.subtype === 'api_retry') {
+        lastRetry = `API retry ${String(e.attempt)}/${String(e.max_retries)}: ${String(e.error_status ?? '')} ${String(e.error ?? '')}`.trim();
+      } else if (e.type === 'assistant') {
+        const msg = (e.message ?? {}) as Record<string, unknown>;
+        for (const b of (msg.content ?? []) as Record<string, unknown>[]) {
+          if (b.type === 'text' && typeof b.text === 'string') out.push({ type: 'worker.message', text: b.text });
+          if (b.type === 'tool_use') {
+            toolNames.set(String(b.id), String(b.name));
+            out.push({ type: 'worker.tool', name: String(b.name), status: 'started', input: b.input });
+          }
+        }
+      } else if (e.type === 'user') {
+        const msg = (e.message ?? {}) as Record<string, unknown>;
+        for (const b of (Array.isArray(msg.content) ? msg.content : []) as Record<string, unknown>[]) {
+          if (b.type !== 'tool_result') continue;
+          const name = toolNames.get(String(b.tool_use_id)) ?? 'tool';
+          out.push({ type: 'worker.tool', name, status: b.is_error ? 'failed' : 'completed', output: contentText(b.content).slice(0, 4000) });
+        }
+      } else if (e.type === 'result') {
+        resultSeen = true;
+        const u = (e.usage ?? {}) as Record<string, number>;
+        const cached = u.cache_read_input_tokens ?? 0;
+        const input = (u.input_tokens ?? 0) + cached + (u.cache_creation_input_tokens ?? 0);
+        const usageModel = Object.keys((e.modelUsage ?? {}) as object)[0] ?? model;
+        if (input || u.output_tokens) {
+          out.push({ type: 'worker.usage', inputTokens: input, cachedTokens: cached, outputTokens: u.output_tokens ?? 0, model: usageModel, costUsd: typeof e.total_cost_usd === 'number' ? e.total_cost_usd : null });
+        }
+        const text = typeof e.result === 'string' ? e.result : null;
+        if (e.is_error || e.subtype !== 'success') {
+          failure = text ?? `claude ended with ${String(e.subtype)}`;
+          out.push({ type: 'worker.failed', message: failure, rateLimited: RATE_LIMIT_PATTERN.test(failure) || e.api_error_status === 429 });
+        } else {
+          finalText = text;
+          out.push({ type: 'worker.completed', text });
+        }
+      }
+      return out;
+    },
+    finish(exitCode, stderrTail): TurnOutcome {
+      if (exitCode === 0 && failure === null && resultSeen) return { ok: true, finalText, sessionId };
+      const tail = stderrTail.trim();
+      const message = failure ?? `claude exited with code ${exitCode}${lastRetry ? ` after ${lastRetry}` : ''}${tail ? `: ${tail.slice(-500)}` : ''}`;
+      return { ok: false, finalText, sessionId, error: { code: RATE_LIMIT_PATTERN.test(message) ? 'rate_limited' : 'worker_failed', message } };
+    },
+  };
+}
+
+async function detect(): Promise<WorkerInfo> {
+  const bin = findCliBinary('claude');
+  const capabilities = { sessions: true, structuredOutput: false, sandboxModes: ['read-only', 'workspace-write'] };
+  if (!bin) return { name: 'claude-code', installed: false, version: null, authenticated: null, capabilities, reason: 'claude not found (npm i -g @anthropic-ai/claude-code)', command: null };
+  const version = versionNumber(await probeVersion(bin));
+  const authenticated = process.env.ANTHROPIC_API_KEY || process.env.ANTHROPIC_AUTH_TOKEN ? true : null;
+  return { name: 'claude-code', installed: true, version, authenticated, capabilities, reason: version ? null : `${bin} --version did not answer`, command: bin };
+}
+
+export const claudeCodeAdapter: WorkerAdapter = { name: 'claude-code', maxConcurrency: 4, detect, buildSpawn, createParser };

@@ -1,0 +1,166 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  RATE_LIMIT_PATTERN, type NormalizedEvent, type SpawnSpec, type StreamParser, type TurnOutcome, type WorkerAdapter, type WorkerInfo, type WorkerTurn,
+} from './adapter.js';
+import { copyUserCredential, findCliBinary, passThroughKeys, probeVersion, versionNumber } from './cli-detect.js';
+
+/**
+ * OpenCode (`opencode run --format json`, `--session` for follow-ups). HOME and XDG_* point under
+ * <runDir>/opencode-home (sessions live there: follow-ups must reuse the runDir); the whole config
+ * comes from OPENCODE_CONFIG_CONTENT, so the user's opencode.json, MCP servers and plugins never
+ * apply. A gateway becomes an `@ai-sdk/openai-compatible` provider (Chat Completions, bundled) whose
+ * key is `{env:KEY_ENV}`, set for the child only; npm_config_registry points at the gateway so the
+ * startup plugin lookup stays on loopback. Permissions by sandbox: read-only denies edit and bash;
+ * workspace-write allows both. Reasoning effort is passed as `--variant`. The user's login
+ * (auth.json) is copied in only with LIGHTWORKER_REUSE_CLI_AUTH=1.
+ */
+const PROVIDER = 'lightworker';
+
+export function opencodeHome(turn: WorkerTurn): string {
+  return join(turn.runDir, 'opencode-home');
+}
+
+/** The config OpenCode runs with (no secrets: the key is an `{env:…}` reference). */
+export function opencodeConfig(turn: WorkerTurn): Record<string, unknown> {
+  const write = turn.sandbox === 'workspace-write' ? 'allow' : 'deny';
+  const config: Record<string, unknown> = {
+    $schema: 'https://opencode.ai/config.json',
+    autoupdate: false,
+    share: 'disabled',
+    mcp: {},
+    permission: { edit: write, bash: write, webfetch: 'deny' },
+  };
+  const gw = turn.gateway;
+  if (gw) {
+    const model = turn.model ?? 'default';
+    config.provider = {
+      [PROVIDER]: {
+        npm: '@ai-sdk/openai-compatible',
+        name: gw.name,
+        options: { baseURL: gw.baseUrl.replace(/\/+$/, ''), apiKey: `{env:${gw.keyEnv}}` },
+        models: { [model]: { name: model, tool_call: true } },
+      },
+    };
+    config.model = `${PROVIDER}/${model}`;
+    config.small_model = `${PROVIDER}/${model}`;
+  } else if (turn.model) {
+    config.model = turn.model;
+  }
+  return config;
+}
+
+async function buildSpawn(turn: WorkerTurn): Promise<SpawnSpec> {
+  const bin = findCliBinary('opencode');
+  if (!bin) throw new Error('opencode binary not found (node_modules/.bin or PATH)');
+  const home = opencodeHome(turn);
+  const xdg = {
+    XDG_CONFIG_HOME: join(home, '.config'),
+    XDG_DATA_HOME: join(home, '.local', 'share'),
+    XDG_CACHE_HOME: join(home, '.cache'),
+    XDG_STATE_HOME: join(home, '.local', 'state'),
+  };
+  for (const d of Object.values(xdg)) mkdirSync(d, { recursive: true });
+  copyUserCredential('.local/share/opencode/auth.json', join(xdg.XDG_DATA_HOME, 'opencode'));
+  const env: Record<string, string> = {
+    ...turn.baseEnv,
+    ...passThroughKeys(['OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'OPENROUTER_API_KEY']),
+    HOME: home,
+    ...xdg,
+    OPENCODE_CONFIG_CONTENT: JSON.stringify(opencodeConfig(turn)),
+    OPENCODE_DISABLE_MODELS_FETCH: '1',
+    OPENCODE_DISABLE_AUTOUPDATE: '1',
+    OPENCODE_DISABLE_SHARE: '1',
+    OPENCODE_DISABLE_LSP_DOWNLOAD: '1',
+    OPENCODE_DISABLE_DEFAULT_PLUGINS: '1',
+    OPENCODE_DISABLE_CLAUDE_CODE: '1',
+  };
+  const gw = turn.gateway;
+  if (gw) {
+    if (gw.key !== null) env[gw.keyEnv] = gw.key;
+    env.npm_config_registry = `${new URL(gw.baseUrl).origin}/`;
+  }
+  const args = ['run', '--format', 'json'];
+  if (turn.resumeSessionId) args.push('--session', turn.resumeSessionId);
+  if (turn.reasoningEffort && turn.reasoningEffort !== 'medium') args.push('--variant', turn.reasoningEffort === 'xhigh' ? 'max' : turn.reasoningEffort);
+  args.push('--', turn.prompt);
+  return { command: bin, args, env, cwd: turn.workdir };
+}
+
+function createParser(turn: WorkerTurn): StreamParser {
+  let sessionId: string | null = turn.resumeSessionId;
+  let started = false;
+  let stepText: string[] = [];
+  let finalText: string | null = null;
+  let failure: string | null = null;
+  const model = turn.model;
+
+  return {
+    line(line: string): NormalizedEvent[] {
+      const e = JSON.parse(line) as Record<string, unknown>;
+      const out: NormalizedEvent[] = [];
+      if (typeof e.sessionID === 'string') {
+        sessionId = e.sessionID;
+        if (!started) out.push({ type: 'worker.started', sessionId, model });
+        started = true;
+      }
+      const part = (e.part ?? {}) as Record<string, unknown>;
+      switch (e.type) {
+        case 'step_start':
+          stepText = [];
+          break;
+        case 'text':
+          if (typeof part.text === 'string') {
+            stepText.push(part.text);
+            finalText = stepText.join('');
+            out.push({ type: 'worker.message', text: part.text });
+          }
+          break;
+        case 'tool_use': {
+          const state = (part.state ?? {}) as Record<string, unknown>;
+          const status = state.status === 'completed' ? 'completed' : state.status === 'error' ? 'failed' : 'started';
+          const output = typeof state.output === 'string' ? state.output : typeof state.error === 'string' ? state.error : undefined;
+          out.push({ type: 'worker.tool', name: String(part.tool), status, input: state.input, output: output?.slice(0, 4000) });
+          break;
+        }
+        case 'step_finish': {
+          const t = (part.tokens ?? {}) as { input?: number; output?: number; reasoning?: number; cache?: { read?: number; write?: number } };
+          const cached = t.cache?.read ?? 0;
+          out.push({
+            type: 'worker.usage',
+            inputTokens: (t.input ?? 0) + cached + (t.cache?.write ?? 0),
+            cachedTokens: cached,
+            outputTokens: (t.output ?? 0) + (t.reasoning ?? 0),
+            model,
+            costUsd: typeof part.cost === 'number' ? part.cost : null,
+          });
+          break;
+        }
+        case 'error': {
+          const err = (e.error ?? {}) as { name?: string; data?: { message?: string; statusCode?: number } };
+          const status = err.data?.statusCode;
+          failure = `${err.name ?? 'Error'}${status ? ` ${status}` : ''}: ${err.data?.message ?? 'opencode reported an error'}`;
+          out.push({ type: 'worker.failed', message: failure, rateLimited: status === 429 || RATE_LIMIT_PATTERN.test(failure) });
+          break;
+        }
+      }
+      return out;
+    },
+    finish(exitCode, stderrTail): TurnOutcome {
+      if (exitCode === 0 && failure === null) return { ok: true, finalText, sessionId };
+      const tail = stderrTail.trim();
+      const message = failure ?? `opencode exited with code ${exitCode}${tail ? `: ${tail.slice(-500)}` : ''}`;
+      return { ok: false, finalText, sessionId, error: { code: RATE_LIMIT_PATTERN.test(message) ? 'rate_limited' : 'worker_failed', message } };
+    },
+  };
+}
+
+async function detect(): Promise<WorkerInfo> {
+  const bin = findCliBinary('opencode');
+  const capabilities = { sessions: true, structuredOutput: false, sandboxModes: ['read-only', 'workspace-write'] };
+  if (!bin) return { name: 'opencode', installed: false, version: null, authenticated: null, capabilities, reason: 'opencode not found (npm i -g opencode-ai)', command: null };
+  const version = versionNumber(await probeVersion(bin, 15000));
+  return { name: 'opencode', installed: true, version, authenticated: null, capabilities, reason: version ? null : `${bin} --version did not answer`, command: bin };
+}
+
+export const opencodeAdapter: WorkerAdapter = { name: 'opencode', maxConcurrency: 4, detect, buildSpawn, createParser };
