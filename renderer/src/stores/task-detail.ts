@@ -82,7 +82,7 @@ export const useTaskDetail = defineStore('task-detail', () => {
       if (!events.value.some((x) => x.seq === e.seq)) events.value = [...events.value, e];
       refresh('task');
     }
-    if (e.taskId && (e.type === 'task.status' || e.type === 'task.created') && task.value && e.taskId !== id.value) refreshTree('tree');
+    if (e.taskId && (e.type === 'task.status' || e.type === 'task.created') && task.value) refreshTree('tree');
   });
 
   async function act(action: TaskAction, extra: Record<string, unknown> = {}): Promise<void> {

@@ -1,0 +1,32 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { test as base, type Page } from '@playwright/test';
+import { HAS_CHROMIUM, CHROMIUM } from '../../playwright.config.js';
+import { ROOT, startConsole, type ConsoleServer } from './console-server.js';
+
+const SHOTS = join(ROOT, 'test', 'e2e', 'screenshots');
+
+/** One `serve` per worker, on a temp home; every spec skips (saying why) without a system Chromium. */
+export const test = base.extend<{ shot: (page: Page, name: string) => Promise<void> }, { lw: ConsoleServer }>({
+  lw: [
+    async ({}, use) => {
+      const server = await startConsole();
+      await use(server);
+      await server.stop();
+    },
+    { scope: 'worker', timeout: 90_000 },
+  ],
+  shot: async ({}, use) => {
+    mkdirSync(SHOTS, { recursive: true });
+    await use(async (page, name) => {
+      await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+    });
+  },
+});
+
+test.beforeEach(() => {
+  if (!HAS_CHROMIUM) process.stderr.write(`skipping: no system Chromium at ${CHROMIUM} (apt-get install -y chromium)\n`);
+  test.skip(!HAS_CHROMIUM, `no system Chromium at ${CHROMIUM}`);
+});
+
+export { expect } from '@playwright/test';
