@@ -1,0 +1,65 @@
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { repoLockPath, withRepoLock } from '../../main/isolation/repo-lock.js';
+import { makeRepo, tempDir } from '../helpers/env.js';
+
+const RUN_TS = fileURLToPath(new URL('../../bin/run-ts.js', import.meta.url));
+const HOLD = fileURLToPath(new URL('../fixtures/isolation/hold-repo-lock.ts', import.meta.url));
+
+let cleanup: (() => void) | undefined;
+afterEach(() => cleanup?.());
+
+/** Start the fixture and resolve once it holds the lock. */
+function holder(args: string[]): Promise<{ exited: Promise<NodeJS.Signals | number | null> }> {
+  const child = spawn(process.execPath, [RUN_TS, HOLD, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const exited = new Promise<NodeJS.Signals | number | null>((r) => child.once('exit', (code, sig) => r(sig ?? code)));
+  return new Promise((resolve, reject) => {
+    child.stdout.on('data', (b: Buffer) => b.toString().includes('locked') && resolve({ exited }));
+    child.once('exit', (code) => reject(new Error(`fixture exited early (${code})`)));
+  });
+}
+
+describe('repository lock', () => {
+  it('excludes another process until it releases', async () => {
+    const t = tempDir();
+    cleanup = t.cleanup;
+    const repo = makeRepo(join(t.dir, 'repo'));
+    const marker = join(t.dir, 'released');
+    const h = await holder([repo, 'hold', '700', marker]);
+    const sawMarker = await withRepoLock(repo, 'test', async () => existsSync(marker));
+    expect(sawMarker).toBe(true);
+    expect(await h.exited).toBe(0);
+  });
+
+  it('breaks the lock of a holder that died', async () => {
+    const t = tempDir();
+    cleanup = t.cleanup;
+    const repo = makeRepo(join(t.dir, 'repo'));
+    const h = await holder([repo, 'die']);
+    expect(await h.exited).toBe('SIGKILL');
+    const path = await repoLockPath(repo);
+    expect(JSON.parse(readFileSync(path, 'utf8')).what).toBe('fixture');
+    expect(await withRepoLock(repo, 'after crash', async () => JSON.parse(readFileSync(path, 'utf8')).pid)).toBe(process.pid);
+    expect(existsSync(path)).toBe(false);
+  });
+
+  it('serializes work in one process and is re-entrant in one call chain', async () => {
+    const t = tempDir();
+    cleanup = t.cleanup;
+    const repo = makeRepo(join(t.dir, 'repo'));
+    let inside = 0;
+    let maxInside = 0;
+    const job = () =>
+      withRepoLock(repo, 'job', async () => {
+        inside++;
+        maxInside = Math.max(maxInside, inside);
+        await withRepoLock(repo, 'nested', async () => new Promise((r) => setTimeout(r, 20)));
+        inside--;
+      });
+    await Promise.all([job(), job(), job(), job()]);
+    expect(maxInside).toBe(1);
+  });
+});
