@@ -10,7 +10,11 @@ interface Rule {
   pattern: RegExp;
   /** Replacement; `$1` etc. keep the non-secret part of a match (a key name, a URL scheme). */
   replace: string;
+  /** A cheap test that must pass before the full pattern runs (keeps long lines linear). */
+  hint?: RegExp;
 }
+
+const KEY_HINT = /pass|pwd|secret|token|key|credential/i;
 
 // Order matters: whole-block shapes (PEM) first, then specific token shapes, then generic `key=value` forms.
 const RULES: Rule[] = [
@@ -31,10 +35,11 @@ const RULES: Rule[] = [
   { name: 'aws-access-key', pattern: /\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b/g, replace: REDACTED },
   {
     name: 'aws-secret',
+    hint: /aws_secret/i,
     pattern: /(aws_secret_access_key\s*[=:]\s*["']?)[A-Za-z0-9/+=]{40}/gi,
     replace: `$1${REDACTED}`,
   },
-  { name: 'bearer', pattern: /(\b(?:Bearer|Token)\s+)[A-Za-z0-9._~+/=-]{12,}/g, replace: `$1${REDACTED}` },
+  { name: 'bearer', hint: /Bearer|Token/, pattern: /(\b(?:Bearer|Token)\s+)[A-Za-z0-9._~+/=-]{12,}/g, replace: `$1${REDACTED}` },
   {
     name: 'basic-auth-header',
     pattern: /(\bAuthorization\s*[:=]\s*["']?Basic\s+)[A-Za-z0-9+/=]{8,}/gi,
@@ -42,21 +47,24 @@ const RULES: Rule[] = [
   },
   {
     name: 'url-credentials',
+    hint: /:\/\//,
     pattern: /\b([a-z][a-z0-9+.-]*:\/\/[^\s:/@"'<>]+:)[^\s@/"'<>]+@/gi,
     replace: `$1${REDACTED}@`,
   },
   {
     // "api_key": "…", 'password': '…', client_secret: "…" in JSON, YAML or code.
     name: 'quoted-assignment',
+    hint: KEY_HINT,
     pattern:
-      /((["']?)[A-Za-z0-9_.-]*(?:password|passwd|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|credentials?)\2\s*[:=]\s*)(["'])(?!\[REDACTED\])[^"'\n]{4,}\3/gi,
+      /((["']?)[A-Za-z0-9_.-]{0,64}(?:password|passwd|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|credentials?)\2\s*[:=]\s*)(["'])(?!\[REDACTED\])[^"'\n]{4,}\3/gi,
     replace: `$1$3${REDACTED}$3`,
   },
   {
     // password=hunter2, API_KEY=abc… (env files, query strings, command lines).
     name: 'bare-assignment',
+    hint: KEY_HINT,
     pattern:
-      /(\b[A-Za-z0-9_.-]*(?:password|passwd|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key)\s*=\s*)(?!\[REDACTED\])(?!["'])[^\s&;,"']{4,}/gi,
+      /(\b[A-Za-z0-9_.-]{0,64}(?:password|passwd|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key)\s*=\s*)(?!\[REDACTED\])(?!["'])[^\s&;,"']{4,}/gi,
     replace: `$1${REDACTED}`,
   },
 ];
@@ -64,7 +72,10 @@ const RULES: Rule[] = [
 /** Replace every secret shape in `text` with `[REDACTED]`. Idempotent. */
 export function redactText(text: string): string {
   let out = text;
-  for (const rule of RULES) out = out.replace(rule.pattern, rule.replace);
+  for (const rule of RULES) {
+    if (rule.hint && !rule.hint.test(out)) continue;
+    out = out.replace(rule.pattern, rule.replace);
+  }
   return out;
 }
 
