@@ -71,6 +71,17 @@ function leaderChanges(): number {
   }
 }
 
+/** PIDs of the grandchildren the mock workers spawned (reported as worker.tool events). */
+function grandchildPids(ids: string[]): number[] {
+  const db = new Database(join(home, 'lightworker.db'), { readonly: true });
+  try {
+    const rows = db.prepare(`SELECT task_id, payload FROM events WHERE type = 'worker.tool'`).all() as { task_id: string; payload: string }[];
+    return rows.filter((r) => ids.includes(r.task_id)).map((r) => JSON.parse(r.payload)).filter((p) => p.name === 'spawn').map((p) => Number(p.output));
+  } finally {
+    db.close();
+  }
+}
+
 function expectRanOnce(ids: string[]): void {
   const lines = logLines();
   const keys = lines.map((l) => `${l.task}#${l.attempt}`);
@@ -129,10 +140,12 @@ describe('crash recovery', () => {
       const standby = startCli(['run'], { home });
       children.push(standby);
       await new Promise((r) => setTimeout(r, 200));
+      const running = () => logLines().filter((l) => ids.includes(l.task));
+      await until(() => grandchildPids(running().map((l) => l.task)).length >= running().length, 10_000, 'grandchildren to be reported');
+      const started = running();
+      const workerPids = [...started.map((l) => l.pid), ...grandchildPids(started.map((l) => l.task))];
       leader.kill('SIGKILL');
       await exited(leader);
-      const started = logLines().filter((l) => ids.includes(l.task));
-      const workerPids = started.map((l) => l.pid);
       // The standby takes over within the lease (1.5 s here) and kills the dead leader's workers.
       await until(() => { const st = statuses(started.map((l) => l.task)); return Object.values(st).every((s) => s === 'orphaned'); }, 10_000, 'takeover to orphan the old tasks');
       await until(() => workerPids.every((p) => !isAlive(p)), 10_000, 'old workers to die');
