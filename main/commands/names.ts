@@ -12,6 +12,8 @@ export const COMMAND_NAMES = [
   'approve_task',
   'cancel_task',
   'retry_task',
+  'wait_tasks',
+  'scheduler_status',
   'get_events',
   'audit_verify',
   'run_doctor',
@@ -21,6 +23,9 @@ export const COMMAND_NAMES = [
   'delegate_reviewed',
   'compare_workers',
   'compare_report',
+  'accept_task',
+  'get_task_diff',
+  'prune_workspaces',
   'mcp_config',
 ] as const;
 

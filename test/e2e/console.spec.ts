@@ -1,3 +1,4 @@
+/// <reference lib="dom" />
 import { expect, test } from './fixtures.js';
 
 test('submit a task with the mock worker and watch it complete live', async ({ page, lw, shot }) => {

@@ -1,0 +1,132 @@
+// The desktop app's main process: the only module tree that imports 'electron'. Logic lives in the
+// plain modules beside it (tray-state, tray-menu, notifier, ipc, sender-check, single-instance).
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { app, BrowserWindow, clipboard, ipcMain, Menu, nativeImage, Notification, Tray } from 'electron';
+import { COMMANDS } from '../commands/index.js';
+import { runCommand } from '../commands/table.js';
+import { Engine } from '../engine.js';
+import { startScheduler, type SchedulerService } from '../http/scheduler-link.js';
+import { findPackageRoot } from '../http/static.js';
+import { requireTask } from '../store/tasks.js';
+import { registerIpcHandlers } from './ipc.js';
+import { electronSqliteBinding } from './native-binding.js';
+import { createNotifier } from './notifier.js';
+import { claimSingleInstance } from './single-instance.js';
+import { buildTrayMenu } from './tray-menu.js';
+import { computeTrayState } from './tray-state.js';
+import { createConsoleWindow, lockDownSession, rendererUrlFor, resourcePath } from './window.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = findPackageRoot(here);
+// electron-vite puts main in out/main, preload in out/preload, the renderer in out/renderer.
+const indexHtml = join(root, 'out', 'renderer', 'index.html');
+const preload = join(root, 'out', 'preload', 'index.cjs');
+const res = (name: string) => resourcePath(root, app.isPackaged, process.resourcesPath, name);
+
+let quitting = false;
+let win: BrowserWindow | null = null;
+let tray: Tray | null = null;
+let engine: Engine;
+let scheduler: SchedulerService;
+
+function show(hash?: string): void {
+  if (!win || win.isDestroyed()) win = createConsoleWindow({ preload, indexHtml, icon: res('icon.png'), isQuitting: () => quitting });
+  if (hash) {
+    const send = () => win?.webContents.send('lw:navigate', hash);
+    if (win.webContents.isLoading()) win.webContents.once('did-finish-load', send);
+    else send();
+  }
+  win.show();
+  win.focus();
+}
+
+function refreshTray(): void {
+  if (!tray) return;
+  const s = scheduler.status();
+  const state = computeTrayState(s);
+  tray.setImage(nativeImage.createFromPath(res(`tray-${state.icon}.png`)));
+  tray.setToolTip(state.tooltip);
+  const menu = buildTrayMenu(state, s.paused, s.awaitingApproval, {
+    openConsole: () => show('#/tasks'),
+    openApprovals: () => show('#/inbox'),
+    togglePause: () => {
+      if (scheduler.status().paused) scheduler.resume();
+      else scheduler.pause();
+      refreshTray();
+    },
+    runDoctor: () => show('#/doctor'),
+    copyMcpConfig: () => void copyMcpConfig(),
+    quit: () => app.quit(),
+  });
+  tray.setContextMenu(Menu.buildFromTemplate(menu));
+}
+
+async function copyMcpConfig(): Promise<void> {
+  try {
+    const data = (await runCommand(COMMANDS, { engine, face: 'ipc', depth: 0 }, 'mcp_config', { client: 'json' })) as unknown;
+    const text = typeof data === 'string' ? data : typeof (data as { text?: unknown })?.text === 'string' ? (data as { text: string }).text : JSON.stringify(data, null, 2);
+    clipboard.writeText(text);
+    new Notification({ title: 'LightWorker', body: 'MCP configuration copied', silent: true }).show();
+  } catch (err) {
+    new Notification({ title: 'LightWorker', body: `Could not copy the MCP configuration: ${(err as Error).message}`, silent: true }).show();
+  }
+}
+
+async function start(): Promise<void> {
+  engine = new Engine({ nativeBinding: electronSqliteBinding(root, app.isPackaged) });
+  engine.watch();
+  scheduler = await startScheduler(engine);
+  lockDownSession();
+  registerIpcHandlers(ipcMain, engine, () => rendererUrlFor(indexHtml));
+
+  const notifier = createNotifier({
+    settings: () => engine.config.notifications,
+    taskName: (id) => {
+      try {
+        return requireTask(engine.db, id).name;
+      } catch {
+        return null;
+      }
+    },
+    show: (n) => {
+      if (!Notification.isSupported()) return;
+      const note = new Notification({ title: n.title, body: n.body, silent: n.silent });
+      note.on('click', () => show(n.route));
+      note.show();
+    },
+  });
+  engine.events.on('event', (e) => {
+    notifier.onEvent(e);
+    if (win && !win.isDestroyed()) win.webContents.send('lw:event', e);
+  });
+
+  tray = new Tray(nativeImage.createFromPath(res('tray-idle.png')));
+  tray.on('click', () => show());
+  scheduler.on('status', () => refreshTray());
+  refreshTray();
+  show('#/tasks');
+
+  app.on('before-quit', () => {
+    quitting = true;
+  });
+  app.on('will-quit', (e) => {
+    if (!engine) return;
+    e.preventDefault();
+    notifier.dispose();
+    void scheduler.stop().finally(() => {
+      engine.close();
+      engine = undefined as unknown as Engine;
+      app.exit(0);
+    });
+  });
+}
+
+if (claimSingleInstance(app, () => show())) {
+  // Closing every window keeps the app (and the scheduler) running in the tray.
+  app.on('window-all-closed', () => undefined);
+  app.whenReady().then(start).catch((err) => {
+    process.stderr.write(`lightworker desktop failed to start: ${(err as Error).stack ?? err}\n`);
+    app.exit(1);
+  });
+}
