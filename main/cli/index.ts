@@ -7,6 +7,7 @@ import { registerIsolationCommands } from './isolation.js';
 import { registerSchedulerCommands } from './scheduler.js';
 import { registerServeCommand } from '../http/serve-command.js';
 import { registerMcpCommands } from './mcp.js';
+import { registerWorkerCommands } from './workers.js';
 
 /** Exit codes: 0 ok, 1 the operation failed, 2 bad usage or input. */
 const USAGE_CODES = new Set(['invalid_input', 'not_found']);
@@ -24,6 +25,7 @@ export function buildProgram(): Command {
   registerSchedulerCommands(program);
   registerServeCommand(program);
   registerMcpCommands(program);
+  registerWorkerCommands(program);
   for (const c of program.commands) c.exitOverride();
   return program;
 }

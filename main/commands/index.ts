@@ -7,10 +7,11 @@ import { ORCHESTRATION_COMMANDS } from './orchestration.js';
 import { SETTINGS_COMMANDS } from './settings.js';
 import { SCHEDULER_COMMANDS } from './scheduler.js';
 import { TASK_COMMANDS } from './tasks.js';
+import { WORKER_COMMANDS } from './workers.js';
 
 /** The one table of operations: IPC, HTTP, MCP and the CLI all dispatch through it. */
 export const COMMANDS: ReadonlyMap<string, CommandDef> = new Map(
-  ([...TASK_COMMANDS, ...SCHEDULER_COMMANDS, ...EVENT_COMMANDS, runDoctor, ...SETTINGS_COMMANDS, ...ORCHESTRATION_COMMANDS, ...ISOLATION_COMMANDS, mcpConfigCommand] as CommandDef[]).map((c) => [c.name, c]),
+  ([...TASK_COMMANDS, ...SCHEDULER_COMMANDS, ...EVENT_COMMANDS, runDoctor, ...SETTINGS_COMMANDS, ...ORCHESTRATION_COMMANDS, ...ISOLATION_COMMANDS, mcpConfigCommand, ...WORKER_COMMANDS] as CommandDef[]).map((c) => [c.name, c]),
 );
 
 export const COMMAND_NAMES = [...COMMANDS.keys()];

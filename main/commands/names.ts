@@ -27,6 +27,9 @@ export const COMMAND_NAMES = [
   'get_task_diff',
   'prune_workspaces',
   'mcp_config',
+  'list_workers',
+  'link_worker',
+  'unlink_worker',
 ] as const;
 
 export type CommandName = (typeof COMMAND_NAMES)[number];

@@ -56,6 +56,8 @@ export const configSchema = z.strictObject({
       allow: z.array(z.string().min(1)).default(['gpt-5.5', 'gpt-5.5-mini', 'claude-sonnet-4-5', 'claude-haiku-4-5', 'mock-model']),
       fast: z.string().min(1).default('gpt-5.5-mini'),
       reasoning: z.string().min(1).default('gpt-5.5'),
+      /** Per-worker fast/reasoning pair for effort routing (a worker whose CLI needs its own vendor's models). */
+      per_worker: z.record(z.string(), z.strictObject({ fast: z.string().min(1), reasoning: z.string().min(1) })).default({ 'claude-code': { fast: 'claude-haiku-4-5', reasoning: 'claude-sonnet-4-5' } }),
     })
     .prefault({}),
   profiles: z.record(z.string(), profileSchema).default({}),
@@ -137,6 +139,9 @@ mcp_mutations_per_minute = 60
 allow = ["gpt-5.5", "gpt-5.5-mini", "claude-sonnet-4-5", "claude-haiku-4-5", "mock-model"]
 fast = "gpt-5.5-mini"           # reasoning_effort = low
 reasoning = "gpt-5.5"           # every other effort
+# [models.per_worker.claude-code]   # effort routing for one worker (default shown)
+# fast = "claude-haiku-4-5"
+# reasoning = "claude-sonnet-4-5"
 
 # [profiles.deep_worker]
 # model = "gpt-5.5"

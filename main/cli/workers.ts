@@ -1,0 +1,72 @@
+import type { Command } from 'commander';
+import type { WorkerListing } from '../commands/workers.js';
+import { AppError } from '../core/errors.js';
+import { withEngine } from './context.js';
+import { out, printJson, table } from './output.js';
+
+function jsonArgv(name: string) {
+  return (v: string): string[] => {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(v);
+    } catch {
+      throw new AppError('invalid_input', `${name}: not valid JSON (expected an array of strings, e.g. '["agent","run","{prompt}"]')`, { field: name });
+    }
+    if (!Array.isArray(parsed) || parsed.some((a) => typeof a !== 'string')) throw new AppError('invalid_input', `${name}: must be a JSON array of strings`, { field: name });
+    return parsed as string[];
+  };
+}
+
+function yesNo(v: boolean | null): string {
+  return v === null ? '?' : v ? 'yes' : 'no';
+}
+
+/** `lightworker workers [--json]`, `workers link NAME --command-json …`, `workers unlink NAME`. */
+export function registerWorkerCommands(program: Command): void {
+  const workers = program
+    .command('workers')
+    .description('worker CLIs: installed, version, authenticated, capabilities (never runs a model)')
+    .option('--json')
+    .action(async (o, cmd: Command) => {
+      await withEngine(cmd, async (call) => {
+        const r = (await call('list_workers', {})) as { workers: WorkerListing[] };
+        if (o.json) return printJson(r);
+        out(
+          table(
+            ['worker', 'installed', 'version', 'auth', 'sessions', 'schema', 'sandbox', 'note'],
+            r.workers.map((w) => [
+              w.name, yesNo(w.installed), w.version ?? '-', yesNo(w.authenticated), yesNo(w.capabilities.sessions), yesNo(w.capabilities.structuredOutput),
+              w.capabilities.sandboxModes.join(',') || '-', w.reason ?? w.authSource ?? w.command ?? '',
+            ]),
+          ),
+        );
+      });
+    });
+
+  workers
+    .command('link <name>')
+    .description('link a generic agent CLI by argv template ({prompt}, {workdir}, {session})')
+    .requiredOption('--command-json <argv>', 'JSON argv template containing {prompt}', jsonArgv('command_json'))
+    .option('--resume-json <argv>', 'JSON argv template for follow-ups containing {session}', jsonArgv('resume_json'))
+    .option('--max-concurrency <n>', 'turns of this worker at once', (v) => Number(v))
+    .option('--json')
+    .action(async (name: string, o, cmd: Command) => {
+      await withEngine(cmd, async (call) => {
+        const r = await call('link_worker', { name, command_json: o.commandJson, resume_json: o.resumeJson, max_concurrency: o.maxConcurrency });
+        if (o.json) printJson(r);
+        else out(`linked ${name}: ${JSON.stringify(o.commandJson)}${o.resumeJson ? ` (resume ${JSON.stringify(o.resumeJson)})` : ''}`);
+      });
+    });
+
+  workers
+    .command('unlink <name>')
+    .description('remove a linked worker CLI')
+    .option('--json')
+    .action(async (name: string, o, cmd: Command) => {
+      await withEngine(cmd, async (call) => {
+        const r = await call('unlink_worker', { name });
+        if (o.json) printJson(r);
+        else out(`unlinked ${name}`);
+      });
+    });
+}

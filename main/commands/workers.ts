@@ -1,0 +1,91 @@
+import { z } from 'zod';
+import { AppError } from '../core/errors.js';
+import { deleteSetting, getSetting, setSetting } from '../store/settings.js';
+import type { WorkerInfo } from '../workers/adapter.js';
+import { validateLinkedSpec, type LinkedWorkerSpec } from '../workers/linked.js';
+import { allWorkerNames, BUILTIN_ADAPTERS, LINKED_PREFIX, resolveAdapter } from '../workers/registry.js';
+import { defineCommand, type CommandContext } from './table.js';
+
+export interface WorkerListing extends WorkerInfo {
+  builtin: boolean;
+  maxConcurrency: number;
+  /** Where `authenticated: true` comes from when the CLI itself cannot tell (a gateway key in the environment). */
+  authSource: string | null;
+}
+
+/** Which wire API each built-in worker speaks to a gateway (undefined: any). */
+const WIRE: Record<string, string> = { codex: 'responses', 'claude-code': 'messages', opencode: 'chat' };
+
+/** A configured gateway this worker can use whose key variable is set in LightWorker's environment. */
+function gatewayWithKey(ctx: CommandContext, worker: string): string | null {
+  for (const [name, g] of Object.entries(ctx.engine.config.gateways)) {
+    if (g.wire_api && WIRE[worker] && g.wire_api !== WIRE[worker]) continue;
+    if (process.env[g.key_env]) return name;
+  }
+  return null;
+}
+
+export const listWorkers = defineCommand({
+  name: 'list_workers',
+  description: 'Worker CLIs: installed, version, authenticated when knowable, capabilities, why unusable. Never runs a model.',
+  input: z.strictObject({}),
+  readOnly: true,
+  async handler(ctx): Promise<{ workers: WorkerListing[] }> {
+    const names = allWorkerNames(ctx.engine);
+    const workers = await Promise.all(
+      names.map(async (name): Promise<WorkerListing> => {
+        const adapter = resolveAdapter(ctx.engine, name);
+        const info = await adapter.detect();
+        const viaGateway = info.authenticated === null && name !== 'mock' ? gatewayWithKey(ctx, name) : null;
+        return {
+          ...info,
+          authenticated: info.authenticated ?? (viaGateway ? true : null),
+          authSource: viaGateway ? `gateway ${viaGateway}` : info.authenticated ? 'environment' : null,
+          builtin: BUILTIN_ADAPTERS.has(name),
+          maxConcurrency: adapter.maxConcurrency,
+        };
+      }),
+    );
+    return { workers };
+  },
+});
+
+const ARGV = z.array(z.string().max(4096)).min(1).max(64);
+
+export const linkWorker = defineCommand({
+  name: 'link_worker',
+  description: 'Link a generic agent CLI by argv template ({prompt}, {workdir}, {session}); optional resume template.',
+  input: z.strictObject({
+    name: z.string().min(1).max(64),
+    command_json: ARGV.describe('argv template, must contain {prompt}'),
+    resume_json: ARGV.optional().describe('argv template for follow-ups, must contain {session}'),
+    max_concurrency: z.number().int().min(1).max(64).optional(),
+  }),
+  readOnly: false,
+  handler(ctx, input): { worker: LinkedWorkerSpec } {
+    if (BUILTIN_ADAPTERS.has(input.name)) throw new AppError('conflict', `name: "${input.name}" is a built-in worker`, { field: 'name' });
+    const spec: LinkedWorkerSpec = { name: input.name, command: input.command_json, ...(input.resume_json ? { resume: input.resume_json } : {}), ...(input.max_concurrency ? { maxConcurrency: input.max_concurrency } : {}) };
+    validateLinkedSpec(spec);
+    ctx.engine.write(() => setSetting(ctx.engine.db, LINKED_PREFIX + spec.name, spec));
+    return { worker: spec };
+  },
+});
+
+export const unlinkWorker = defineCommand({
+  name: 'unlink_worker',
+  description: 'Remove a linked worker CLI (tasks already run keep their records).',
+  input: z.strictObject({ name: z.string().min(1).max(64) }),
+  readOnly: false,
+  destructive: true,
+  handler(ctx, input): { removed: string } {
+    if (BUILTIN_ADAPTERS.has(input.name)) throw new AppError('conflict', `name: "${input.name}" is a built-in worker and cannot be unlinked`, { field: 'name' });
+    if (!getSetting(ctx.engine.db, LINKED_PREFIX + input.name)) {
+      const inConfig = ctx.engine.config.workers[input.name] !== undefined;
+      throw new AppError('not_found', inConfig ? `name: "${input.name}" is defined in config.toml [workers.${input.name}]; remove it there` : `name: no linked worker "${input.name}"`, { field: 'name' });
+    }
+    ctx.engine.write(() => deleteSetting(ctx.engine.db, LINKED_PREFIX + input.name));
+    return { removed: input.name };
+  },
+});
+
+export const WORKER_COMMANDS = [listWorkers, linkWorker, unlinkWorker];

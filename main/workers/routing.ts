@@ -1,0 +1,79 @@
+import type { Config } from '../core/config.js';
+import { AppError } from '../core/errors.js';
+import type { ReasoningEffort, Task, TaskKind } from '../tasks/types.js';
+import type { GatewayRoute } from './adapter.js';
+
+/**
+ * Which model, effort and gateway a task's turn runs with (SPEC §5 routing):
+ * - a profile (task.profile: config [profiles.NAME], else a built-in) supplies defaults for effort,
+ *   model and the kinds it may run;
+ * - with no explicit model, effort picks it: `low` → models.fast, anything else → models.reasoning
+ *   (per worker when [models.per_worker.WORKER] names its own pair, e.g. Claude models for claude-code);
+ * - only models in models.allow may run;
+ * - a gateway is a base URL plus the NAME of the env var holding its key; the key is read from this
+ *   process's environment at turn time and never stored.
+ */
+export interface ProfileSpec {
+  model?: string;
+  reasoning_effort: ReasoningEffort;
+  kinds: TaskKind[];
+  worker?: string;
+}
+
+export const BUILTIN_PROFILE_SPECS: Record<string, ProfileSpec> = {
+  planner: { reasoning_effort: 'high', kinds: ['plan'] },
+  fast_worker: { reasoning_effort: 'low', kinds: ['explore', 'execute', 'review'] },
+  deep_worker: { reasoning_effort: 'high', kinds: ['explore', 'execute', 'review'] },
+  reviewer: { reasoning_effort: 'medium', kinds: ['review', 'explore'] },
+};
+
+/** A profile by name: config.toml [profiles.NAME] wins over the built-in of that name. */
+export function profileFor(config: Config, name: string): ProfileSpec {
+  const p = config.profiles[name] ?? BUILTIN_PROFILE_SPECS[name];
+  if (!p) {
+    const known = [...new Set([...Object.keys(BUILTIN_PROFILE_SPECS), ...Object.keys(config.profiles)])].join(', ');
+    throw new AppError('invalid_input', `profile: unknown profile "${name}" (known: ${known})`, { field: 'profile' });
+  }
+  return p;
+}
+
+export interface Route {
+  /** null: let the worker choose (the mock worker, or no model configured). */
+  model: string | null;
+  reasoningEffort: ReasoningEffort;
+  gateway: GatewayRoute | null;
+}
+
+type RoutedTask = Pick<Task, 'kind' | 'worker' | 'model' | 'reasoningEffort' | 'profile' | 'gateway'>;
+
+/** The model effort routing picks for `worker` with no explicit model. */
+export function modelForEffort(config: Config, worker: string, effort: ReasoningEffort): string {
+  const pair = config.models.per_worker?.[worker] ?? config.models;
+  return effort === 'low' ? pair.fast : pair.reasoning;
+}
+
+/** A configured gateway as a worker needs it, with the key read from `env` (never stored). */
+export function gatewayRoute(config: Config, name: string, env: NodeJS.ProcessEnv = process.env): GatewayRoute {
+  const g = config.gateways[name];
+  if (!g) {
+    const known = Object.keys(config.gateways).join(', ') || 'none configured';
+    throw new AppError('invalid_input', `gateway: unknown gateway "${name}" (config.toml [gateways]: ${known})`, { field: 'gateway' });
+  }
+  return { name, baseUrl: g.base_url, keyEnv: g.key_env, key: env[g.key_env] ?? null, wireApi: g.wire_api };
+}
+
+/** Resolve model, effort and gateway for a task's turn. Throws `invalid_input` / `forbidden` naming the field. */
+export function resolveRoute(config: Config, task: RoutedTask, env: NodeJS.ProcessEnv = process.env): Route {
+  const profile = task.profile ? profileFor(config, task.profile) : null;
+  if (profile && !profile.kinds.includes(task.kind)) {
+    throw new AppError('invalid_input', `profile: profile "${task.profile}" does not run ${task.kind} tasks (kinds: ${profile.kinds.join(', ')})`, { field: 'profile' });
+  }
+  const reasoningEffort = task.reasoningEffort ?? profile?.reasoning_effort ?? 'medium';
+  let model = task.model ?? profile?.model ?? null;
+  if (!model && task.worker !== 'mock') model = modelForEffort(config, task.worker, reasoningEffort);
+  if (model && !config.models.allow.includes(model)) {
+    throw new AppError('forbidden', `model: "${model}" is not in models.allow (${config.models.allow.join(', ')})`, { field: 'model' });
+  }
+  const gateway = task.gateway ? gatewayRoute(config, task.gateway, env) : null;
+  return { model, reasoningEffort, gateway };
+}
