@@ -1,4 +1,4 @@
-import type { Db } from '../store/db.js';
+import { prep, type Db } from '../store/db.js';
 import { appendEvent } from '../store/events.js';
 
 export interface Candidate {
@@ -20,8 +20,7 @@ export interface ClaimLimits {
  * and their root and repository under the limits. `exclude` lists workers that cannot take work now.
  */
 export function listCandidates(db: Db, limits: ClaimLimits, excludeWorkers: string[], max = 64): Candidate[] {
-  const rows = db
-    .prepare(
+  const rows = prep(db, 
       `SELECT t.id, t.root_id AS rootId, t.workspace, t.worker, t.priority, NULL AS cohort
        FROM tasks t
        WHERE t.status = 'queued'
@@ -43,12 +42,11 @@ export function listCandidates(db: Db, limits: ClaimLimits, excludeWorkers: stri
  * process claimed it first. Runs in the caller's transaction together with the attempt row and event.
  */
 export function claimTask(db: Db, id: string, runnerId: string, now = Date.now()): boolean {
-  const res = db
-    .prepare(`UPDATE tasks SET status = 'starting', runner_id = ?, started_at = ?, updated_at = ? WHERE id = ? AND status = 'queued'`)
+  const res = prep(db, `UPDATE tasks SET status = 'starting', runner_id = ?, started_at = ?, updated_at = ? WHERE id = ? AND status = 'queued'`)
     .run(runnerId, now, now, id);
   if (res.changes !== 1) return false;
-  const { attempt } = db.prepare('SELECT attempt FROM tasks WHERE id = ?').get(id) as { attempt: number };
-  db.prepare(
+  const { attempt } = prep(db, 'SELECT attempt FROM tasks WHERE id = ?').get(id) as { attempt: number };
+  prep(db, 
     `INSERT INTO attempts (task_id, attempt, runner_id, status, started_at) VALUES (?, ?, ?, 'starting', ?)
      ON CONFLICT(task_id, attempt) DO UPDATE SET runner_id = excluded.runner_id, status = 'starting', started_at = excluded.started_at`,
   ).run(id, attempt, runnerId, now);

@@ -68,3 +68,20 @@ export function migrate(db: Db): void {
 export function writeTx<T>(db: Db, fn: () => T): T {
   return db.transaction(fn).immediate();
 }
+
+const stmtCache = new WeakMap<Db, Map<string, Database.Statement>>();
+
+/** A prepared statement, compiled once per connection and reused (hot paths prepare the same SQL often). */
+export function prep(db: Db, sql: string): Database.Statement {
+  let m = stmtCache.get(db);
+  if (!m) {
+    m = new Map();
+    stmtCache.set(db, m);
+  }
+  let s = m.get(sql);
+  if (!s) {
+    s = db.prepare(sql);
+    m.set(sql, s);
+  }
+  return s;
+}

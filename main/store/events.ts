@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { redactValue } from '../core/redact.js';
-import type { Db } from './db.js';
+import { prep, type Db } from './db.js';
 
 export interface EventRow {
   seq: number;
@@ -24,15 +24,15 @@ export function hashEvent(prevHash: string, seq: number, taskId: string | null, 
  * Must run inside a write transaction (callers compose it with the state change it records).
  */
 export function appendEvent(db: Db, taskId: string | null, type: string, payload: Record<string, unknown> = {}, ts = Date.now()): number {
-  const head = db.prepare('SELECT seq, hash FROM audit_head WHERE id = 1').get() as { seq: number; hash: string } | undefined;
+  const head = prep(db, 'SELECT seq, hash FROM audit_head WHERE id = 1').get() as { seq: number; hash: string } | undefined;
   const seq = (head?.seq ?? 0) + 1;
   const prev = head?.hash ?? GENESIS_HASH;
   const body = JSON.stringify(redactValue(payload));
   const hash = hashEvent(prev, seq, taskId, type, ts, body);
-  db.prepare('INSERT INTO events (seq, task_id, type, ts, payload, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
+  prep(db, 'INSERT INTO events (seq, task_id, type, ts, payload, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
     seq, taskId, type, ts, body, prev, hash,
   );
-  db.prepare('INSERT INTO audit_head (id, seq, hash) VALUES (1, ?, ?) ON CONFLICT(id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash').run(seq, hash);
+  prep(db, 'INSERT INTO audit_head (id, seq, hash) VALUES (1, ?, ?) ON CONFLICT(id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash').run(seq, hash);
   return seq;
 }
 
@@ -63,8 +63,7 @@ export function listEvents(db: Db, opts: ListEventsOptions = {}): { events: Even
     args.push(...opts.types);
   }
   const limit = Math.min(Math.max(opts.limit ?? 500, 1), 5000);
-  const rows = db
-    .prepare(`SELECT seq, task_id, type, ts, payload FROM events WHERE ${where.join(' AND ')} ORDER BY seq LIMIT ?`)
+  const rows = prep(db, `SELECT seq, task_id, type, ts, payload FROM events WHERE ${where.join(' AND ')} ORDER BY seq LIMIT ?`)
     .all(...args, limit) as { seq: number; task_id: string | null; type: string; ts: number; payload: string }[];
   const events = rows.map((r) => ({ seq: r.seq, taskId: r.task_id, type: r.type, ts: r.ts, payload: JSON.parse(r.payload) as Record<string, unknown> }));
   const cursor = events.length ? events[events.length - 1].seq : (opts.after ?? 0);
@@ -72,7 +71,7 @@ export function listEvents(db: Db, opts: ListEventsOptions = {}): { events: Even
 }
 
 export function latestSeq(db: Db): number {
-  const row = db.prepare('SELECT seq FROM audit_head WHERE id = 1').get() as { seq: number } | undefined;
+  const row = prep(db, 'SELECT seq FROM audit_head WHERE id = 1').get() as { seq: number } | undefined;
   return row?.seq ?? 0;
 }
 
@@ -85,7 +84,7 @@ export interface AuditResult {
 
 /** Walk the whole chain: edited rows, deleted rows (gaps, wrong prev hash) and a truncated tail are found. */
 export function verifyAudit(db: Db): AuditResult {
-  const stmt = db.prepare('SELECT seq, task_id, type, ts, payload, prev_hash, hash FROM events ORDER BY seq');
+  const stmt = prep(db, 'SELECT seq, task_id, type, ts, payload, prev_hash, hash FROM events ORDER BY seq');
   let prevHash = GENESIS_HASH;
   let expectSeq = 1;
   let checked = 0;
@@ -98,7 +97,7 @@ export function verifyAudit(db: Db): AuditResult {
     expectSeq++;
     checked++;
   }
-  const head = db.prepare('SELECT seq, hash FROM audit_head WHERE id = 1').get() as { seq: number; hash: string } | undefined;
+  const head = prep(db, 'SELECT seq, hash FROM audit_head WHERE id = 1').get() as { seq: number; hash: string } | undefined;
   if (head && (head.seq !== expectSeq - 1 || head.hash !== prevHash)) {
     return { ok: false, checked, broken: { seq: expectSeq, reason: `events ${expectSeq}..${head.seq} were deleted from the end of the log` } };
   }

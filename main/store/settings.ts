@@ -1,13 +1,13 @@
-import type { Db } from './db.js';
+import { prep, type Db } from './db.js';
 
 /** Small JSON values by key (linked workers, scheduler pause, UI preferences). */
 export function getSetting<T>(db: Db, key: string): T | null {
-  const row = db.prepare('SELECT value FROM settings WHERE key = ?').get(key) as { value: string } | undefined;
+  const row = prep(db, 'SELECT value FROM settings WHERE key = ?').get(key) as { value: string } | undefined;
   return row ? (JSON.parse(row.value) as T) : null;
 }
 
 export function setSetting(db: Db, key: string, value: unknown): void {
-  db.prepare('INSERT INTO settings (key, value, updated_at) VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at').run(
+  prep(db, 'INSERT INTO settings (key, value, updated_at) VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at').run(
     key,
     JSON.stringify(value),
     Date.now(),
@@ -15,10 +15,10 @@ export function setSetting(db: Db, key: string, value: unknown): void {
 }
 
 export function deleteSetting(db: Db, key: string): boolean {
-  return db.prepare('DELETE FROM settings WHERE key = ?').run(key).changes > 0;
+  return prep(db, 'DELETE FROM settings WHERE key = ?').run(key).changes > 0;
 }
 
 export function settingsWithPrefix<T>(db: Db, prefix: string): { key: string; value: T }[] {
-  const rows = db.prepare("SELECT key, value FROM settings WHERE key >= ? AND key < ? || char(0x10FFFF) ORDER BY key").all(prefix, prefix) as { key: string; value: string }[];
+  const rows = prep(db, "SELECT key, value FROM settings WHERE key >= ? AND key < ? || char(0x10FFFF) ORDER BY key").all(prefix, prefix) as { key: string; value: string }[];
   return rows.map((r) => ({ key: r.key, value: JSON.parse(r.value) as T }));
 }

@@ -1,6 +1,6 @@
 import { AppError } from '../core/errors.js';
 import type { Task, TaskStatus } from '../tasks/types.js';
-import type { Db } from './db.js';
+import { prep, type Db } from './db.js';
 
 /** Raw row as stored; only this module sees snake_case. */
 interface TaskRow {
@@ -141,7 +141,7 @@ export function toColumnValues(fields: TaskFieldUpdate): { sets: string[]; value
 }
 
 export function getTask(db: Db, id: string): Task | null {
-  const row = db.prepare('SELECT * FROM tasks WHERE id = ?').get(id) as TaskRow | undefined;
+  const row = prep(db, 'SELECT * FROM tasks WHERE id = ?').get(id) as TaskRow | undefined;
   if (!row) return null;
   return toTask(row, dependenciesOf(db, id));
 }
@@ -153,11 +153,11 @@ export function requireTask(db: Db, id: string): Task {
 }
 
 export function dependenciesOf(db: Db, id: string): string[] {
-  return (db.prepare('SELECT depends_on FROM task_deps WHERE task_id = ? ORDER BY depends_on').all(id) as { depends_on: string }[]).map((r) => r.depends_on);
+  return (prep(db, 'SELECT depends_on FROM task_deps WHERE task_id = ? ORDER BY depends_on').all(id) as { depends_on: string }[]).map((r) => r.depends_on);
 }
 
 export function dependentsOf(db: Db, id: string): string[] {
-  return (db.prepare('SELECT task_id FROM task_deps WHERE depends_on = ? ORDER BY task_id').all(id) as { task_id: string }[]).map((r) => r.task_id);
+  return (prep(db, 'SELECT task_id FROM task_deps WHERE depends_on = ? ORDER BY task_id').all(id) as { task_id: string }[]).map((r) => r.task_id);
 }
 
 export interface ListTasksQuery {
@@ -192,11 +192,10 @@ export function listTasks(db: Db, q: ListTasksQuery = {}): Task[] {
   }
   const limit = Math.min(Math.max(q.limit ?? 100, 1), 10_000);
   const sql = `SELECT * FROM tasks ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY id DESC LIMIT ?`;
-  const rows = db.prepare(sql).all(...args, limit) as TaskRow[];
+  const rows = prep(db, sql).all(...args, limit) as TaskRow[];
   if (rows.length === 0) return [];
   const deps = new Map<string, string[]>();
-  const depRows = db
-    .prepare(`SELECT task_id, depends_on FROM task_deps WHERE task_id IN (SELECT value FROM json_each(?)) ORDER BY depends_on`)
+  const depRows = prep(db, `SELECT task_id, depends_on FROM task_deps WHERE task_id IN (SELECT value FROM json_each(?)) ORDER BY depends_on`)
     .all(JSON.stringify(rows.map((r) => r.id))) as { task_id: string; depends_on: string }[];
   for (const d of depRows) {
     const list = deps.get(d.task_id) ?? [];
@@ -207,7 +206,7 @@ export function listTasks(db: Db, q: ListTasksQuery = {}): Task[] {
 }
 
 export function countByStatus(db: Db): Record<string, number> {
-  const rows = db.prepare('SELECT status, COUNT(*) AS n FROM tasks GROUP BY status').all() as { status: string; n: number }[];
+  const rows = prep(db, 'SELECT status, COUNT(*) AS n FROM tasks GROUP BY status').all() as { status: string; n: number }[];
   return Object.fromEntries(rows.map((r) => [r.status, r.n]));
 }
 
@@ -215,7 +214,7 @@ export function countByStatus(db: Db): Record<string, number> {
 export function updateTaskFields(db: Db, id: string, fields: TaskFieldUpdate): void {
   const { sets, values } = toColumnValues(fields);
   if (!sets.length) return;
-  db.prepare(`UPDATE tasks SET ${sets.join(', ')}, updated_at = ? WHERE id = ?`).run(...values, Date.now(), id);
+  prep(db, `UPDATE tasks SET ${sets.join(', ')}, updated_at = ? WHERE id = ?`).run(...values, Date.now(), id);
 }
 
 export interface NewTaskRow {
@@ -248,7 +247,7 @@ export interface NewTaskRow {
 }
 
 export function insertTask(db: Db, t: NewTaskRow, now: number): void {
-  db.prepare(
+  prep(db, 
     `INSERT INTO tasks (id, root_id, parent_id, name, kind, objective, workspace, base_ref, worker, model, reasoning_effort,
        profile, gateway, mode, type, priority, timeout_s, allowed_paths, success_criteria, verify, context_pack, metadata,
        depth, status, approved_at, created_at, updated_at)
@@ -259,6 +258,6 @@ export function insertTask(db: Db, t: NewTaskRow, now: number): void {
     JSON.stringify(t.successCriteria), JSON.stringify(t.verify), t.contextPack, JSON.stringify(t.metadata), t.depth,
     t.status, t.approvedAt, now, now,
   );
-  const dep = db.prepare('INSERT INTO task_deps (task_id, depends_on) VALUES (?, ?)');
+  const dep = prep(db, 'INSERT INTO task_deps (task_id, depends_on) VALUES (?, ?)');
   for (const d of t.dependsOn) dep.run(t.id, d);
 }

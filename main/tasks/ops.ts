@@ -1,7 +1,7 @@
 import type { Config } from '../core/config.js';
 import { AppError } from '../core/errors.js';
 import { appendEvent } from '../store/events.js';
-import type { Db } from '../store/db.js';
+import { prep, type Db } from '../store/db.js';
 import { requireTask, updateTaskFields } from '../store/tasks.js';
 import { needsApproval } from './create.js';
 import { releaseDependents, transition } from './state.js';
@@ -50,13 +50,13 @@ export function retryTask(db: Db, config: Config, id: string, strategy: RetryStr
   if (!RETRYABLE.includes(t.status)) {
     throw new AppError('illegal_transition', `task ${id} is ${t.status}; only failed, timed_out, cancelled or orphaned tasks can be retried`, { status: t.status });
   }
-  const used = (db.prepare('SELECT COALESCE(SUM(attempt - 1), 0) AS n FROM tasks WHERE root_id = ?').get(t.rootId) as { n: number }).n;
+  const used = (prep(db, 'SELECT COALESCE(SUM(attempt - 1), 0) AS n FROM tasks WHERE root_id = ?').get(t.rootId) as { n: number }).n;
   if (used >= config.limits.retry_budget) {
     throw new AppError('forbidden', `retry budget of this task tree is used up (${used} of limits.retry_budget = ${config.limits.retry_budget})`);
   }
   const route = retryRoute(config, t, strategy);
   if (route.gateway !== t.gateway || route.effort !== t.reasoningEffort) {
-    db.prepare('UPDATE tasks SET gateway = ?, reasoning_effort = ?, model = ? WHERE id = ?').run(route.gateway, route.effort, route.model, id);
+    prep(db, 'UPDATE tasks SET gateway = ?, reasoning_effort = ?, model = ? WHERE id = ?').run(route.gateway, route.effort, route.model, id);
   }
   const to: TaskStatus = t.approvedAt === null && needsApproval(t.mode, t.kind) ? 'awaiting_approval' : 'queued';
   const next = transition(db, id, t.status, to, {
@@ -96,8 +96,7 @@ function retryRoute(config: Config, t: Task, strategy: RetryStrategy): { gateway
  * Empty when nothing upstream needs approval.
  */
 export function waitingOn(db: Db, id: string): string[] {
-  const rows = db
-    .prepare(
+  const rows = prep(db, 
       `WITH RECURSIVE up(id) AS (
          SELECT depends_on FROM task_deps WHERE task_id = ?
          UNION SELECT d.depends_on FROM task_deps d JOIN up ON d.task_id = up.id

@@ -2,7 +2,7 @@ import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { redactText, redactValue } from '../core/redact.js';
-import type { Db } from '../store/db.js';
+import { prep, type Db } from '../store/db.js';
 import type { NewTaskRow } from '../store/tasks.js';
 import type { Task } from './types.js';
 
@@ -54,12 +54,12 @@ export function sealSecrets(db: Db, homeRoot: string, taskId: string, original: 
   const cipher = createCipheriv('aes-256-gcm', homeKey(homeRoot), iv);
   const body = Buffer.concat([cipher.update(JSON.stringify(original), 'utf8'), cipher.final()]);
   const blob = Buffer.concat([iv, cipher.getAuthTag(), body]);
-  db.prepare('INSERT OR REPLACE INTO task_secrets (task_id, ciphertext) VALUES (?, ?)').run(taskId, blob);
+  prep(db, 'INSERT OR REPLACE INTO task_secrets (task_id, ciphertext) VALUES (?, ?)').run(taskId, blob);
 }
 
 /** The task as the runner needs it: with the caller's original text where it was redacted. */
 export function unsealTask(db: Db, homeRoot: string, task: Task): Task {
-  const row = db.prepare('SELECT ciphertext FROM task_secrets WHERE task_id = ?').get(task.id) as { ciphertext: Buffer } | undefined;
+  const row = prep(db, 'SELECT ciphertext FROM task_secrets WHERE task_id = ?').get(task.id) as { ciphertext: Buffer } | undefined;
   if (!row) return task;
   const blob = row.ciphertext;
   const decipher = createDecipheriv('aes-256-gcm', homeKey(homeRoot), blob.subarray(0, 12));

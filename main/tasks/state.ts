@@ -1,6 +1,6 @@
 import { AppError } from '../core/errors.js';
 import { appendEvent } from '../store/events.js';
-import type { Db } from '../store/db.js';
+import { prep, type Db } from '../store/db.js';
 import { dependentsOf, requireTask, toColumnValues, type TaskFieldUpdate } from '../store/tasks.js';
 import { FAILED_ENDS, type Task, type TaskStatus } from './types.js';
 
@@ -51,8 +51,7 @@ export function transition(db: Db, id: string, from: TaskStatus | readonly TaskS
   const fields: TaskFieldUpdate = { ...opts.fields };
   if (FAILED_ENDS.has(to) || to === 'completed' || to === 'accepted') fields.endedAt ??= now;
   const { sets, values } = toColumnValues(fields);
-  const res = db
-    .prepare(
+  const res = prep(db, 
       `UPDATE tasks SET status = ?, ${sets.length ? sets.join(', ') + ', ' : ''}updated_at = ?
        WHERE id = ? AND status IN (${froms.map(() => '?').join(',')})`,
     )
@@ -75,7 +74,7 @@ export function blockDependents(db: Db, causeId: string, causeStatus: TaskStatus
   const blocked: string[] = [];
   const stack = [causeId];
   const seen = new Set<string>([causeId]);
-  const update = db.prepare(
+  const update = prep(db, 
     `UPDATE tasks SET status = 'blocked', blocked_by = ?, error_code = 'blocked', error_message = ?, ended_at = ?, updated_at = ?
      WHERE id = ? AND status IN ('awaiting_approval', 'queued')`,
   );
@@ -105,7 +104,7 @@ export function releaseDependents(db: Db, causeId: string, needsApproval: (t: Ta
   const stack = [causeId];
   while (stack.length) {
     const cur = stack.pop()!;
-    const rows = db.prepare(`SELECT id FROM tasks WHERE blocked_by = ? AND status = 'blocked'`).all(cur) as { id: string }[];
+    const rows = prep(db, `SELECT id FROM tasks WHERE blocked_by = ? AND status = 'blocked'`).all(cur) as { id: string }[];
     for (const { id } of rows) {
       const t = requireTask(db, id);
       const to: TaskStatus = t.approvedAt === null && needsApproval(t) ? 'awaiting_approval' : 'queued';
