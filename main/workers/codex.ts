@@ -91,7 +91,12 @@ function usageLedger(turn: WorkerTurn) {
     save: (thread: string, u: Usage) => {
       const all = read();
       all[thread] = u;
-      writeFileSync(file, JSON.stringify(all));
+      try {
+        mkdirSync(codexHome(turn), { recursive: true });
+        writeFileSync(file, JSON.stringify(all));
+      } catch {
+        // Only the next resumed turn's subtraction depends on it; never lose this turn's usage event.
+      }
     },
   };
 }

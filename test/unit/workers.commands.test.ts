@@ -1,0 +1,29 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { makeHome, type TestHome } from '../helpers/env.js';
+
+describe('workers commands', () => {
+  let h: TestHome;
+  afterEach(() => h?.cleanup());
+
+  it('links, lists and unlinks a generic CLI; bad templates change nothing', async () => {
+    h = makeHome();
+    await h.call('link_worker', { name: 'myagent', command_json: ['myagent-bin', 'run', '{prompt}'], resume_json: ['myagent-bin', 'resume', '{session}', '{prompt}'] });
+    const { workers } = await h.call('list_workers');
+    const names = workers.map((w: { name: string }) => w.name);
+    expect(names).toEqual(expect.arrayContaining(['mock', 'codex', 'claude-code', 'opencode', 'myagent']));
+    const mine = workers.find((w: { name: string }) => w.name === 'myagent');
+    expect(mine).toMatchObject({ installed: false, builtin: false, capabilities: { sessions: true }, reason: 'myagent-bin not found on PATH' });
+    for (const w of workers.filter((x: { builtin: boolean; name: string }) => x.builtin && x.name !== 'mock')) {
+      expect(w.capabilities.sandboxModes).toEqual(['read-only', 'workspace-write']);
+      if (w.installed) expect(w.version).toMatch(/^\d+\.\d+\.\d+/);
+      else expect(w.reason).toBeTruthy();
+    }
+    await expect(h.call('link_worker', { name: 'other', command_json: ['x'] })).rejects.toThrow(/command_json: must contain \{prompt\}/);
+    await expect(h.call('link_worker', { name: 'codex', command_json: ['x', '{prompt}'] })).rejects.toThrow(/built-in/);
+    await h.call('unlink_worker', { name: 'myagent' });
+    await expect(h.call('unlink_worker', { name: 'myagent' })).rejects.toThrow(/no linked worker "myagent"/);
+    const after = (await h.call('list_workers')).workers.map((w: { name: string }) => w.name);
+    expect(after).not.toContain('myagent');
+    expect(after).not.toContain('other');
+  }, 60_000);
+});
