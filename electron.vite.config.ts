@@ -25,8 +25,8 @@ export default defineConfig({
     build: {
       outDir: r('out/main'),
       rollupOptions: {
-        input: { index: r('main/desktop/index.ts') },
-        external: ['better-sqlite3', 'electron'],
+        input: { index: r('main/desktop/index.ts'), cli: r('main/desktop/cli-entry.ts') },
+        external: ['better-sqlite3', 'electron', 'vite'],
       },
     },
   },
