@@ -56,7 +56,7 @@ test('cancel a running task from its page', async ({ page, lw }) => {
   await expect(status).toHaveAttribute('data-status', 'cancelled', { timeout: 30_000 });
 });
 
-test('open a diff', async ({ page, lw }) => {
+test('open a diff', async ({ page, lw, shot }) => {
   if (!lw.commands.has('get_task_diff')) process.stderr.write('skipping diff test: get_task_diff is not in the command table yet\n');
   test.skip(!lw.commands.has('get_task_diff'), 'get_task_diff is not in the command table yet');
   const { task } = await lw.call('delegate_task', {
@@ -72,6 +72,7 @@ test('open a diff', async ({ page, lw }) => {
   await page.locator('button[data-action=diff]').click();
   await expect(page.locator('.d2h-wrapper')).toBeVisible();
   await expect(page.locator('.d2h-file-name').first()).toContainText('hello.txt');
+  await shot(page, 'diff');
 });
 
 test('settings save and survive a reload', async ({ page, lw, shot }) => {
