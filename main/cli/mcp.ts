@@ -91,7 +91,14 @@ export function registerMcpCommands(program: Command): void {
         if (o.show) {
           const r = await call('compare_report', { id: o.show });
           if (o.json) return printJson(r);
-          return out(renderComparison(r.candidates));
+          out(renderComparison(r.candidates));
+          for (const c of r.candidates as CandidateReport[]) {
+            const diff = (c.diff as { diff?: string; note?: string | null } | null)?.diff;
+            if (!diff) continue;
+            const lines = diff.split('\n');
+            out(`\n== ${c.worker} (${c.id})\n${lines.slice(0, 200).join('\n')}${lines.length > 200 ? `\n… ${lines.length - 200} more lines (lightworker diff ${c.id})` : ''}`);
+          }
+          return;
         }
         const workers = splitList(o.workers);
         if (!workers?.length) throw new AppError('invalid_input', 'workers: give --workers a,b', { field: 'workers' });
@@ -130,7 +137,7 @@ function renderComparison(cs: CandidateReport[]): string {
     c.durationMs === null ? '-' : `${Math.round(c.durationMs / 1000)}s`,
     `${c.usage.inputTokens}/${c.usage.outputTokens}`,
     diffStat(c.diff),
-    c.verification ? cell(c.verification.ok ?? c.verification.type) : '-',
+    c.verification ? (c.verification.ok ? 'passed' : 'FAILED') : '-',
     c.review ? `${c.review.status}` : '-',
     c.error ? `${c.error.code}: ${c.error.message}` : '',
   ]);

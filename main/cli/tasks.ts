@@ -83,6 +83,7 @@ export function registerTaskCommands(program: Command): void {
     .option('--context-pack <name>')
     .option('--metadata <json>', 'worker-specific settings as JSON', parseJsonOption('metadata'))
     .option('--parent <id>', 'parent task id')
+    .option('--review-by <worker>', 'also queue a read-only review of the change by this worker (execute task)')
     .option('--json', 'print the created task(s) as JSON')
     .action(async (words: string[], o, cmd: Command) => {
       await withEngine(cmd, async (call) => {
@@ -122,9 +123,11 @@ export function registerTaskCommands(program: Command): void {
           metadata: o.metadata,
           parent_id: o.parent,
         };
-        const r = await call('delegate_task', input);
+        // --review-by: the execute task plus a review task chained on it (main/commands/orchestration.ts).
+        const r = o.reviewBy ? await call('delegate_reviewed', { ...input, kind: 'execute', review_by: o.reviewBy }) : await call('delegate_task', input);
         if (o.json) printJson(r);
         else out(`${r.task.id}  ${r.task.status}${r.task.status === 'awaiting_approval' ? `  (approve with: lightworker approve ${r.task.id})` : ''}`);
+        if (r.review && !o.json) out(`${r.review.id}  ${r.review.status}  (review by ${r.review.worker})`);
       });
     });
 

@@ -1,5 +1,5 @@
 import { Engine } from '../engine.js';
-import { startSchedulerService, type SchedulerService } from '../scheduler/service.js';
+import type { SchedulerService } from '../scheduler/service.js';
 import { createServer, depthFromEnv } from './server.js';
 import { LineTransport } from './stdio-transport.js';
 import { toolSetFromEnv } from './tools.js';
@@ -64,6 +64,8 @@ export async function runStdioServer(opts: StdioOptions = {}): Promise<void> {
 /** The scheduler service of this process: leads if nobody else does, else stands by. */
 async function startScheduler(engine: Engine): Promise<SchedulerService | null> {
   try {
+    // Loaded after the transport is up: initialize and tools/list need none of the runner's modules.
+    const { startSchedulerService } = await import('../scheduler/service.js');
     return await startSchedulerService(engine);
   } catch (e) {
     logErr(`lightworker mcp: scheduler not started (tasks are queued but run only where a scheduler leads): ${(e as Error).message}`);
@@ -74,7 +76,10 @@ async function startScheduler(engine: Engine): Promise<SchedulerService | null> 
 /** Stdout is the protocol channel: send stray console output to stderr instead. */
 function guardStdout(): void {
   const toErr = (...args: unknown[]) => logErr(args.map((a) => (typeof a === 'string' ? a : JSON.stringify(a))).join(' '));
+  // Reassigning (not calling) console methods is the point here.
+  /* eslint-disable no-console */
   console.log = toErr;
   console.info = toErr;
   console.debug = toErr;
+  /* eslint-enable no-console */
 }

@@ -46,7 +46,7 @@ export interface CandidateReport {
   branch: string | null;
   /** From get_task_diff when that command exists in this build, else null. */
   diff: unknown;
-  /** The last verification event of the task, when there is one. */
+  /** The task's last verification (ok, commands run, duration, log tail), when it was verified. */
   verification: Record<string, unknown> | null;
   review: { id: string; worker: string; status: Task['status']; result: unknown } | null;
 }
@@ -76,10 +76,13 @@ export async function compareReport(ctx: CreateContext, id: string, diffOf: (id:
   return { rootId: t.rootId, objective: candidates[0].objective, candidates: out };
 }
 
+/** The last `verify.completed` event (isolation/verify.ts) of the task, its log cut to the tail. */
 function lastVerification(ctx: CreateContext, taskId: string): Record<string, unknown> | null {
-  const { events } = listEvents(ctx.db, { taskId, limit: 5000 });
-  const v = events.filter((e) => /^(task\.)?verif/.test(e.type)).pop();
-  return v ? { type: v.type, ...v.payload } : null;
+  const { events } = listEvents(ctx.db, { taskId, types: ['verify.completed'], limit: 5000 });
+  const v = events.pop();
+  if (!v) return null;
+  const { log, ...rest } = v.payload;
+  return { ...rest, logTail: typeof log === 'string' ? log.slice(-2000) : null };
 }
 
 function firstLine(s: string): string {

@@ -1,10 +1,11 @@
+import { execFileSync } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startSchedulerService, type SchedulerService } from '../../main/scheduler/service.js';
 import { expandPlan } from '../../main/orchestration/expand.js';
 import { MAX_PLAN_TASKS, PLAN_RESULT_SCHEMA } from '../../main/orchestration/plan-schema.js';
 import { getTask } from '../../main/store/tasks.js';
 import { makeHome, type TestHome } from '../helpers/env.js';
-import { inMemory, type McpHarness } from './mcp.helpers.js';
+import { BIN, inMemory, type McpHarness } from './mcp.helpers.js';
 
 let h: McpHarness | null = null;
 let home: TestHome | null = null;
@@ -159,4 +160,22 @@ describe('compare and review chains', () => {
     expect(r.review.waitingOn).toEqual([r.task.id]);
     await expect(home.call('delegate_reviewed', { objective: 'x', workspace: home.repo, worker: 'codex', review_by: 'codex' })).rejects.toThrow(/its own change/);
   });
+});
+
+describe('CLI: orchestrate, compare, submit --review-by', () => {
+  it('queue a planner, a comparison with reviews, and a reviewed execute task', async () => {
+    home = makeHome();
+    const cli = (...args: string[]) =>
+      JSON.parse(execFileSync(process.execPath, [BIN, '--home', home!.home, ...args, '--json'], { encoding: 'utf8', cwd: home!.repo, stdio: ['ignore', 'pipe', 'pipe'] }));
+    const o = cli('orchestrate', 'split', 'this', 'goal', '--mode', 'plan_only');
+    expect(o.task).toMatchObject({ kind: 'plan', status: 'awaiting_approval', objective: 'split this goal', workspace: home.repo });
+    const c = cli('compare', '--workers', 'mock,codex', '--review-by', 'claude-code', '--verify', 'true', 'add', 'a', 'file');
+    expect(c.candidates.map((t: any) => t.worker)).toEqual(['mock', 'codex']);
+    expect(c.reviews.map((t: any) => t.worker)).toEqual(['claude-code', 'claude-code']);
+    const report = cli('compare', '--show', c.candidates[1].id);
+    expect(report.candidates).toHaveLength(2);
+    const s = cli('submit', '--worker', 'codex', '--review-by', 'mock', 'rename', 'a', 'thing');
+    expect(s.task.kind).toBe('execute');
+    expect(s.review).toMatchObject({ kind: 'review', worker: 'mock', dependsOn: [s.task.id] });
+  }, 120_000);
 });
