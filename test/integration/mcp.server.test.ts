@@ -213,4 +213,38 @@ describe('MCP server over the in-memory transport', () => {
     expect(r2.isError).toBeFalsy();
     expect(JSON.stringify(r2.structuredContent)).toContain('awaiting_approval');
   });
+
+  it.runIf(['get_task_diff', 'accept_task', 'list_workers', 'prune_workspaces', 'wait_tasks'].every((n) => COMMANDS.has(n)))(
+    'an execute task end to end over MCP: approve, wait, diff, accept (allowed by config), workers, prune',
+    async () => {
+      h = await inMemory({ configToml: '[approvals]\nallow_mcp = true\n' });
+      const { startSchedulerService } = await import('../../main/scheduler/service.js');
+      const svc = await startSchedulerService(h.engine);
+      try {
+        const workers = await h.call('list_workers');
+        expect(JSON.stringify(workers.structuredContent)).toContain('mock');
+        const t = (await h.call('delegate_task', { objective: 'add notes', workspace: h.repo, kind: 'execute', verify: ['test -f NOTES.md'], metadata: { mock: { write_files: { 'NOTES.md': 'hello\n' } } } })).structuredContent.task;
+        expect(t.status).toBe('awaiting_approval');
+        expect((await h.call('approve_task', { id: t.id })).isError).toBeFalsy();
+        const w = await h.call('wait_tasks', { ids: [t.id], timeout_s: 50 });
+        expect(w.structuredContent.tasks[0].status).toBe('completed');
+        const diff = await h.call('get_task_diff', { id: t.id });
+        expect(diff.structuredContent.files).toContain('NOTES.md');
+        const acc = await h.call('accept_task', { id: t.id });
+        expect(acc.isError, JSON.stringify(acc.structuredContent)).toBeFalsy();
+        expect(acc.structuredContent.task.status).toBe('accepted');
+        const prune = await h.call('prune_workspaces', {});
+        expect(prune.isError).toBeFalsy();
+      } finally {
+        await svc.stop();
+      }
+    },
+    90_000,
+  );
+
+  it.runIf(COMMANDS.has('accept_task'))('refuses accept_task over MCP by default', async () => {
+    h = await inMemory();
+    const t = (await h.call('delegate_task', { objective: 'x', workspace: h.repo, kind: 'execute' })).structuredContent.task;
+    expectError(await h.call('accept_task', { id: t.id }), 'forbidden');
+  });
 });

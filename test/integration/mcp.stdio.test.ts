@@ -103,6 +103,16 @@ describe('lightworker mcp over stdio (real child process)', () => {
     expect(child.stderr).not.toMatch(/uncaught|unhandled rejection/i);
   }, 120_000);
 
+  it('takes the caller depth and the core tool set from its own environment', async () => {
+    const { child, repo } = setup({ LIGHTWORKER_DEPTH: '2', LIGHTWORKER_MCP_TOOLS: 'core' });
+    await child.initialize();
+    const list = await child.request('tools/list');
+    expect(list.result.tools.map((t: any) => t.name).sort()).toEqual(['cancel_task', 'delegate_task', 'get_task', 'list_tasks', 'wait_tasks']);
+    const d = await child.callTool('delegate_task', { objective: 'too deep', workspace: repo });
+    expect(d.result.isError).toBe(true);
+    expect(d.result.structuredContent.code).toBe('forbidden');
+  });
+
   it.each([
     ['stdin EOF', (c: StdioChild) => c.proc.stdin.end()],
     ['SIGTERM', (c: StdioChild) => c.proc.kill('SIGTERM')],
