@@ -77,14 +77,18 @@ export async function prepareWorkspace(engine: Engine, task: Task): Promise<Prep
   if (task.kind !== 'execute') {
     return { workdir: task.workspace, env: {}, state: { repo, source: await snapshotSource(repo) } satisfies WorkspaceState };
   }
+  const t0 = performance.now();
   const plan = await planAllocation(engine, task, repo);
+  const t1 = performance.now();
   const source = await snapshotSource(repo);
-  const started = Date.now();
+  const t2 = performance.now();
   const alloc = await allocateWorktree(engine, task, plan);
+  const t3 = performance.now();
   const block = await allocatePorts(engine, task.id);
-  const allocMs = Date.now() - started;
+  const t4 = performance.now();
   const env = portEnv(block);
   const uncarried = Object.keys(source.entries).length;
+  const ms = (n: number) => Math.round(n * 10) / 10;
   engine.write(() =>
     appendEvent(engine.db, task.id, 'worktree.allocated', {
       path: alloc.path,
@@ -92,7 +96,8 @@ export async function prepareWorkspace(engine: Engine, task: Task): Promise<Prep
       base: plan.baseRef,
       baseCommit: plan.baseCommit,
       ports: { first: block.base, count: block.size },
-      durationMs: allocMs,
+      durationMs: ms(t4 - t0),
+      timings: { checksMs: ms(t1 - t0), sourceStatusMs: ms(t2 - t1), lockedMs: ms(alloc.timings.lockedMs), gitAddMs: ms(alloc.timings.gitAddMs), recordMs: ms(t3 - t2 - alloc.timings.lockedMs), portsMs: ms(t4 - t3) },
       ...(uncarried ? { note: `${uncarried} uncommitted change(s) in ${repo} are not carried into the worktree` } : {}),
     }),
   );

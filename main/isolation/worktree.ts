@@ -7,7 +7,7 @@ import { appendEvent } from '../store/events.js';
 import { updateTaskFields } from '../store/tasks.js';
 import type { Task } from '../tasks/types.js';
 import { getAllocation, insertAllocating, markReady, markReleased, type Allocation } from './allocations.js';
-import { commitAll, isBranchContained } from './branches.js';
+import { branchTip, commitAll, isBranchContained } from './branches.js';
 import { git, gitTry, resolveCommit } from './git-exec.js';
 import { checkContainment, checkDiskReserve } from './guards.js';
 import { releaseBlock } from './ports.js';
@@ -65,12 +65,15 @@ export function recordAllocation(engine: Engine, task: Task, plan: AllocationPla
  * nowhere else is kept under `lightworker/<id>-attempt-<n>`.
  */
 async function clearLeftovers(engine: Engine, plan: AllocationPlan, previous: Allocation | null): Promise<void> {
-  if (existsSync(plan.path)) {
+  const hadPath = existsSync(plan.path);
+  if (hadPath) {
     if (existsSync(join(plan.path, '.git'))) await commitAll(plan.path, 'lightworker: snapshot of an earlier attempt').catch(() => null);
     const r = await gitTry(plan.repo, ['worktree', 'remove', '--force', '--force', plan.path]);
     if (r.exitCode !== 0) rmSync(plan.path, { recursive: true, force: true });
   }
-  await gitTry(plan.repo, ['worktree', 'prune']);
+  // The common case (a first attempt) has nothing to clear: skip the extra git calls.
+  if (hadPath || previous) await gitTry(plan.repo, ['worktree', 'prune']);
+  if (!(await branchTip(plan.repo, plan.branch))) return;
   if (!(await isBranchContained(plan.repo, plan.branch, previous?.baseCommit ?? null))) {
     const keep = `${plan.branch}-attempt-${previous?.attempt ?? 0}-${Date.now().toString(36)}`;
     await git(plan.repo, ['branch', '-m', plan.branch, keep]);
@@ -80,27 +83,51 @@ async function clearLeftovers(engine: Engine, plan: AllocationPlan, previous: Al
   }
 }
 
+const allocating = new Set<string>();
+
+export interface AllocationTimings {
+  /** Time spent waiting for and holding the repository lock, including `git worktree add`. */
+  lockedMs: number;
+  /** `git worktree add` alone. */
+  gitAddMs: number;
+}
+
 /**
  * Allocate the task's worktree: phase 1 record → (repository lock) clear leftovers, `git worktree add`
- * on a new branch from the base commit → phase 2 (ready, recorded on the task). Returns the allocation.
+ * on a new branch from the base commit → phase 2 (ready, recorded on the task). A failure after phase 1
+ * releases the record (and anything made on disk) before rethrowing.
  */
-export async function allocateWorktree(engine: Engine, task: Task, plan: AllocationPlan): Promise<Allocation> {
-  const previous = getAllocation(engine.db, task.id);
-  if (previous && previous.state === 'allocating' && previous.ownerPid === process.pid) {
-    throw new AppError('conflict', `task ${task.id}: a worktree allocation is already in progress`);
+export async function allocateWorktree(engine: Engine, task: Task, plan: AllocationPlan): Promise<Allocation & { timings: AllocationTimings }> {
+  if (allocating.has(task.id)) throw new AppError('conflict', `task ${task.id}: a worktree allocation is already in progress`);
+  allocating.add(task.id);
+  try {
+    const previous = getAllocation(engine.db, task.id);
+    recordAllocation(engine, task, plan);
+    const timings: AllocationTimings = { lockedMs: 0, gitAddMs: 0 };
+    const t0 = performance.now();
+    try {
+      await withRepoLock(plan.repo, `allocate worktree for ${task.id}`, async () => {
+        await clearLeftovers(engine, plan, previous);
+        const t1 = performance.now();
+        await git(plan.repo, ['worktree', 'add', '--quiet', '-b', plan.branch, plan.path, plan.baseCommit]);
+        timings.gitAddMs = performance.now() - t1;
+      });
+    } catch (err) {
+      const failed = getAllocation(engine.db, task.id);
+      if (failed) await removeWorktree(engine, failed, { reason: `allocation failed: ${(err as Error).message}`, deleteBranch: true, snapshot: false }).catch(() => undefined);
+      throw err;
+    }
+    timings.lockedMs = performance.now() - t0;
+    const ok = engine.write(() => {
+      if (!markReady(engine.db, task.id)) return false;
+      updateTaskFields(engine.db, task.id, { worktreePath: plan.path, branch: plan.branch });
+      return true;
+    });
+    if (!ok) throw new AppError('conflict', `task ${task.id}: its worktree allocation was swept while being created`);
+    return { ...getAllocation(engine.db, task.id)!, timings };
+  } finally {
+    allocating.delete(task.id);
   }
-  recordAllocation(engine, task, plan);
-  await withRepoLock(plan.repo, `allocate worktree for ${task.id}`, async () => {
-    await clearLeftovers(engine, plan, previous);
-    await git(plan.repo, ['worktree', 'add', '--quiet', '-b', plan.branch, plan.path, plan.baseCommit]);
-  });
-  const ok = engine.write(() => {
-    if (!markReady(engine.db, task.id)) return false;
-    updateTaskFields(engine.db, task.id, { worktreePath: plan.path, branch: plan.branch });
-    return true;
-  });
-  if (!ok) throw new AppError('conflict', `task ${task.id}: its worktree allocation was swept while being created`);
-  return getAllocation(engine.db, task.id)!;
 }
 
 export interface RemoveOptions {
