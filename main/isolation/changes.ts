@@ -6,7 +6,7 @@ import { appendEvent } from '../store/events.js';
 import type { Task } from '../tasks/types.js';
 import { getAllocation, setHeadCommit } from './allocations.js';
 import { commitAll } from './branches.js';
-import { git, splitZ } from './git-exec.js';
+import { git, gitTry, splitZ } from './git-exec.js';
 import { matchAny } from './globs.js';
 import { isInside } from './guards.js';
 import { withRepoLock } from './repo-lock.js';
@@ -20,6 +20,8 @@ export interface InspectInput {
   repo: string;
   worktree: string;
   baseCommit: string;
+  /** The task branch the worktree must still be on. */
+  branch: string;
   source: SourceSnapshot;
   copied: string[];
 }
@@ -65,11 +67,15 @@ export interface Inspection {
  */
 export async function inspectWorktree(engine: Engine, task: Task, input: InspectInput): Promise<Inspection> {
   const head = await withRepoLock(input.repo, `commit the work of ${task.id}`, async () => {
-    await commitAll(input.worktree, `lightworker: ${task.name} (${task.id}, attempt ${task.attempt})`, input.copied);
+    await commitAll(input.worktree, `lightworker: ${redactText(task.name)} (${task.id}, attempt ${task.attempt})`, input.copied);
     return git(input.worktree, ['rev-parse', 'HEAD']);
   });
+  const onBranch = await gitTry(input.worktree, ['symbolic-ref', '--quiet', 'HEAD']);
   const changedFiles = splitZ(await git(input.worktree, ['diff', '--name-only', '--no-renames', '-z', input.baseCommit, head], { raw: true }));
   const violations = boundaryViolations(input.worktree, changedFiles, task.allowedPaths);
+  if (onBranch.stdout.trim() !== `refs/heads/${input.branch}`) {
+    violations.push(`${input.worktree} (HEAD left the task branch ${input.branch}: now ${onBranch.stdout.trim() || 'detached'})`);
+  }
   const after = await snapshotSource(input.repo);
   for (const p of diffSnapshots(input.source, after)) violations.push(`${describeSource(input.repo, p)} (written in the source checkout)`);
   const patch = await git(input.worktree, ['diff', '--binary', '--no-color', input.baseCommit, head], { raw: true });

