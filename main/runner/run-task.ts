@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { AppError, isAppError } from '../core/errors.js';
+import { isAppError } from '../core/errors.js';
 import type { Engine } from '../engine.js';
 import { inspectChanges, prepareWorkspace, runVerification, type PreparedWorkspace, type VerifyReport } from '../isolation/workspace.js';
 import { appendEvent } from '../store/events.js';
@@ -8,10 +8,12 @@ import { getTask, updateTaskFields } from '../store/tasks.js';
 import { unsealTask } from '../tasks/secrets.js';
 import { transition } from '../tasks/state.js';
 import type { Task, TaskStatus } from '../tasks/types.js';
-import type { GatewayRoute, NormalizedEvent, WorkerAdapter, WorkerTurn } from '../workers/adapter.js';
+import type { NormalizedEvent, WorkerAdapter, WorkerTurn } from '../workers/adapter.js';
 import { minimalEnv } from '../workers/env.js';
 import { resolveAdapter } from '../workers/registry.js';
+import { resolveRoute } from '../workers/routing.js';
 import { parseResult, resultJsonSchema } from '../workers/result-schemas.js';
+import { recordPrompt } from '../cachelab/prompt-record.js';
 import { buildPrompt, buildRepairPrompt } from './prompt.js';
 import { runTurn, type TurnResult } from './turn.js';
 
@@ -50,20 +52,6 @@ function eventPayload(e: NormalizedEvent): Record<string, unknown> {
   return out;
 }
 
-function gatewayFor(engine: Engine, task: Task): GatewayRoute | null {
-  if (!task.gateway) return null;
-  const g = engine.config.gateways[task.gateway];
-  if (!g) throw new AppError('invalid_input', `gateway "${task.gateway}" is not configured`);
-  return { name: task.gateway, baseUrl: g.base_url, keyEnv: g.key_env, key: process.env[g.key_env] ?? null, wireApi: g.wire_api };
-}
-
-/** Effort decides the model when none is named: low → the fast model, else the reasoning model. */
-function routeModel(engine: Engine, task: Task): string | null {
-  if (task.model) return task.model;
-  if (task.worker === 'mock') return null;
-  return task.reasoningEffort === 'low' ? engine.config.models.fast : engine.config.models.reasoning;
-}
-
 /**
  * Run one claimed task to an end state: workspace → worker turn(s) → change inspection →
  * verification (with auto-repair follow-ups in the same native session) → result. Every state change
@@ -81,8 +69,9 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
     checkAbort(ctx);
     const runDir = join(engine.home.artifacts, task.id, `attempt-${task.attempt}`);
     mkdirSync(runDir, { recursive: true });
+    const route = resolveRoute(engine.config, task);
     const resultSchema = resultJsonSchema(task.kind);
-    const prompt = buildPrompt(task, { resultSchema });
+    const prompt = buildPrompt(task, { resultSchema, config: engine.config, db: engine.db });
     const baseTurn: WorkerTurn = {
       task,
       prompt: prompt.text,
@@ -91,9 +80,9 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
       resultSchema,
       resumeSessionId: null,
       runDir,
-      model: routeModel(engine, task),
-      reasoningEffort: task.reasoningEffort,
-      gateway: gatewayFor(engine, task),
+      model: route.model,
+      reasoningEffort: route.reasoningEffort,
+      gateway: route.gateway,
       baseEnv: minimalEnv({
         LIGHTWORKER_DEPTH: String(task.depth + 1),
         LIGHTWORKER_TASK_ID: task.id,
@@ -101,7 +90,7 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
         ...ws.env,
       }),
     };
-    engine.write(() => appendEvent(engine.db, task.id, 'worker.prompt', { bytes: Buffer.byteLength(prompt.text), stableBytes: Buffer.byteLength(prompt.stablePrefix), model: baseTurn.model, sandbox: baseTurn.sandbox }));
+    engine.write(() => recordPrompt(engine, task, prompt, baseTurn));
 
     let turn = await runWorkerTurn(ctx, adapter, baseTurn, 'starting');
     let repairsLeft = engine.config.verify.auto_repair;

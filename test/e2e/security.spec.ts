@@ -1,3 +1,4 @@
+/// <reference lib="dom" />
 import { request as httpRequest } from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
