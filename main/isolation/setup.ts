@@ -10,8 +10,8 @@ import { git, splitZ } from './git-exec.js';
 import { matchGlob, mayContainMatch } from './globs.js';
 
 /**
- * Per-repository setup (`.lightworker/setup.toml` in the source checkout, or the `setup:<repo>` settings
- * row as JSON, which wins):
+ * Per-repository setup (`.lightworker/setup.toml` in the source checkout, or `[setup."<repo path>"]` in
+ * config.toml, which wins):
  *
  * ```toml
  * copy = [".env.local", "config/*.local.json"]   # untracked/ignored files to copy in; nothing by default
@@ -30,11 +30,17 @@ export type SetupConfig = z.output<typeof setupSchema>;
 
 export const SETUP_FILE = '.lightworker/setup.toml';
 
+/**
+ * The repository's setup: the config's `setup."<repo path>"` table when present (settings win), else
+ * `.lightworker/setup.toml` in the source checkout, else nothing (copy nothing, run nothing).
+ */
 export function readSetup(engine: Engine, repo: string): SetupConfig {
-  const row = engine.db.prepare('SELECT value FROM settings WHERE key = ?').get(`setup:${repo}`) as { value: string } | undefined;
+  // `setup` is a map in config.toml keyed by repository path; read loosely so this works before (and
+  // after) the config schema names it.
+  const overrides = (engine.config as { setup?: Record<string, unknown> }).setup;
   let raw: unknown = {};
-  let source = `settings setup:${repo}`;
-  if (row) raw = JSON.parse(row.value);
+  let source = `config setup."${repo}"`;
+  if (overrides && overrides[repo] !== undefined) raw = overrides[repo];
   else {
     source = join(repo, SETUP_FILE);
     if (!existsSync(source)) return setupSchema.parse({});

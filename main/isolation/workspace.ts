@@ -88,7 +88,7 @@ export async function prepareWorkspace(engine: Engine, task: Task): Promise<Prep
   const block = await allocatePorts(engine, task.id);
   const t4 = performance.now();
   const env = portEnv(block);
-  const uncarried = Object.keys(source.entries).length;
+  const uncarried = Object.keys(source.entries).filter((p) => !p.startsWith('.git/')).length;
   const ms = (n: number) => Math.round(n * 10) / 10;
   engine.write(() =>
     appendEvent(engine.db, task.id, 'worktree.allocated', {

@@ -95,6 +95,15 @@ describe('prepareWorkspace', () => {
     expect(readFileSync(join(h.home, 'artifacts', t2.id, 'setup-1.log'), 'utf8')).toContain('broken');
   });
 
+  it('settings override the repository\'s setup.toml', async () => {
+    h = makeHome();
+    writeIn(h.repo, { '.lightworker/setup.toml': 'copy = ["a.txt"]\n', 'a.txt': 'a', 'b.txt': 'b' });
+    (h.engine.config as unknown as { setup: Record<string, unknown> }).setup = { [h.repo]: { copy: ['b.txt'] } };
+    const ws = await prepareWorkspace(h.engine, await newExecuteTask(h));
+    expect(existsSync(join(ws.workdir, 'b.txt'))).toBe(true);
+    expect(existsSync(join(ws.workdir, 'a.txt'))).toBe(false);
+  });
+
   it('refuses when the disk reserve would be crossed, or home and repository contain each other', async () => {
     const config = defaultConfig();
     config.worktrees.disk_reserve_bytes = Number.MAX_SAFE_INTEGER;
