@@ -87,8 +87,36 @@ export function toInputSchema(schema: z.ZodType): ToolSpec['inputSchema'] {
   const json = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
   delete json.$schema;
   stripNoise(json);
+  addHints(json);
   if (json.type !== 'object') throw new Error(`MCP input schema must be an object, got ${String(json.type)}`);
   return json as ToolSpec['inputSchema'];
+}
+
+/**
+ * One-line hints for fields whose meaning a model cannot guess from the name, added where the zod
+ * schema has no description of its own. Kept few: every byte here is paid on every tools/list.
+ */
+const FIELD_HINTS: Record<string, string> = {
+  workspace: 'absolute path inside a git repository',
+  objective: 'self-contained instructions for the worker',
+  kind: 'plan/explore/review are read-only; execute changes files in its own worktree',
+  mode: 'auto_readonly (default): execute waits for a person; plan_only: all wait; auto_execute: none wait',
+  ref: 'batch-local id that depends_on of other tasks in the batch may name',
+  depends_on: 'task ids (or batch refs) that must complete first',
+  worker: 'codex, claude-code, opencode, mock or a linked worker',
+  verify: 'commands run in the worktree after the worker; all must exit 0',
+  type: 'workflow type: pre-fills priority and timeout',
+};
+
+function addHints(node: unknown): void {
+  if (!node || typeof node !== 'object') return;
+  if (Array.isArray(node)) return node.forEach(addHints);
+  const o = node as Record<string, unknown>;
+  const props = o.properties as Record<string, Record<string, unknown>> | undefined;
+  if (props && typeof props === 'object') {
+    for (const [k, v] of Object.entries(props)) if (FIELD_HINTS[k] && v && typeof v === 'object' && !v.description) v.description = FIELD_HINTS[k];
+  }
+  for (const v of Object.values(o)) addHints(v);
 }
 
 /** Drop bounds that only restate JavaScript's safe-integer range: they cost tokens and say nothing. */

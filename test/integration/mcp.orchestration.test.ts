@@ -24,6 +24,7 @@ const task = (id: string, deps: string[] = [], kind = 'explore') => ({
 });
 
 async function planTask(th: TestHome) {
+  await th.call('add_context_pack', { name: 'pack-1', version: '1', text: 'house rules' });
   return (await th.call('orchestrate_goal', { goal: 'improve the repo', workspace: th.repo, mode: 'auto_readonly', context_pack: 'pack-1' })).task;
 }
 
@@ -55,7 +56,8 @@ describe('expandPlan', () => {
       expect(k.rootId).toBe(p.rootId);
       expect(k.workspace).toBe(p.workspace);
       expect(k.mode).toBe('auto_readonly');
-      expect(k.contextPack).toBe('pack-1');
+      expect(k.contextPack).toBe(p.contextPack);
+      expect(k.contextPack).toMatch(/^pack-1/);
     }
     expect(b.dependsOn).toEqual([a.id]);
     expect(c.dependsOn.sort()).toEqual([a.id, b.id].sort());
