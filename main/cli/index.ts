@@ -8,6 +8,7 @@ import { registerSchedulerCommands } from './scheduler.js';
 import { registerServeCommand } from '../http/serve-command.js';
 import { registerMcpCommands } from './mcp.js';
 import { registerWorkerCommands } from './workers.js';
+import { registerCachelabCommands } from './cachelab.js';
 
 /** Exit codes: 0 ok, 1 the operation failed, 2 bad usage or input. */
 const USAGE_CODES = new Set(['invalid_input', 'not_found']);
@@ -26,6 +27,7 @@ export function buildProgram(): Command {
   registerServeCommand(program);
   registerMcpCommands(program);
   registerWorkerCommands(program);
+  registerCachelabCommands(program);
   for (const c of program.commands) c.exitOverride();
   return program;
 }

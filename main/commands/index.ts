@@ -1,4 +1,5 @@
 import type { CommandDef } from './table.js';
+import { CACHELAB_COMMANDS } from './cachelab.js';
 import { runDoctor } from './doctor.js';
 import { EVENT_COMMANDS } from './events.js';
 import { ISOLATION_COMMANDS } from './isolation.js';
@@ -11,7 +12,7 @@ import { WORKER_COMMANDS } from './workers.js';
 
 /** The one table of operations: IPC, HTTP, MCP and the CLI all dispatch through it. */
 export const COMMANDS: ReadonlyMap<string, CommandDef> = new Map(
-  ([...TASK_COMMANDS, ...SCHEDULER_COMMANDS, ...EVENT_COMMANDS, runDoctor, ...SETTINGS_COMMANDS, ...ORCHESTRATION_COMMANDS, ...ISOLATION_COMMANDS, mcpConfigCommand, ...WORKER_COMMANDS] as CommandDef[]).map((c) => [c.name, c]),
+  ([...TASK_COMMANDS, ...SCHEDULER_COMMANDS, ...EVENT_COMMANDS, runDoctor, ...SETTINGS_COMMANDS, ...ORCHESTRATION_COMMANDS, ...ISOLATION_COMMANDS, mcpConfigCommand, ...WORKER_COMMANDS, ...CACHELAB_COMMANDS] as CommandDef[]).map((c) => [c.name, c]),
 );
 
 export const COMMAND_NAMES = [...COMMANDS.keys()];

@@ -30,6 +30,10 @@ export const COMMAND_NAMES = [
   'list_workers',
   'link_worker',
   'unlink_worker',
+  'get_cache_metrics',
+  'add_context_pack',
+  'list_context_packs',
+  'get_context_pack',
 ] as const;
 
 export type CommandName = (typeof COMMAND_NAMES)[number];

@@ -21,7 +21,7 @@ export interface ClaimLimits {
  */
 export function listCandidates(db: Db, limits: ClaimLimits, excludeWorkers: string[], max = 64): Candidate[] {
   const rows = prep(db, 
-      `SELECT t.id, t.root_id AS rootId, t.workspace, t.worker, t.priority, NULL AS cohort
+      `SELECT t.id, t.root_id AS rootId, t.workspace, t.worker, t.priority, t.cohort AS cohort
        FROM tasks t
        WHERE t.status = 'queued'
          AND t.worker NOT IN (SELECT value FROM json_each(?))
@@ -56,19 +56,26 @@ export function claimTask(db: Db, id: string, runnerId: string, now = Date.now()
 
 /**
  * Pick the next candidate: highest priority first; within it, round-robin across roots (the root
- * dispatched longest ago wins), with at most one extra pick of the previous cache cohort in a row.
+ * dispatched longest ago wins), with at most one extra pick of the previous cache cohort in a row:
+ * after one pick of cohort C (`streak` 1) the next pick prefers C (round-robin among C's roots); after
+ * that (`streak` ≥ 2) plain round-robin decides, so cache reuse never starves other roots.
  */
 export function pickCandidate(cands: Candidate[], lastDispatch: Map<string, number>, affinity: { cohort: string | null; streak: number }): Candidate | null {
   if (!cands.length) return null;
   const top = cands[0].priority;
   const tier = cands.filter((c) => c.priority === top);
   if (affinity.cohort && affinity.streak < 2) {
-    const same = tier.find((c) => c.cohort === affinity.cohort);
-    if (same) return same;
+    const same = tier.filter((c) => c.cohort === affinity.cohort);
+    if (same.length) return leastRecentRoot(same, lastDispatch);
   }
-  let best = tier[0];
+  return leastRecentRoot(tier, lastDispatch);
+}
+
+/** The first candidate whose root was dispatched longest ago (never = 0). */
+function leastRecentRoot(list: Candidate[], lastDispatch: Map<string, number>): Candidate {
+  let best = list[0];
   let bestAt = lastDispatch.get(best.rootId) ?? 0;
-  for (const c of tier) {
+  for (const c of list) {
     const at = lastDispatch.get(c.rootId) ?? 0;
     if (at < bestAt) {
       best = c;

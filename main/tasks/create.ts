@@ -1,5 +1,7 @@
 import { existsSync, realpathSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
+import { assignCohort } from '../cachelab/cohort.js';
+import { resolvePackRef } from '../cachelab/context-packs.js';
 import type { Config } from '../core/config.js';
 import { AppError } from '../core/errors.js';
 import { newId } from '../core/ids.js';
@@ -142,7 +144,7 @@ export function createTasks(ctx: CreateContext, inputs: ParsedTaskInput[], opts:
       allowedPaths: t.allowed_paths ?? [],
       successCriteria: t.success_criteria ?? [],
       verify: t.verify ?? [],
-      contextPack: t.context_pack ?? parent?.contextPack ?? null,
+      contextPack: resolvePackRef(db, t.context_pack ?? parent?.contextPack ?? null, f('context_pack')),
       metadata: t.metadata ?? {},
       depth: ctx.depth,
       status,
@@ -155,6 +157,7 @@ export function createTasks(ctx: CreateContext, inputs: ParsedTaskInput[], opts:
   for (const i of order) {
     const original = redactNewTask(rows[i]);
     insertTask(db, rows[i], now);
+    assignCohort(db, config, rows[i]);
     if (original) sealSecrets(db, ctx.homeRoot, rows[i].id, original);
   }
   for (const i of order) {

@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3';
 import { m001Initial } from './001-initial.js';
 import { m002Scheduler } from './002-scheduler.js';
 import { m003Worktrees } from './003-worktrees.js';
+import { m004Cachelab } from './004-cachelab.js';
 
 export interface Migration {
   name: string;
@@ -9,4 +10,4 @@ export interface Migration {
 }
 
 /** Forward-only, numbered: MIGRATIONS[n] takes user_version n to n+1. Never edit a shipped one. */
-export const MIGRATIONS: Migration[] = [m001Initial, m002Scheduler, m003Worktrees];
+export const MIGRATIONS: Migration[] = [m001Initial, m002Scheduler, m003Worktrees, m004Cachelab];
