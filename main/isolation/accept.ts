@@ -94,6 +94,18 @@ async function buildCommit(repo: string, task: Task, alloc: Allocation, targetTi
 }
 
 /**
+ * Bring the touched files of the checkout and its index to `commit` (they were clean before). Files the
+ * commit does not have are removed.
+ */
+async function syncCheckout(repo: string, commit: string, files: string[]): Promise<void> {
+  const tree = new Set(splitZ(await git(repo, ['ls-tree', '-r', '--name-only', '-z', commit], { raw: true })));
+  const present = files.filter((f) => tree.has(f));
+  const gone = files.filter((f) => !tree.has(f));
+  if (present.length) await git(repo, ['checkout', '--pathspec-from-file=-', '--pathspec-file-nul', commit], { input: present.join('\0') });
+  if (gone.length) await git(repo, ['rm', '-q', '-f', '--ignore-unmatch', '--pathspec-from-file=-', '--pathspec-file-nul'], { input: gone.join('\0') });
+}
+
+/**
  * Apply a verified task's work onto the source repository as one commit — on the checked-out branch, or
  * squashed onto `opts.branch` — under the repository lock. Refuses with `conflict`, changing nothing,
  * when a touched file has uncommitted changes in the source checkout or the changes do not apply. Then
@@ -134,25 +146,28 @@ export async function acceptTask(engine: Engine, id: string, opts: AcceptOptions
       const upd = await gitTry(repo, ['update-ref', '-m', `lightworker: accept ${id}`, `refs/heads/${target}`, commit, cas]);
       if (upd.exitCode !== 0) throw new AppError('conflict', `branch ${target} changed while accepting ${id}; nothing was applied, try again`);
       if (onCheckout && files.length) {
-        // Bring the touched (clean) files in the checkout and its index up to the new commit.
-        const newTree = new Set(splitZ(await git(repo, ['ls-tree', '-r', '--name-only', '-z', commit], { raw: true })));
-        const present = files.filter((f) => newTree.has(f));
-        const gone = files.filter((f) => !newTree.has(f));
-        if (present.length) await git(repo, ['checkout', '--pathspec-from-file=-', '--pathspec-file-nul', commit], { input: present.join('\0') });
-        if (gone.length) await git(repo, ['rm', '-q', '--ignore-unmatch', '--pathspec-from-file=-', '--pathspec-file-nul'], { input: gone.join('\0') });
+        try {
+          await syncCheckout(repo, commit, files);
+        } catch (err) {
+          // Put the branch and the (clean) touched files back as they were, then report.
+          await gitTry(repo, ['update-ref', '-m', `lightworker: undo accept ${id}`, `refs/heads/${target}`, targetTip, commit]);
+          await syncCheckout(repo, targetTip, files).catch(() => undefined);
+          throw new AppError('git_failed', `accepting ${id} could not update the checkout, so it was undone: ${(err as Error).message}`);
+        }
       }
     }
-    return { commit, target, files };
-  });
-  const accepted = engine.write(() => {
-    const t = transition(engine.db, id, 'completed', 'accepted', {
-      reason: `accepted by ${opts.by}${outcome.commit ? ` as ${outcome.commit.slice(0, 12)} on ${outcome.target}` : ' (no changes)'}`,
-      event: { commit: outcome.commit, branch: outcome.target, unverified: task.verify.length === 0 },
+    // Still under the lock, so a second accept waiting for it sees `accepted` and applies nothing.
+    const accepted = engine.write(() => {
+      const t = transition(engine.db, id, 'completed', 'accepted', {
+        reason: `accepted by ${opts.by}${commit ? ` as ${commit.slice(0, 12)} on ${target}` : ' (no changes)'}`,
+        event: { commit, branch: target, unverified: task.verify.length === 0 },
+      });
+      appendEvent(engine.db, id, 'task.accepted', { commit, branch: target, files: files.slice(0, 200), by: opts.by });
+      return t;
     });
-    appendEvent(engine.db, id, 'task.accepted', { commit: outcome.commit, branch: outcome.target, files: outcome.files.slice(0, 200), by: opts.by });
-    return t;
+    return { commit, target, files, accepted };
   });
   const fresh = getAllocation(engine.db, id);
   if (fresh && fresh.state !== 'released') await removeWorktree(engine, fresh, { reason: 'accepted', deleteBranch: false, snapshot: false });
-  return { task: accepted, commit: outcome.commit, branch: outcome.target, files: outcome.files };
+  return { task: outcome.accepted, commit: outcome.commit, branch: outcome.target, files: outcome.files };
 }

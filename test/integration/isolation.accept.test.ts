@@ -33,6 +33,40 @@ describe('accept_task', () => {
     expect(git(h.repo, 'worktree', 'list')).not.toContain(task.id);
   });
 
+  it('keeps the user\'s staged and unstaged work in other files out of the commit and intact', async () => {
+    h = makeHome();
+    writeFileSync(join(h.repo, 'other.txt'), 'v1\n');
+    writeFileSync(join(h.repo, 'gone.txt'), 'to be deleted\n');
+    git(h.repo, 'add', '.');
+    git(h.repo, 'commit', '-qm', 'more files');
+    const task = await newExecuteTask(h);
+    await simulateRun(h, task, (dir) => {
+      git(dir, 'rm', '-q', 'gone.txt');
+      writeFileSync(join(dir, 'README.md'), '# improved\n');
+    });
+    writeFileSync(join(h.repo, 'other.txt'), 'staged v2\n');
+    git(h.repo, 'add', 'other.txt');
+    writeFileSync(join(h.repo, 'other.txt'), 'unstaged v3\n');
+
+    const r = await h.call('accept_task', { id: task.id });
+    expect(git(h.repo, 'show', '--name-status', '--format=', r.commit).split('\n').sort()).toEqual(['D\tgone.txt', 'M\tREADME.md']);
+    expect(existsSync(join(h.repo, 'gone.txt'))).toBe(false);
+    expect(readFileSync(join(h.repo, 'README.md'), 'utf8')).toBe('# improved\n');
+    expect(readFileSync(join(h.repo, 'other.txt'), 'utf8')).toBe('unstaged v3\n');
+    expect(git(h.repo, 'show', ':other.txt')).toBe('staged v2');
+    expect(git(h.repo, 'status', '--porcelain')).toBe('MM other.txt');
+  });
+
+  it('two accepts at once apply the task exactly once', async () => {
+    h = makeHome();
+    const task = await newExecuteTask(h);
+    await simulateRun(h, task, (dir) => writeFileSync(join(dir, 'once.txt'), 'once\n'));
+    const before = git(h.repo, 'rev-parse', 'HEAD');
+    const results = await Promise.allSettled([h.call('accept_task', { id: task.id }), h.call('accept_task', { id: task.id })]);
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+    expect(git(h.repo, 'rev-list', '--count', `${before}..HEAD`)).toBe('1');
+  });
+
   it('refuses when a touched file has an uncommitted edit, and the edit survives byte for byte', async () => {
     h = makeHome();
     const task = await newExecuteTask(h);

@@ -48,6 +48,14 @@ describe('prepareWorkspace', () => {
     expect(wc.env.LIGHTWORKER_PORT).not.toBe(wb.env.LIGHTWORKER_PORT);
   });
 
+  it('allocates several worktrees of one repository at once without tripping over each other', async () => {
+    h = makeHome();
+    const tasks = await Promise.all([1, 2, 3, 4].map(() => newExecuteTask(h)));
+    const wss = await Promise.all(tasks.map((t) => prepareWorkspace(h.engine, t)));
+    expect(new Set(wss.map((w) => w.env.LIGHTWORKER_PORT)).size).toBe(4);
+    for (const t of tasks) expect(git(h.repo, 'worktree', 'list')).toContain(t.id);
+  });
+
   it('copies only the globbed untracked files; .env* only when a pattern names it; runs the setup command', async () => {
     h = makeHome();
     writeIn(h.repo, {
