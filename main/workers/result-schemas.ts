@@ -1,30 +1,11 @@
 import { z } from 'zod';
+import { PLAN_RESULT_SCHEMA, planResultSchema } from '../orchestration/plan-schema.js';
 import type { TaskKind } from '../tasks/types.js';
 
 /**
  * The final answer each kind must return. Strict-mode compatible (OpenAI structured outputs): every
  * property required, nullable where optional, no extra properties.
  */
-export const PLAN_MAX_TASKS = 12;
-
-export const planResultSchema = z.strictObject({
-  summary: z.string(),
-  tasks: z
-    .array(
-      z.strictObject({
-        id: z.string().min(1).max(64),
-        title: z.string().min(1).max(200),
-        kind: z.enum(['plan', 'explore', 'review', 'execute']),
-        objective: z.string().min(1),
-        depends_on: z.array(z.string()),
-        profile: z.string().nullable(),
-        success_criteria: z.array(z.string()),
-        verify: z.array(z.string()),
-      }),
-    )
-    .max(PLAN_MAX_TASKS),
-});
-
 export const exploreResultSchema = z.strictObject({
   summary: z.string(),
   findings: z.array(z.string()),
@@ -43,6 +24,7 @@ export const executeResultSchema = z.strictObject({
 });
 
 export const RESULT_SCHEMAS: Record<TaskKind, z.ZodType> = {
+  // One plan contract: the orchestration module's (no nested planners, id rules, 1–12 tasks).
   plan: planResultSchema,
   explore: exploreResultSchema,
   review: reviewResultSchema,
@@ -53,6 +35,7 @@ const jsonSchemaCache = new Map<TaskKind, Record<string, unknown>>();
 
 /** JSON Schema of a kind's result, for CLIs that take one (`codex --output-schema`). */
 export function resultJsonSchema(kind: TaskKind): Record<string, unknown> {
+  if (kind === 'plan') return PLAN_RESULT_SCHEMA as unknown as Record<string, unknown>;
   let s = jsonSchemaCache.get(kind);
   if (!s) {
     s = z.toJSONSchema(RESULT_SCHEMAS[kind], { target: 'draft-7' }) as Record<string, unknown>;
