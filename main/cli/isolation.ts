@@ -7,7 +7,8 @@ import { err, out, printJson, table } from './output.js';
 
 function parseHours(v: string): number {
   const n = Number(v);
-  if (!Number.isFinite(n) || n < 0) throw new AppError('invalid_input', `ttl: expected a number of hours ≥ 0, got "${v}"`, { field: 'ttl' });
+  if (!Number.isFinite(n) || n < 0)
+    throw new AppError('invalid_input', `ttl: expected a number of hours ≥ 0, got "${v}"`, { field: 'ttl' });
   return n;
 }
 
@@ -24,7 +25,8 @@ export function registerIsolationCommands(program: Command): void {
       await withEngine(cmd, async (call) => {
         const r = await call('accept_task', { id, branch: o.branch, unverified: Boolean(o.unverified) });
         if (o.json) return printJson(r);
-        if (r.commit) out(`accepted ${id}: ${r.commit.slice(0, 12)} on ${r.branch} (${r.files.length} file${r.files.length === 1 ? '' : 's'})`);
+        if (r.commit)
+          out(`accepted ${id}: ${r.commit.slice(0, 12)} on ${r.branch} (${r.files.length} file${r.files.length === 1 ? '' : 's'})`);
         else out(`accepted ${id}: no changes to apply`);
       });
     });
@@ -55,8 +57,24 @@ export function registerIsolationCommands(program: Command): void {
         const r = (await call('prune_workspaces', { apply: Boolean(o.apply), ttl_hours: o.ttl, force: Boolean(o.force) })) as PruneReport;
         if (o.json) return printJson(r);
         if (!r.items.length) return out('nothing to prune');
-        const verb = (a: string, done?: boolean, e?: string) => (e ? `failed: ${e}` : r.applied ? (a === 'remove' ? (done ? 'removed' : 'remove') : 'kept') : a === 'remove' ? 'would remove' : 'would keep');
-        out(table(['ACTION', 'KIND', 'WHAT', 'WHY'], r.items.map((i) => [verb(i.action, i.done, i.error), i.kind, i.path ?? i.branch ?? '', i.reason])));
+        const verb = (a: string, done?: boolean, e?: string) =>
+          e
+            ? `failed: ${e}`
+            : r.applied
+              ? a === 'remove'
+                ? done
+                  ? 'removed'
+                  : 'remove'
+                : 'kept'
+              : a === 'remove'
+                ? 'would remove'
+                : 'would keep';
+        out(
+          table(
+            ['ACTION', 'KIND', 'WHAT', 'WHY'],
+            r.items.map((i) => [verb(i.action, i.done, i.error), i.kind, i.path ?? i.branch ?? '', i.reason]),
+          ),
+        );
         if (!r.applied) err('dry run: nothing was removed; run with --apply to remove');
       });
     });

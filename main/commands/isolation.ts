@@ -10,7 +10,12 @@ export const acceptTaskCommand = defineCommand({
   description: 'Apply a completed, verified task onto the source repository as one commit, then remove its worktree.',
   input: z.strictObject({
     id: TASK_ID,
-    branch: z.string().min(1).max(256).regex(/^[^\s~^:?*[\\]+$/, 'a branch name').optional(),
+    branch: z
+      .string()
+      .min(1)
+      .max(256)
+      .regex(/^[^\s~^:?*[\\]+$/, 'a branch name')
+      .optional(),
     unverified: z.boolean().default(false),
   }),
   readOnly: false,
@@ -27,7 +32,12 @@ export const getTaskDiff = defineCommand({
   description: "A task's diff from its base (redacted, size-capped with a note).",
   input: z.strictObject({
     id: TASK_ID,
-    max_bytes: z.number().int().min(1024).max(16 * 1024 * 1024).default(DIFF_CAP_BYTES),
+    max_bytes: z
+      .number()
+      .int()
+      .min(1024)
+      .max(16 * 1024 * 1024)
+      .default(DIFF_CAP_BYTES),
   }),
   readOnly: true,
   async handler(ctx, input) {
@@ -46,7 +56,11 @@ export const pruneWorkspacesCommand = defineCommand({
   readOnly: false,
   destructive: true,
   async handler(ctx, input) {
-    return pruneWorkspaces(ctx.engine, { apply: input.apply, ttlHours: input.ttl_hours ?? ctx.engine.config.worktrees.ttl_hours, force: input.force });
+    return pruneWorkspaces(ctx.engine, {
+      apply: input.apply,
+      ttlHours: input.ttl_hours ?? ctx.engine.config.worktrees.ttl_hours,
+      force: input.force,
+    });
   },
 });
 

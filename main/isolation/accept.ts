@@ -33,16 +33,32 @@ export interface AcceptResult {
 
 /** What may be accepted: a completed execute task whose inspected commit passed verification. */
 function checkAcceptable(engine: Engine, task: Task, alloc: Allocation | null, opts: AcceptOptions): asserts alloc is Allocation {
-  if (task.kind !== 'execute') throw new AppError('invalid_input', `task ${task.id} is a ${task.kind} task; only execute tasks have changes to accept`, { field: 'id' });
-  if (task.status !== 'completed') throw new AppError('illegal_transition', `task ${task.id} is ${task.status}; only a completed task can be accepted`, { from: task.status, to: 'accepted' });
+  if (task.kind !== 'execute')
+    throw new AppError('invalid_input', `task ${task.id} is a ${task.kind} task; only execute tasks have changes to accept`, {
+      field: 'id',
+    });
+  if (task.status !== 'completed')
+    throw new AppError('illegal_transition', `task ${task.id} is ${task.status}; only a completed task can be accepted`, {
+      from: task.status,
+      to: 'accepted',
+    });
   if (!alloc || !alloc.headCommit) throw new AppError('conflict', `task ${task.id} has no inspected changes on record to accept`);
   if (task.verify.length === 0) {
-    if (!opts.unverified) throw new AppError('invalid_input', `task ${task.id} had no verify commands, so nothing checked its work; accept it with --unverified (unverified: true) if you reviewed the diff`, { field: 'unverified' });
+    if (!opts.unverified)
+      throw new AppError(
+        'invalid_input',
+        `task ${task.id} had no verify commands, so nothing checked its work; accept it with --unverified (unverified: true) if you reviewed the diff`,
+        { field: 'unverified' },
+      );
     return;
   }
   const last = alloc.verifyOk !== null ? { ok: alloc.verifyOk, commit: alloc.verifiedCommit } : lastVerifyOutcome(engine, task);
   if (!last?.ok) throw new AppError('verification_failed', `task ${task.id} did not pass verification; it cannot be accepted`);
-  if (last.commit !== alloc.headCommit) throw new AppError('conflict', `task ${task.id}: the verified commit ${last.commit} is not the task's latest commit ${alloc.headCommit}`);
+  if (last.commit !== alloc.headCommit)
+    throw new AppError(
+      'conflict',
+      `task ${task.id}: the verified commit ${last.commit} is not the task's latest commit ${alloc.headCommit}`,
+    );
 }
 
 /** The branch checked out in the source checkout, or null when HEAD is detached. */
@@ -83,11 +99,15 @@ async function buildCommit(repo: string, task: Task, alloc: Allocation, targetTi
     const tree = await git(repo, ['write-tree'], { env });
     const ident = await gitTry(repo, ['var', 'GIT_COMMITTER_IDENT']);
     const who = { GIT_AUTHOR_NAME: 'LightWorker', GIT_AUTHOR_EMAIL: 'lightworker@localhost' };
-    const committer: Record<string, string> = ident.exitCode === 0 ? {} : { GIT_COMMITTER_NAME: 'LightWorker', GIT_COMMITTER_EMAIL: 'lightworker@localhost' };
+    const committer: Record<string, string> =
+      ident.exitCode === 0 ? {} : { GIT_COMMITTER_NAME: 'LightWorker', GIT_COMMITTER_EMAIL: 'lightworker@localhost' };
     const message = `${task.name}\n\nLightWorker task ${task.id} (attempt ${task.attempt}, worker ${task.worker}).\n${
       task.verify.length ? `Verified by LightWorker: ${task.verify.length} command(s) passed.` : 'Accepted without verify commands.'
     }\n`;
-    return await git(repo, ['-c', 'commit.gpgsign=false', 'commit-tree', tree, '-p', targetTip, '-F', '-'], { env: { ...who, ...committer }, input: message });
+    return await git(repo, ['-c', 'commit.gpgsign=false', 'commit-tree', tree, '-p', targetTip, '-F', '-'], {
+      env: { ...who, ...committer },
+      input: message,
+    });
   } finally {
     rmSync(index, { force: true });
   }
@@ -102,7 +122,8 @@ async function syncCheckout(repo: string, commit: string, files: string[]): Prom
   const present = files.filter((f) => tree.has(f));
   const gone = files.filter((f) => !tree.has(f));
   if (present.length) await git(repo, ['checkout', '--pathspec-from-file=-', '--pathspec-file-nul', commit], { input: present.join('\0') });
-  if (gone.length) await git(repo, ['rm', '-q', '-f', '--ignore-unmatch', '--pathspec-from-file=-', '--pathspec-file-nul'], { input: gone.join('\0') });
+  if (gone.length)
+    await git(repo, ['rm', '-q', '-f', '--ignore-unmatch', '--pathspec-from-file=-', '--pathspec-file-nul'], { input: gone.join('\0') });
 }
 
 /**
@@ -120,14 +141,22 @@ export async function acceptTask(engine: Engine, id: string, opts: AcceptOptions
     // Re-read under the lock: a concurrent accept of the same task must not apply it twice.
     if (requireTask(engine.db, id).status !== 'completed') throw new AppError('conflict', `task ${id} was accepted or changed meanwhile`);
     const tip = await branchTip(repo, alloc.branch);
-    if (tip !== alloc.headCommit) throw new AppError('conflict', `task branch ${alloc.branch} moved (${tip ?? 'deleted'}) since it was inspected at ${alloc.headCommit}`);
+    if (tip !== alloc.headCommit)
+      throw new AppError(
+        'conflict',
+        `task branch ${alloc.branch} moved (${tip ?? 'deleted'}) since it was inspected at ${alloc.headCommit}`,
+      );
     const current = await currentBranch(repo);
     const target = opts.branch ?? current;
     if (!target) throw new AppError('conflict', `${repo} is on a detached HEAD; pass --branch to choose where the task's commit goes`);
-    if ((await gitTry(repo, ['check-ref-format', '--branch', target])).exitCode !== 0) throw new AppError('invalid_input', `branch: "${target}" is not a valid branch name`, { field: 'branch' });
+    if ((await gitTry(repo, ['check-ref-format', '--branch', target])).exitCode !== 0)
+      throw new AppError('invalid_input', `branch: "${target}" is not a valid branch name`, { field: 'branch' });
     const elsewhere = await checkedOutElsewhere(repo, target);
-    if (target !== current && elsewhere.length) throw new AppError('conflict', `branch ${target} is checked out in ${elsewhere.join(', ')}; accept there or choose another --branch`);
-    const files = splitZ(await git(repo, ['diff', '--name-only', '--no-renames', '-z', alloc.baseCommit, alloc.headCommit!], { raw: true }));
+    if (target !== current && elsewhere.length)
+      throw new AppError('conflict', `branch ${target} is checked out in ${elsewhere.join(', ')}; accept there or choose another --branch`);
+    const files = splitZ(
+      await git(repo, ['diff', '--name-only', '--no-renames', '-z', alloc.baseCommit, alloc.headCommit!], { raw: true }),
+    );
     const onCheckout = target === current;
     let targetTip = await branchTip(repo, target);
     if (!targetTip) targetTip = await git(repo, ['rev-parse', 'HEAD']);
@@ -136,7 +165,11 @@ export async function acceptTask(engine: Engine, id: string, opts: AcceptOptions
       const inTree = new Set(splitZ(await git(repo, ['ls-tree', '-r', '--name-only', '-z', targetTip], { raw: true })));
       const blocked = files.filter((f) => dirty.has(f) || (!inTree.has(f) && existsSync(join(repo, f))));
       if (blocked.length) {
-        throw new AppError('conflict', `${repo} has uncommitted changes in files the task touches: ${blocked.join(', ')}; commit or stash them first (nothing was changed)`, { files: blocked });
+        throw new AppError(
+          'conflict',
+          `${repo} has uncommitted changes in files the task touches: ${blocked.join(', ')}; commit or stash them first (nothing was changed)`,
+          { files: blocked },
+        );
       }
     }
     const commit = await buildCommit(repo, task, alloc, targetTip, target);
@@ -144,7 +177,8 @@ export async function acceptTask(engine: Engine, id: string, opts: AcceptOptions
       const existed = (await branchTip(repo, target)) !== null;
       const cas = existed ? targetTip : '0'.repeat(40);
       const upd = await gitTry(repo, ['update-ref', '-m', `lightworker: accept ${id}`, `refs/heads/${target}`, commit, cas]);
-      if (upd.exitCode !== 0) throw new AppError('conflict', `branch ${target} changed while accepting ${id}; nothing was applied, try again`);
+      if (upd.exitCode !== 0)
+        throw new AppError('conflict', `branch ${target} changed while accepting ${id}; nothing was applied, try again`);
       if (onCheckout && files.length) {
         try {
           await syncCheckout(repo, commit, files);
@@ -168,6 +202,7 @@ export async function acceptTask(engine: Engine, id: string, opts: AcceptOptions
     return { commit, target, files, accepted };
   });
   const fresh = getAllocation(engine.db, id);
-  if (fresh && fresh.state !== 'released') await removeWorktree(engine, fresh, { reason: 'accepted', deleteBranch: false, snapshot: false });
+  if (fresh && fresh.state !== 'released')
+    await removeWorktree(engine, fresh, { reason: 'accepted', deleteBranch: false, snapshot: false });
   return { task: outcome.accepted, commit: outcome.commit, branch: outcome.target, files: outcome.files };
 }

@@ -73,7 +73,9 @@ export function getAllocation(db: Db, taskId: string): Allocation | null {
 
 export function listAllocations(db: Db, states?: AllocationState[]): Allocation[] {
   const rows = states?.length
-    ? (db.prepare(`SELECT * FROM worktrees WHERE state IN (${states.map(() => '?').join(',')}) ORDER BY created_at`).all(...states) as Row[])
+    ? (db
+        .prepare(`SELECT * FROM worktrees WHERE state IN (${states.map(() => '?').join(',')}) ORDER BY created_at`)
+        .all(...states) as Row[])
     : (db.prepare('SELECT * FROM worktrees ORDER BY created_at').all() as Row[]);
   return rows.map(toAllocation);
 }
@@ -104,7 +106,10 @@ export function insertAllocating(db: Db, a: NewAllocation, now = Date.now()): vo
 
 /** Phase 2: the worktree exists on disk. Returns false when the row was not in `allocating` (swept meanwhile). */
 export function markReady(db: Db, taskId: string, now = Date.now()): boolean {
-  return db.prepare(`UPDATE worktrees SET state = 'ready', ready_at = ? WHERE task_id = ? AND state = 'allocating'`).run(now, taskId).changes === 1;
+  return (
+    db.prepare(`UPDATE worktrees SET state = 'ready', ready_at = ? WHERE task_id = ? AND state = 'allocating'`).run(now, taskId).changes ===
+    1
+  );
 }
 
 export function markReleased(db: Db, taskId: string, reason: string, now = Date.now()): void {

@@ -35,7 +35,8 @@ export function minimalEnv(extra: Record<string, string> = {}): Record<string, s
     const v = process.env[k];
     if (v !== undefined) env[k] = v;
   }
-  if (process.platform === 'win32') for (const k of ['SystemRoot', 'ComSpec', 'PATHEXT', 'TEMP', 'TMP', 'USERPROFILE']) if (process.env[k]) env[k] = process.env[k]!;
+  if (process.platform === 'win32')
+    for (const k of ['SystemRoot', 'ComSpec', 'PATHEXT', 'TEMP', 'TMP', 'USERPROFILE']) if (process.env[k]) env[k] = process.env[k]!;
   return { ...env, ...extra };
 }
 
@@ -49,7 +50,10 @@ function argvOf(cmd: UserCommand): [string, string[]] {
 export function tailBytes(s: string, max: number): string {
   const buf = Buffer.from(s, 'utf8');
   if (buf.length <= max) return s;
-  return buf.subarray(buf.length - max).toString('utf8').replace(/^\uFFFD+/, '');
+  return buf
+    .subarray(buf.length - max)
+    .toString('utf8')
+    .replace(/^\uFFFD+/, '');
 }
 
 /**

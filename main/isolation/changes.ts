@@ -71,7 +71,9 @@ export async function inspectWorktree(engine: Engine, task: Task, input: Inspect
     return git(input.worktree, ['rev-parse', 'HEAD']);
   });
   const onBranch = await gitTry(input.worktree, ['symbolic-ref', '--quiet', 'HEAD']);
-  const changedFiles = splitZ(await git(input.worktree, ['diff', '--name-only', '--no-renames', '-z', input.baseCommit, head], { raw: true }));
+  const changedFiles = splitZ(
+    await git(input.worktree, ['diff', '--name-only', '--no-renames', '-z', input.baseCommit, head], { raw: true }),
+  );
   const violations = boundaryViolations(input.worktree, changedFiles, task.allowedPaths);
   if (onBranch.stdout.trim() !== `refs/heads/${input.branch}`) {
     violations.push(`${input.worktree} (HEAD left the task branch ${input.branch}: now ${onBranch.stdout.trim() || 'detached'})`);
@@ -99,7 +101,9 @@ export async function inspectWorktree(engine: Engine, task: Task, input: Inspect
 /** Read-only kinds: only the source-checkout comparison applies. */
 export async function inspectReadOnly(engine: Engine, task: Task, repo: string, before: SourceSnapshot): Promise<string[]> {
   const after = await snapshotSource(repo);
-  const violations = diffSnapshots(before, after).map((p) => `${describeSource(repo, p)} (written in the source checkout by a read-only task)`);
+  const violations = diffSnapshots(before, after).map(
+    (p) => `${describeSource(repo, p)} (written in the source checkout by a read-only task)`,
+  );
   engine.write(() => appendEvent(engine.db, task.id, 'changes.inspected', { readOnly: true, violations, empty: true }));
   return violations;
 }

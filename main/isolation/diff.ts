@@ -26,7 +26,10 @@ export interface TaskDiff {
 function cap(text: string, max: number): { text: string; truncated: boolean } {
   const buf = Buffer.from(text, 'utf8');
   if (buf.length <= max) return { text, truncated: false };
-  const cut = buf.subarray(0, max).toString('utf8').replace(/\uFFFD+$/, '');
+  const cut = buf
+    .subarray(0, max)
+    .toString('utf8')
+    .replace(/\uFFFD+$/, '');
   return { text: cut.slice(0, cut.lastIndexOf('\n') + 1), truncated: true };
 }
 

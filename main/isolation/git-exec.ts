@@ -53,7 +53,9 @@ export async function git(cwd: string, args: string[], opts: GitOptions = {}): P
   const r = await gitTry(cwd, args, opts);
   if (r.exitCode !== 0) {
     const why = (r.stderr || r.stdout).trim().split('\n').slice(-3).join(' / ');
-    throw new AppError('git_failed', `git ${args.slice(0, 2).join(' ')} failed in ${cwd}: ${why || `exit ${r.exitCode}`}`, { exitCode: r.exitCode });
+    throw new AppError('git_failed', `git ${args.slice(0, 2).join(' ')} failed in ${cwd}: ${why || `exit ${r.exitCode}`}`, {
+      exitCode: r.exitCode,
+    });
   }
   return r.stdout;
 }

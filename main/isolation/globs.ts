@@ -13,7 +13,10 @@ function hasMagic(p: string): boolean {
 }
 
 function normalize(p: string): string {
-  return p.replace(/\\/g, '/').replace(/^\.\/+/, '').replace(/\/+$/, '');
+  return p
+    .replace(/\\/g, '/')
+    .replace(/^\.\/+/, '')
+    .replace(/\/+$/, '');
 }
 
 function toRegexSource(glob: string): string {
@@ -44,7 +47,10 @@ function toRegexSource(glob: string): string {
       const end = glob.indexOf(']', i + 1);
       if (end === -1) re += '\\[';
       else {
-        const body = glob.slice(i + 1, end).replace(/^!/, '^').replace(/\\/g, '\\\\');
+        const body = glob
+          .slice(i + 1, end)
+          .replace(/^!/, '^')
+          .replace(/\\/g, '\\\\');
         re += `[${body}]`;
         i = end;
       }

@@ -26,10 +26,16 @@ export function isInside(child: string, parent: string): boolean {
  */
 export function checkContainment(homeRoot: string, repo: string): void {
   if (isInside(repo, homeRoot)) {
-    throw new AppError('invalid_input', `workspace: repository ${repo} is inside the LightWorker home ${homeRoot}; move one of them`, { field: 'workspace' });
+    throw new AppError('invalid_input', `workspace: repository ${repo} is inside the LightWorker home ${homeRoot}; move one of them`, {
+      field: 'workspace',
+    });
   }
   if (isInside(homeRoot, repo)) {
-    throw new AppError('invalid_input', `workspace: the LightWorker home ${homeRoot} is inside repository ${repo}; set LIGHTWORKER_HOME outside it`, { field: 'workspace' });
+    throw new AppError(
+      'invalid_input',
+      `workspace: the LightWorker home ${homeRoot} is inside repository ${repo}; set LIGHTWORKER_HOME outside it`,
+      { field: 'workspace' },
+    );
   }
 }
 
@@ -46,10 +52,14 @@ export function checkDiskReserve(config: Config, dir: string): { freeBytes: numb
   const reserve = diskReserve(config, total);
   if (free < reserve) {
     const gib = (n: number) => `${(n / GIB).toFixed(2)} GiB`;
-    throw new AppError('disk_full', `not enough disk for a new worktree in ${dir}: ${gib(free)} free, ${gib(reserve)} kept in reserve (worktrees.disk_reserve_bytes); run \`lightworker prune --apply\``, {
-      freeBytes: free,
-      reserveBytes: reserve,
-    });
+    throw new AppError(
+      'disk_full',
+      `not enough disk for a new worktree in ${dir}: ${gib(free)} free, ${gib(reserve)} kept in reserve (worktrees.disk_reserve_bytes); run \`lightworker prune --apply\``,
+      {
+        freeBytes: free,
+        reserveBytes: reserve,
+      },
+    );
   }
   return { freeBytes: free, reserveBytes: reserve };
 }

@@ -35,7 +35,12 @@ export function reserveBlock(db: Db, taskId: string, skip: ReadonlySet<number> =
   const taken = new Set((db.prepare('SELECT base FROM port_blocks').all() as { base: number }[]).map((r) => r.base));
   for (let base = PORT_RANGE.first; base + PORT_BLOCK_SIZE - 1 <= PORT_RANGE.last; base += PORT_BLOCK_SIZE) {
     if (taken.has(base) || skip.has(base)) continue;
-    db.prepare('INSERT INTO port_blocks (base, size, task_id, allocated_at) VALUES (?, ?, ?, ?)').run(base, PORT_BLOCK_SIZE, taskId, Date.now());
+    db.prepare('INSERT INTO port_blocks (base, size, task_id, allocated_at) VALUES (?, ?, ?, ?)').run(
+      base,
+      PORT_BLOCK_SIZE,
+      taskId,
+      Date.now(),
+    );
     return { base, size: PORT_BLOCK_SIZE };
   }
   throw new AppError('unavailable', `no free port block left in ${PORT_RANGE.first}-${PORT_RANGE.last}; prune ended worktrees`);

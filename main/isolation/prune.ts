@@ -83,7 +83,12 @@ export async function pruneWorkspaces(engine: Engine, opts: PruneOptions): Promi
     out.push({
       item,
       run: async () => {
-        const r = await removeWorktree(engine, a, { reason: `pruned: ${reason}`, deleteBranch: true, force: opts.force, expect: { state: a.state, createdAt: a.createdAt } });
+        const r = await removeWorktree(engine, a, {
+          reason: `pruned: ${reason}`,
+          deleteBranch: true,
+          force: opts.force,
+          expect: { state: a.state, createdAt: a.createdAt },
+        });
         if (r.skipped) throw new Error('the allocation changed meanwhile; left alone');
         branchItem.action = r.branchDeleted ? 'remove' : 'keep';
         if (!r.branchDeleted) branchItem.reason = 'holds commits found on no other branch; kept (use --force to delete)';
@@ -102,7 +107,14 @@ export async function pruneWorkspaces(engine: Engine, opts: PruneOptions): Promi
       const task = getTask(engine.db, a.taskId);
       if (!existsSync(a.path)) {
         plans.push({
-          item: { kind: 'worktree', path: a.path, taskId: a.taskId, branch: a.branch, reason: 'worktree folder is missing on disk', action: 'remove' },
+          item: {
+            kind: 'worktree',
+            path: a.path,
+            taskId: a.taskId,
+            branch: a.branch,
+            reason: 'worktree folder is missing on disk',
+            action: 'remove',
+          },
           run: async () => {
             if (existsSync(a.repo)) await gitTry(a.repo, ['worktree', 'prune']);
             engine.write(() => {
@@ -138,7 +150,14 @@ export async function pruneWorkspaces(engine: Engine, opts: PruneOptions): Promi
     const repo = gitDir ? repoOfWorktreeGitDir(gitDir) : null;
     if (repo && existsSync(repo)) repos.add(repo);
     plans.push({
-      item: { kind: 'directory', path, taskId: null, branch: null, reason: gitDir ? `orphan git worktree of ${repo} (no allocation on record)` : 'orphan folder (no allocation on record)', action: 'remove' },
+      item: {
+        kind: 'directory',
+        path,
+        taskId: null,
+        branch: null,
+        reason: gitDir ? `orphan git worktree of ${repo} (no allocation on record)` : 'orphan folder (no allocation on record)',
+        action: 'remove',
+      },
       run: async () => {
         if (gitDir && !opts.force) await commitAll(path, 'lightworker: snapshot before pruning an orphan worktree').catch(() => null);
         rmSync(path, { recursive: true, force: true });
@@ -156,7 +175,14 @@ export async function pruneWorkspaces(engine: Engine, opts: PruneOptions): Promi
       const p = line.slice(9);
       if (!p.startsWith(engine.home.worktrees) || existsSync(p) || plans.some((x) => x.item.path === p)) continue;
       plans.push({
-        item: { kind: 'git-worktree', path: p, taskId: null, branch: null, reason: `registered in ${repo} but missing on disk (git worktree prune)`, action: 'remove' },
+        item: {
+          kind: 'git-worktree',
+          path: p,
+          taskId: null,
+          branch: null,
+          reason: `registered in ${repo} but missing on disk (git worktree prune)`,
+          action: 'remove',
+        },
         run: async () => {
           await gitTry(repo, ['worktree', 'prune']);
         },

@@ -64,7 +64,14 @@ export async function withRepoLock<T>(repo: string, what: string, fn: () => Prom
 }
 
 async function acquire(path: string, what: string, timeoutMs: number): Promise<string> {
-  const owner: LockOwner = { pid: process.pid, start: processStartTime(process.pid), host: hostname(), token: newToken(12), at: Date.now(), what };
+  const owner: LockOwner = {
+    pid: process.pid,
+    start: processStartTime(process.pid),
+    host: hostname(),
+    token: newToken(12),
+    at: Date.now(),
+    what,
+  };
   const deadline = Date.now() + timeoutMs;
   let delay = 5;
   for (;;) {

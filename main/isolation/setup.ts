@@ -53,7 +53,10 @@ export function readSetup(engine: Engine, repo: string): SetupConfig {
   const parsed = setupSchema.safeParse(raw);
   if (!parsed.success) {
     const i = parsed.error.issues[0];
-    throw new AppError('invalid_input', `${source}: ${i.path.join('.') || (i.code === 'unrecognized_keys' ? i.keys.join(', ') : 'setup')}: ${i.message}`);
+    throw new AppError(
+      'invalid_input',
+      `${source}: ${i.path.join('.') || (i.code === 'unrecognized_keys' ? i.keys.join(', ') : 'setup')}: ${i.message}`,
+    );
   }
   return parsed.data;
 }
@@ -102,7 +105,14 @@ export interface SetupOutcome {
  * Copy the selected files into the worktree, then run the setup command there (timeout, minimal env +
  * `env`). Output is kept (redacted) in `logPath`. A failing or timed-out setup throws.
  */
-export async function runSetup(repo: string, worktree: string, cfg: SetupConfig, env: Record<string, string>, logPath: string, signal?: AbortSignal): Promise<SetupOutcome> {
+export async function runSetup(
+  repo: string,
+  worktree: string,
+  cfg: SetupConfig,
+  env: Record<string, string>,
+  logPath: string,
+  signal?: AbortSignal,
+): Promise<SetupOutcome> {
   const copied = await selectCopies(repo, cfg.copy);
   for (const p of copied) {
     mkdirSync(dirname(join(worktree, p)), { recursive: true });
@@ -114,8 +124,12 @@ export async function runSetup(repo: string, worktree: string, cfg: SetupConfig,
   writeFileSync(logPath, redactText(r.output));
   const shown = Array.isArray(cfg.setup) ? cfg.setup.join(' ') : cfg.setup;
   if (r.spawnError) throw new AppError('invalid_input', `setup command "${shown}" could not start: ${r.spawnError}`);
-  if (r.timedOut) throw new AppError('timed_out', `setup command "${shown}" timed out after ${cfg.setup_timeout_s} s; output in ${logPath}`);
+  if (r.timedOut)
+    throw new AppError('timed_out', `setup command "${shown}" timed out after ${cfg.setup_timeout_s} s; output in ${logPath}`);
   if (r.aborted) throw new AppError('cancelled', `setup command "${shown}" was cancelled`);
-  if (r.exitCode !== 0) throw new AppError('worker_failed', `setup command "${shown}" failed with exit ${r.exitCode ?? r.signal}; output in ${logPath}`, { exitCode: r.exitCode });
+  if (r.exitCode !== 0)
+    throw new AppError('worker_failed', `setup command "${shown}" failed with exit ${r.exitCode ?? r.signal}; output in ${logPath}`, {
+      exitCode: r.exitCode,
+    });
   return { copied, command: cfg.setup, exitCode: r.exitCode, durationMs: r.durationMs, log: logPath };
 }

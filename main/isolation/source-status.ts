@@ -23,7 +23,11 @@ function fingerprint(repo: string, path: string, code: string): string {
 
 /** Porcelain status of `repo` as path → two-letter code (renames list both paths). */
 export async function statusEntries(repo: string): Promise<Map<string, string>> {
-  const out = await git(repo, ['--no-optional-locks', 'status', '--porcelain=v1', '-z', '--untracked-files=all', '--ignore-submodules=none'], { raw: true });
+  const out = await git(
+    repo,
+    ['--no-optional-locks', 'status', '--porcelain=v1', '-z', '--untracked-files=all', '--ignore-submodules=none'],
+    { raw: true },
+  );
   const parts = splitZ(out);
   const map = new Map<string, string>();
   for (let i = 0; i < parts.length; i++) {
@@ -66,6 +70,7 @@ export function diffSnapshots(before: SourceSnapshot, after: SourceSnapshot): st
   for (const p of Object.keys(before.entries)) if (!(p in after.entries)) changed.add(p);
   const out = [...changed].sort();
   if (before.head !== after.head) out.push(`HEAD (moved from ${before.head ?? 'nothing'} to ${after.head ?? 'nothing'})`);
-  else if (before.branchRef !== after.branchRef) out.push(`HEAD (switched from ${before.branchRef ?? 'detached'} to ${after.branchRef ?? 'detached'})`);
+  else if (before.branchRef !== after.branchRef)
+    out.push(`HEAD (switched from ${before.branchRef ?? 'detached'} to ${after.branchRef ?? 'detached'})`);
   return out;
 }

@@ -31,12 +31,20 @@ export const VERIFY_TAIL_BYTES = 8 * 1024;
  * tree is killed on timeout or abort. Records `verify.started` / `verify.command` / `verify.completed`
  * events and, for a worktree, the outcome together with the commit it applies to (accept checks both).
  */
-export async function verifyIn(engine: Engine, task: Task, cwd: string, env: Record<string, string>, signal: AbortSignal): Promise<VerifyRun> {
+export async function verifyIn(
+  engine: Engine,
+  task: Task,
+  cwd: string,
+  env: Record<string, string>,
+  signal: AbortSignal,
+): Promise<VerifyRun> {
   const commands = task.verify;
   const started = Date.now();
   const head = (await gitTry(cwd, ['rev-parse', 'HEAD'])).stdout.trim() || null;
   const run = verifyRunNumber(engine, task);
-  engine.write(() => appendEvent(engine.db, task.id, 'verify.started', { attempt: task.attempt, run, commands: commands.length, commit: head }));
+  engine.write(() =>
+    appendEvent(engine.db, task.id, 'verify.started', { attempt: task.attempt, run, commands: commands.length, commit: head }),
+  );
   const results: VerifyCommandOutcome[] = [];
   const logParts: string[] = [];
   const timeoutMs = engine.config.verify.timeout_s * 1000;
@@ -54,9 +62,22 @@ export async function verifyIn(engine: Engine, task: Task, cwd: string, env: Rec
     const exitCode = r.timedOut || r.aborted ? null : r.exitCode;
     const outcome: VerifyCommandOutcome = { command, exitCode, durationMs: r.durationMs, outputTail, timedOut: r.timedOut };
     results.push(outcome);
-    logParts.push(`$ ${Array.isArray(command) ? JSON.stringify(command) : command}\n${r.output}\n[exit ${exitCode ?? (r.timedOut ? 'timeout' : r.signal ?? 'none')}, ${r.durationMs} ms]\n`);
+    logParts.push(
+      `$ ${Array.isArray(command) ? JSON.stringify(command) : command}\n${r.output}\n[exit ${exitCode ?? (r.timedOut ? 'timeout' : (r.signal ?? 'none'))}, ${r.durationMs} ms]\n`,
+    );
     engine.write(() =>
-      appendEvent(engine.db, task.id, 'verify.command', { attempt: task.attempt, run, index: i, command, exitCode, signal: r.signal, durationMs: r.durationMs, timedOut: r.timedOut, aborted: r.aborted, outputTail }),
+      appendEvent(engine.db, task.id, 'verify.command', {
+        attempt: task.attempt,
+        run,
+        index: i,
+        command,
+        exitCode,
+        signal: r.signal,
+        durationMs: r.durationMs,
+        timedOut: r.timedOut,
+        aborted: r.aborted,
+        outputTail,
+      }),
     );
     if (exitCode !== 0) break;
   }
@@ -69,7 +90,17 @@ export async function verifyIn(engine: Engine, task: Task, cwd: string, env: Rec
   }
   engine.write(() => {
     if (getAllocation(engine.db, task.id)?.state === 'ready') setVerifyOutcome(engine.db, task.id, ok, head);
-    appendEvent(engine.db, task.id, 'verify.completed', { attempt: task.attempt, run, ok, commit: head, durationMs: Date.now() - started, ran: results.length, of: commands.length, aborted: signal.aborted, log });
+    appendEvent(engine.db, task.id, 'verify.completed', {
+      attempt: task.attempt,
+      run,
+      ok,
+      commit: head,
+      durationMs: Date.now() - started,
+      ran: results.length,
+      of: commands.length,
+      aborted: signal.aborted,
+      log,
+    });
   });
   return { ok, results, log };
 }

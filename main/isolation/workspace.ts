@@ -98,15 +98,40 @@ export async function prepareWorkspace(engine: Engine, task: Task): Promise<Prep
       baseCommit: plan.baseCommit,
       ports: { first: block.base, count: block.size },
       durationMs: ms(t4 - t0),
-      timings: { checksMs: ms(t1 - t0), sourceStatusMs: ms(t2 - t1), lockedMs: ms(alloc.timings.lockedMs), gitAddMs: ms(alloc.timings.gitAddMs), recordMs: ms(t3 - t2 - alloc.timings.lockedMs), portsMs: ms(t4 - t3) },
+      timings: {
+        checksMs: ms(t1 - t0),
+        sourceStatusMs: ms(t2 - t1),
+        lockedMs: ms(alloc.timings.lockedMs),
+        gitAddMs: ms(alloc.timings.gitAddMs),
+        recordMs: ms(t3 - t2 - alloc.timings.lockedMs),
+        portsMs: ms(t4 - t3),
+      },
       ...(uncarried ? { note: `${uncarried} uncommitted change(s) in ${repo} are not carried into the worktree` } : {}),
     }),
   );
-  const setup = await runSetup(repo, alloc.path, readSetup(engine, repo), env, join(engine.home.artifacts, task.id, `setup-${task.attempt}.log`));
+  const setup = await runSetup(
+    repo,
+    alloc.path,
+    readSetup(engine, repo),
+    env,
+    join(engine.home.artifacts, task.id, `setup-${task.attempt}.log`),
+  );
   if (setup.copied.length || setup.command) {
-    engine.write(() => appendEvent(engine.db, task.id, 'worktree.setup', { copied: setup.copied, command: setup.command, exitCode: setup.exitCode, durationMs: setup.durationMs, log: setup.log }));
+    engine.write(() =>
+      appendEvent(engine.db, task.id, 'worktree.setup', {
+        copied: setup.copied,
+        command: setup.command,
+        exitCode: setup.exitCode,
+        durationMs: setup.durationMs,
+        log: setup.log,
+      }),
+    );
   }
-  return { workdir: alloc.path, env, state: { repo, source, baseCommit: plan.baseCommit, branch: plan.branch, copied: setup.copied } satisfies WorkspaceState };
+  return {
+    workdir: alloc.path,
+    env,
+    state: { repo, source, baseCommit: plan.baseCommit, branch: plan.branch, copied: setup.copied } satisfies WorkspaceState,
+  };
 }
 
 /**
@@ -122,8 +147,21 @@ export async function inspectChanges(engine: Engine, task: Task, ws: PreparedWor
     return { ok: violations.length === 0, changedFiles: [], empty: true, violations, diffArtifact: null };
   }
   if (!st.baseCommit) throw new Error('PreparedWorkspace.state has no baseCommit for an execute task');
-  const r = await inspectWorktree(engine, task, { repo: st.repo, worktree: ws.workdir, baseCommit: st.baseCommit, branch: st.branch ?? `lightworker/${task.id}`, source: st.source, copied: st.copied ?? [] });
-  return { ok: r.violations.length === 0, changedFiles: r.changedFiles, empty: r.changedFiles.length === 0, violations: r.violations, diffArtifact: r.diffArtifact };
+  const r = await inspectWorktree(engine, task, {
+    repo: st.repo,
+    worktree: ws.workdir,
+    baseCommit: st.baseCommit,
+    branch: st.branch ?? `lightworker/${task.id}`,
+    source: st.source,
+    copied: st.copied ?? [],
+  });
+  return {
+    ok: r.violations.length === 0,
+    changedFiles: r.changedFiles,
+    empty: r.changedFiles.length === 0,
+    violations: r.violations,
+    diffArtifact: r.diffArtifact,
+  };
 }
 
 /**

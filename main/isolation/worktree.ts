@@ -77,7 +77,13 @@ async function clearLeftovers(engine: Engine, plan: AllocationPlan, previous: Al
   if (!(await isBranchContained(plan.repo, plan.branch, previous?.baseCommit ?? null))) {
     const keep = `${plan.branch}-attempt-${previous?.attempt ?? 0}-${Date.now().toString(36)}`;
     await git(plan.repo, ['branch', '-m', plan.branch, keep]);
-    if (previous) engine.write(() => appendEvent(engine.db, previous.taskId, 'worktree.branch_kept', { branch: keep, reason: 'earlier attempt had commits found on no other branch' }));
+    if (previous)
+      engine.write(() =>
+        appendEvent(engine.db, previous.taskId, 'worktree.branch_kept', {
+          branch: keep,
+          reason: 'earlier attempt had commits found on no other branch',
+        }),
+      );
   } else {
     await gitTry(plan.repo, ['branch', '-D', plan.branch]);
   }
@@ -97,7 +103,11 @@ export interface AllocationTimings {
  * on a new branch from the base commit → phase 2 (ready, recorded on the task). A failure after phase 1
  * releases the record (and anything made on disk) before rethrowing.
  */
-export async function allocateWorktree(engine: Engine, task: Task, plan: AllocationPlan): Promise<Allocation & { timings: AllocationTimings }> {
+export async function allocateWorktree(
+  engine: Engine,
+  task: Task,
+  plan: AllocationPlan,
+): Promise<Allocation & { timings: AllocationTimings }> {
   if (allocating.has(task.id)) throw new AppError('conflict', `task ${task.id}: a worktree allocation is already in progress`);
   allocating.add(task.id);
   try {
@@ -114,7 +124,12 @@ export async function allocateWorktree(engine: Engine, task: Task, plan: Allocat
       });
     } catch (err) {
       const failed = getAllocation(engine.db, task.id);
-      if (failed) await removeWorktree(engine, failed, { reason: `allocation failed: ${(err as Error).message}`, deleteBranch: true, snapshot: false }).catch(() => undefined);
+      if (failed)
+        await removeWorktree(engine, failed, {
+          reason: `allocation failed: ${(err as Error).message}`,
+          deleteBranch: true,
+          snapshot: false,
+        }).catch(() => undefined);
       throw err;
     }
     timings.lockedMs = performance.now() - t0;
@@ -146,7 +161,11 @@ export interface RemoveOptions {
  * Remove a task's worktree (under the repository lock), free its ports and mark the allocation released.
  * Uncommitted changes are committed to the branch first unless `force`. Returns whether the branch was deleted.
  */
-export async function removeWorktree(engine: Engine, alloc: Allocation, opts: RemoveOptions): Promise<{ branchDeleted: boolean; skipped: boolean }> {
+export async function removeWorktree(
+  engine: Engine,
+  alloc: Allocation,
+  opts: RemoveOptions,
+): Promise<{ branchDeleted: boolean; skipped: boolean }> {
   let branchDeleted = false;
   let acted = !existsSync(alloc.repo);
   const stillSame = () => {
@@ -157,26 +176,32 @@ export async function removeWorktree(engine: Engine, alloc: Allocation, opts: Re
   if (!existsSync(alloc.repo)) {
     // The repository itself is gone: only our folder is left to clean.
     rmSync(alloc.path, { recursive: true, force: true });
-  } else await withRepoLock(alloc.repo, `remove worktree of ${alloc.taskId}`, async () => {
-    if (!stillSame()) return;
-    acted = true;
-    if (existsSync(alloc.path)) {
-      if (!opts.force && opts.snapshot !== false && existsSync(join(alloc.path, '.git'))) {
-        await commitAll(alloc.path, `lightworker: snapshot before removing the worktree (${opts.reason})`).catch(() => null);
+  } else
+    await withRepoLock(alloc.repo, `remove worktree of ${alloc.taskId}`, async () => {
+      if (!stillSame()) return;
+      acted = true;
+      if (existsSync(alloc.path)) {
+        if (!opts.force && opts.snapshot !== false && existsSync(join(alloc.path, '.git'))) {
+          await commitAll(alloc.path, `lightworker: snapshot before removing the worktree (${opts.reason})`).catch(() => null);
+        }
+        const r = await gitTry(alloc.repo, ['worktree', 'remove', '--force', '--force', alloc.path]);
+        if (r.exitCode !== 0) rmSync(alloc.path, { recursive: true, force: true });
       }
-      const r = await gitTry(alloc.repo, ['worktree', 'remove', '--force', '--force', alloc.path]);
-      if (r.exitCode !== 0) rmSync(alloc.path, { recursive: true, force: true });
-    }
-    await gitTry(alloc.repo, ['worktree', 'prune']);
-    if (opts.deleteBranch && (opts.force || (await isBranchContained(alloc.repo, alloc.branch, alloc.baseCommit)))) {
-      branchDeleted = (await gitTry(alloc.repo, ['branch', '-D', alloc.branch])).exitCode === 0;
-    }
-  });
+      await gitTry(alloc.repo, ['worktree', 'prune']);
+      if (opts.deleteBranch && (opts.force || (await isBranchContained(alloc.repo, alloc.branch, alloc.baseCommit)))) {
+        branchDeleted = (await gitTry(alloc.repo, ['branch', '-D', alloc.branch])).exitCode === 0;
+      }
+    });
   if (!acted) return { branchDeleted: false, skipped: true };
   engine.write(() => {
     markReleased(engine.db, alloc.taskId, opts.reason);
     releaseBlock(engine.db, alloc.taskId);
-    appendEvent(engine.db, alloc.taskId, 'worktree.removed', { path: alloc.path, branch: alloc.branch, reason: opts.reason, branchDeleted });
+    appendEvent(engine.db, alloc.taskId, 'worktree.removed', {
+      path: alloc.path,
+      branch: alloc.branch,
+      reason: opts.reason,
+      branchDeleted,
+    });
   });
   return { branchDeleted, skipped: false };
 }

@@ -22,7 +22,9 @@ const FILES = Number(process.env.BENCH_FILES ?? 10_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 
 function gitIn(cwd: string, ...args: string[]): string {
-  return execFileSync('git', args, { cwd, stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 64 * 1024 * 1024 }).toString().trim();
+  return execFileSync('git', args, { cwd, stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 64 * 1024 * 1024 })
+    .toString()
+    .trim();
 }
 
 function makeBigRepo(dir: string): void {
@@ -59,7 +61,12 @@ export async function run(): Promise<Record<string, number | string>> {
       bare.push(performance.now() - t0);
     };
     const lwOnce = async (i: number) => {
-      const { task } = (await runCommand(COMMANDS, ctx, 'delegate_task', { objective: `bench ${i}`, kind: 'execute', workspace: repo, mode: 'auto_execute' })) as { task: { id: string } };
+      const { task } = (await runCommand(COMMANDS, ctx, 'delegate_task', {
+        objective: `bench ${i}`,
+        kind: 'execute',
+        workspace: repo,
+        mode: 'auto_execute',
+      })) as { task: { id: string } };
       engine.write(() => transition(engine.db, task.id, 'queued', 'starting'));
       const t0 = performance.now();
       await prepareWorkspace(engine, requireTask(engine.db, task.id));

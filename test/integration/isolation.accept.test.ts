@@ -33,7 +33,7 @@ describe('accept_task', () => {
     expect(git(h.repo, 'worktree', 'list')).not.toContain(task.id);
   });
 
-  it('keeps the user\'s staged and unstaged work in other files out of the commit and intact', async () => {
+  it("keeps the user's staged and unstaged work in other files out of the commit and intact", async () => {
     h = makeHome();
     writeFileSync(join(h.repo, 'other.txt'), 'v1\n');
     writeFileSync(join(h.repo, 'gone.txt'), 'to be deleted\n');
@@ -76,7 +76,10 @@ describe('accept_task', () => {
     const head = git(h.repo, 'rev-parse', 'HEAD');
     const status = git(h.repo, 'status', '--porcelain');
 
-    await expect(h.call('accept_task', { id: task.id })).rejects.toMatchObject({ code: 'conflict', message: expect.stringContaining('README.md') });
+    await expect(h.call('accept_task', { id: task.id })).rejects.toMatchObject({
+      code: 'conflict',
+      message: expect.stringContaining('README.md'),
+    });
     expect(readFileSync(join(h.repo, 'README.md')).equals(mine)).toBe(true);
     expect(git(h.repo, 'rev-parse', 'HEAD')).toBe(head);
     expect(git(h.repo, 'status', '--porcelain')).toBe(status);
@@ -111,7 +114,10 @@ describe('accept_task', () => {
 
     const noVerify = await newExecuteTask(h, { verify: [] });
     await simulateRun(h, noVerify, (dir) => writeFileSync(join(dir, 'b.txt'), 'b\n'));
-    await expect(h.call('accept_task', { id: noVerify.id })).rejects.toMatchObject({ code: 'invalid_input', message: expect.stringContaining('unverified') });
+    await expect(h.call('accept_task', { id: noVerify.id })).rejects.toMatchObject({
+      code: 'invalid_input',
+      message: expect.stringContaining('unverified'),
+    });
     await expect(h.call('accept_task', { id: noVerify.id, unverified: true }, 'mcp')).rejects.toMatchObject({ code: 'forbidden' });
     const r = await h.call('accept_task', { id: noVerify.id, unverified: true });
     expect(r.task.status).toBe('accepted');

@@ -38,7 +38,7 @@ describe('inspectChanges boundary check', () => {
     expect(run.changes.violations.join('\n')).toMatch(/HEAD \(moved from/);
   });
 
-  it('reports a hook planted in the source repository\'s git dir and a worktree that left its branch', async () => {
+  it("reports a hook planted in the source repository's git dir and a worktree that left its branch", async () => {
     h = makeHome();
     const t = await newExecuteTask(h);
     const run = await simulateRun(h, t, (dir) => {
@@ -76,7 +76,11 @@ describe('inspectChanges boundary check', () => {
         writeFileSync(join(dir, p), body);
       }
     });
-    expect(run.changes.violations.sort()).toEqual(['README.md (outside allowed_paths)', 'docs/deep/y.md (outside allowed_paths)', 'package.json (outside allowed_paths)']);
+    expect(run.changes.violations.sort()).toEqual([
+      'README.md (outside allowed_paths)',
+      'docs/deep/y.md (outside allowed_paths)',
+      'package.json (outside allowed_paths)',
+    ]);
     expect(run.changes.changedFiles).toContain('src/a/b.ts');
   });
 
@@ -96,7 +100,9 @@ describe('inspectChanges boundary check', () => {
 
   it('caps a large diff with a note', async () => {
     h = makeHome();
-    const run = await simulateRun(h, await newExecuteTask(h), (dir) => writeFileSync(join(dir, 'big.txt'), 'line of text\n'.repeat(30_000)));
+    const run = await simulateRun(h, await newExecuteTask(h), (dir) =>
+      writeFileSync(join(dir, 'big.txt'), 'line of text\n'.repeat(30_000)),
+    );
     const d = await h.call('get_task_diff', { id: run.task.id, max_bytes: 4096 });
     expect(d.truncated).toBe(true);
     expect(Buffer.byteLength(d.diff)).toBeLessThanOrEqual(4096);

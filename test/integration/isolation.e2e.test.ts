@@ -16,8 +16,22 @@ describe('execute task end to end through the CLI (mock worker)', () => {
     const repo = makeRepo(join(t.dir, 'repo'));
     const cli = (...args: string[]) => runCli(args, { home, cwd: repo });
     const verify = JSON.stringify(['node', '-e', 'process.exit(require("fs").existsSync("fixed.txt") ? 0 : 1)']);
-    const mock = JSON.stringify({ mock: { write_files: { 'hello.txt': 'hello from the worker\n' }, followup: { write_files: { 'fixed.txt': 'repaired\n' } } } });
-    const sub = await cli('submit', 'add hello.txt', '--kind', 'execute', '--worker', 'mock', '--verify', verify, '--metadata', mock, '--json');
+    const mock = JSON.stringify({
+      mock: { write_files: { 'hello.txt': 'hello from the worker\n' }, followup: { write_files: { 'fixed.txt': 'repaired\n' } } },
+    });
+    const sub = await cli(
+      'submit',
+      'add hello.txt',
+      '--kind',
+      'execute',
+      '--worker',
+      'mock',
+      '--verify',
+      verify,
+      '--metadata',
+      mock,
+      '--json',
+    );
     expect(sub.code, sub.stderr).toBe(0);
     const id = JSON.parse(sub.stdout).task.id as string;
     expect((await cli('approve', id)).code).toBe(0);

@@ -1,7 +1,14 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { inspectChanges, prepareWorkspace, runVerification, type ChangeReport, type PreparedWorkspace, type VerifyReport } from '../../main/isolation/workspace.js';
+import {
+  inspectChanges,
+  prepareWorkspace,
+  runVerification,
+  type ChangeReport,
+  type PreparedWorkspace,
+  type VerifyReport,
+} from '../../main/isolation/workspace.js';
 import { requireTask } from '../../main/store/tasks.js';
 import { transition } from '../../main/tasks/state.js';
 import type { Task, TaskStatus } from '../../main/tasks/types.js';
@@ -9,7 +16,9 @@ import type { TestHome } from '../helpers/env.js';
 
 /** git in `cwd`, argv only; returns trimmed stdout. */
 export function git(cwd: string, ...args: string[]): string {
-  return execFileSync('git', args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] }).toString().trim();
+  return execFileSync('git', args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] })
+    .toString()
+    .trim();
 }
 
 export function writeIn(dir: string, files: Record<string, string>): void {
@@ -31,7 +40,13 @@ export function drive(h: TestHome, id: string, ...path: TaskStatus[]): Task {
 
 /** Create + approve an execute task and bring it to `starting` (claimed). */
 export async function newExecuteTask(h: TestHome, input: Record<string, unknown> = {}): Promise<Task> {
-  const { task } = await h.call('delegate_task', { objective: 'change things', kind: 'execute', workspace: h.repo, verify: [['node', '-e', 'process.exit(0)']], ...input });
+  const { task } = await h.call('delegate_task', {
+    objective: 'change things',
+    kind: 'execute',
+    workspace: h.repo,
+    verify: [['node', '-e', 'process.exit(0)']],
+    ...input,
+  });
   if (task.status === 'awaiting_approval') await h.call('approve_task', { id: task.id });
   return drive(h, task.id, 'starting');
 }

@@ -70,7 +70,10 @@ describe('prune_workspaces', () => {
     expect(within.items.filter((i: any) => i.kind === 'worktree')).toEqual([]); // TTL not reached
 
     const r = await h.call('prune_workspaces', { apply: true, ttl_hours: 0 });
-    const removed = r.items.filter((i: any) => i.kind === 'worktree').map((i: any) => i.taskId).sort();
+    const removed = r.items
+      .filter((i: any) => i.kind === 'worktree')
+      .map((i: any) => i.taskId)
+      .sort();
     expect(removed).toEqual([done.id, empty.id].sort());
     expect(existsSync(run.ws.workdir)).toBe(false);
     expect(existsSync(join(h.home, 'worktrees', fresh.id))).toBe(true);

@@ -60,7 +60,8 @@ describe('prepareWorkspace', () => {
     h = makeHome();
     writeIn(h.repo, {
       '.gitignore': '.env*\nconfig/*.local.json\nsecrets/\nnode_modules/\n',
-      '.lightworker/setup.toml': 'copy = ["config/*.local.json", "*", ".env.local"]\nsetup = ["node", "-e", "require(\'fs\').writeFileSync(\'setup-ran.txt\', process.env.LIGHTWORKER_PORT); console.log(\'setup says hi\')"]\n',
+      '.lightworker/setup.toml':
+        'copy = ["config/*.local.json", "*", ".env.local"]\nsetup = ["node", "-e", "require(\'fs\').writeFileSync(\'setup-ran.txt\', process.env.LIGHTWORKER_PORT); console.log(\'setup says hi\')"]\n',
     });
     git(h.repo, 'add', '.gitignore', '.lightworker/setup.toml');
     git(h.repo, 'commit', '-qm', 'setup');
@@ -99,11 +100,14 @@ describe('prepareWorkspace', () => {
 
     writeIn(h.repo, { '.lightworker/setup.toml': 'setup = "echo broken >&2; exit 7"\n' });
     const t2 = await newExecuteTask(h);
-    await expect(prepareWorkspace(h.engine, t2)).rejects.toMatchObject({ code: 'worker_failed', message: expect.stringMatching(/exit 7.*setup-1\.log/) });
+    await expect(prepareWorkspace(h.engine, t2)).rejects.toMatchObject({
+      code: 'worker_failed',
+      message: expect.stringMatching(/exit 7.*setup-1\.log/),
+    });
     expect(readFileSync(join(h.home, 'artifacts', t2.id, 'setup-1.log'), 'utf8')).toContain('broken');
   });
 
-  it('settings override the repository\'s setup.toml', async () => {
+  it("settings override the repository's setup.toml", async () => {
     h = makeHome();
     writeIn(h.repo, { '.lightworker/setup.toml': 'copy = ["a.txt"]\n', 'a.txt': 'a', 'b.txt': 'b' });
     (h.engine.config as unknown as { setup: Record<string, unknown> }).setup = { [h.repo]: { copy: ['b.txt'] } };
@@ -123,10 +127,13 @@ describe('prepareWorkspace', () => {
     h.engine.config.worktrees.disk_reserve_bytes = 0;
     const inner = makeRepo(join(h.home, 'repo-inside-home'));
     const { task } = await h.call('delegate_task', { objective: 'x', kind: 'execute', workspace: inner, mode: 'auto_execute' });
-    await expect(prepareWorkspace(h.engine, requireTask(h.engine.db, task.id))).rejects.toMatchObject({ code: 'invalid_input', message: expect.stringMatching(/inside the LightWorker home/) });
+    await expect(prepareWorkspace(h.engine, requireTask(h.engine.db, task.id))).rejects.toMatchObject({
+      code: 'invalid_input',
+      message: expect.stringMatching(/inside the LightWorker home/),
+    });
   });
 
-  it('re-running an attempt keeps the earlier attempt\'s commits on a kept branch', async () => {
+  it("re-running an attempt keeps the earlier attempt's commits on a kept branch", async () => {
     h = makeHome();
     const t = await newExecuteTask(h);
     const ws = await prepareWorkspace(h.engine, t);
@@ -134,7 +141,11 @@ describe('prepareWorkspace', () => {
     writeFileSync(join(ws.workdir, 'src/first.txt'), 'first attempt\n');
     drive(h, t.id, 'running', 'failed');
     await h.call('retry_task', { id: t.id });
-    const again = drive(h, t.id, ...(requireTask(h.engine.db, t.id).status === 'awaiting_approval' ? (['queued', 'starting'] as const) : (['starting'] as const)));
+    const again = drive(
+      h,
+      t.id,
+      ...(requireTask(h.engine.db, t.id).status === 'awaiting_approval' ? (['queued', 'starting'] as const) : (['starting'] as const)),
+    );
     const ws2 = await prepareWorkspace(h.engine, again);
     expect(existsSync(join(ws2.workdir, 'src/first.txt'))).toBe(false);
     const kept = git(h.repo, 'branch', '--list', `lightworker/${t.id}-attempt-*`);

@@ -36,7 +36,11 @@ describe('runVerification', () => {
   it('records exit code, duration and output tail per command, stopping at the first failure', async () => {
     h = makeHome();
     const t = await newExecuteTask(h, {
-      verify: [['node', '-e', 'console.log("x".repeat(20000)); console.log("LAST LINE")'], 'echo from the shell; exit 4', ['node', '-e', 'never runs']],
+      verify: [
+        ['node', '-e', 'console.log("x".repeat(20000)); console.log("LAST LINE")'],
+        'echo from the shell; exit 4',
+        ['node', '-e', 'never runs'],
+      ],
     });
     const run = await simulateRun(h, t, () => {});
     expect(run.verify?.ok).toBe(false);
@@ -48,7 +52,9 @@ describe('runVerification', () => {
     expect(first.outputTail.trimEnd().endsWith('LAST LINE')).toBe(true);
     expect(second).toMatchObject({ command: 'echo from the shell; exit 4', exitCode: 4, timedOut: false });
     expect(second.outputTail).toContain('from the shell');
-    const types = listEvents(h.engine.db, { taskId: t.id, types: ['verify.started', 'verify.command', 'verify.completed'] }).events.map((e) => e.type);
+    const types = listEvents(h.engine.db, { taskId: t.id, types: ['verify.started', 'verify.command', 'verify.completed'] }).events.map(
+      (e) => e.type,
+    );
     expect(types).toEqual(['verify.started', 'verify.command', 'verify.command', 'verify.completed']);
     const done = listEvents(h.engine.db, { taskId: t.id, types: ['verify.completed'] }).events[0];
     expect(done.payload).toMatchObject({ ok: false, ran: 2, of: 3 });
@@ -78,7 +84,10 @@ describe('runVerification', () => {
     const r = await runVerification(h.engine, requireTask(h.engine.db, t.id), ws, ac.signal);
     expect(r.ok).toBe(false);
     expect(r.results[0].exitCode).toBeNull();
-    expect(listEvents(h.engine.db, { taskId: t.id, types: ['verify.completed'] }).events[0].payload).toMatchObject({ ok: false, aborted: true });
+    expect(listEvents(h.engine.db, { taskId: t.id, types: ['verify.completed'] }).events[0].payload).toMatchObject({
+      ok: false,
+      aborted: true,
+    });
   }, 20_000);
 
   it('gives commands a minimal environment (ports, no LightWorker secrets) and redacts the tail', async () => {
@@ -86,7 +95,9 @@ describe('runVerification', () => {
     process.env.LIGHTWORKER_SECRET_TEST = 'hunter2-should-not-leak';
     process.env.OPENAI_API_KEY = 'sk-test-abcdefghijklmnopqrstuvwxyz0123456789';
     try {
-      const t = await newExecuteTask(h, { verify: [['node', '-e', 'console.log(JSON.stringify(process.env)); console.log("api_key=" + "abcd1234efgh5678")']] });
+      const t = await newExecuteTask(h, {
+        verify: [['node', '-e', 'console.log(JSON.stringify(process.env)); console.log("api_key=" + "abcd1234efgh5678")']],
+      });
       const run = await simulateRun(h, t, () => {});
       const tail = run.verify!.results[0].outputTail;
       expect(tail).not.toContain('hunter2-should-not-leak');
