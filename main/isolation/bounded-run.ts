@@ -46,6 +46,16 @@ function argvOf(cmd: UserCommand): [string, string[]] {
   return process.platform === 'win32' ? ['cmd.exe', ['/d', '/s', '/c', cmd]] : ['/bin/sh', ['-c', cmd]];
 }
 
+/** SIGKILL whatever is left of the process group led by `pid` (already-gone groups are fine). */
+function killGroup(pid: number): void {
+  if (pid <= 0 || process.platform === 'win32') return;
+  try {
+    process.kill(-pid, 'SIGKILL');
+  } catch {
+    // no such group: nothing left
+  }
+}
+
 /** Last `max` bytes of `s` as valid UTF-8. */
 export function tailBytes(s: string, max: number): string {
   const buf = Buffer.from(s, 'utf8');
@@ -101,11 +111,21 @@ export async function runBounded(cmd: UserCommand, opts: BoundedRunOptions): Pro
       resolve({ code: null, signal: null });
     });
     child.once('close', (code, signal) => resolve({ code, signal }));
+    // The command itself ended but something it started in the background still holds the output
+    // pipes: give it a moment, then end the whole group so the command's own verdict stands.
+    child.once('exit', (code, signal) => {
+      setTimeout(() => {
+        killGroup(pid);
+        child.stdout?.destroy();
+        child.stderr?.destroy();
+        resolve({ code, signal });
+      }, 500).unref();
+    });
   });
   clearTimeout(timer);
   opts.signal?.removeEventListener('abort', onAbort);
-  // A surviving grandchild that kept the pipes open is gone now too (the group was signalled on timeout).
-  if (pid > 0 && (timedOut || aborted)) await killTree(pid, startTime, 0).catch(() => false);
+  // Nothing a user command started outlives it (background servers, a grandchild that ignored SIGTERM).
+  killGroup(pid);
   return {
     exitCode: code,
     signal,

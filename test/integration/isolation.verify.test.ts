@@ -75,6 +75,16 @@ describe('runVerification', () => {
     expect(ev.payload).toMatchObject({ timedOut: true, exitCode: null });
   });
 
+  it('keeps the verdict of a command that left a background process holding its output, and ends that process', async () => {
+    h = homeWithTimeout(30);
+    const t = await newExecuteTask(h, { verify: [['sh', '-c', 'sleep 300 & echo $! > bg.pid; echo done']] });
+    const run = await simulateRun(h, t, () => {});
+    expect(run.verify!.results[0]).toMatchObject({ exitCode: 0, timedOut: false });
+    expect(run.verify!.ok).toBe(true);
+    const bg = Number(readFileSync(join(run.ws.workdir, 'bg.pid'), 'utf8'));
+    expect(alive(bg)).toBe(false);
+  });
+
   it('stops on abort, killing the running command', async () => {
     h = makeHome();
     const t = await newExecuteTask(h, { verify: [['sleep', '300']] });
