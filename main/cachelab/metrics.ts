@@ -85,7 +85,8 @@ export function classifySamples(samples: UsageSample[], windowMs: number): Class
     let afterWarmup = false;
     if (s.cohort) {
       const earlier = byCohort.get(s.cohort) ?? [];
-      afterWarmup = earlier.some((e) => e.taskId !== s.taskId && e.ts >= s.ts - windowMs && e.route !== 'mismatch');
+      // A sample that ran another model than routed warmed another cache than its cohort's.
+      afterWarmup = earlier.some((e) => e.taskId !== s.taskId && e.ts >= s.ts - windowMs && (e.route === 'mismatch') === (s.route === 'mismatch'));
       earlier.push(s);
       byCohort.set(s.cohort, earlier);
     }
