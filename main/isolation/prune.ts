@@ -1,5 +1,5 @@
-import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { existsSync, readdirSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
+import { dirname, isAbsolute, join, resolve, sep } from 'node:path';
 import type { Engine } from '../engine.js';
 import { isSameProcess } from '../runner/process.js';
 import { appendEvent } from '../store/events.js';
@@ -166,14 +166,21 @@ export async function pruneWorkspaces(engine: Engine, opts: PruneOptions): Promi
     });
   }
 
-  // Reconcile with git: registered worktrees under our home whose folder is gone.
+  // Reconcile with git: registered worktrees under our home whose folder is gone. git prints resolved
+  // paths (macOS /var → /private/var), so compare against both spellings of the folder.
+  const worktreesReal = existsSync(engine.home.worktrees) ? realpathSync(engine.home.worktrees) : engine.home.worktrees;
   for (const repo of repos) {
     const r = await gitTry(repo, ['worktree', 'list', '--porcelain', '-z']);
     if (r.exitCode !== 0) continue;
     for (const line of splitZ(r.stdout)) {
       if (!line.startsWith('worktree ')) continue;
       const p = line.slice(9);
-      if (!p.startsWith(engine.home.worktrees) || existsSync(p) || plans.some((x) => x.item.path === p)) continue;
+      if (
+        !(p.startsWith(engine.home.worktrees + sep) || p.startsWith(worktreesReal + sep)) ||
+        existsSync(p) ||
+        plans.some((x) => x.item.path === p)
+      )
+        continue;
       plans.push({
         item: {
           kind: 'git-worktree',
