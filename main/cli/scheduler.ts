@@ -4,7 +4,7 @@ import { startSchedulerService } from '../scheduler/service.js';
 import { waitTasks } from '../scheduler/wait.js';
 import { withEngine } from './context.js';
 import { err, out, printJson } from './output.js';
-import type { Engine } from '../engine.js';
+import { isIdle } from '../scheduler/idle.js';
 
 function seconds(name: string) {
   return (v: string) => {
@@ -12,23 +12,6 @@ function seconds(name: string) {
     if (!Number.isFinite(n) || n < 0) throw new AppError('invalid_input', `${name}: expected a number of seconds, got "${v}"`, { field: name });
     return n;
   };
-}
-
-/** Nothing runs and nothing queued can run (tasks awaiting approval, or queued behind one, don't count). */
-function isIdle(engine: Engine): boolean {
-  const row = engine.db
-    .prepare(
-      `SELECT
-         (SELECT COUNT(*) FROM tasks WHERE status IN ('starting','running','verifying')) AS active,
-         (SELECT COUNT(*) FROM tasks t WHERE t.status = 'queued' AND NOT EXISTS (
-            SELECT 1 FROM task_deps d JOIN tasks p ON p.id = d.depends_on
-            WHERE d.task_id = t.id AND p.status NOT IN ('completed','accepted'))) AS runnable,
-         (SELECT COUNT(*) FROM tasks t WHERE t.status = 'queued' AND EXISTS (
-            SELECT 1 FROM task_deps d JOIN tasks p ON p.id = d.depends_on
-            WHERE d.task_id = t.id AND p.status IN ('queued','starting','running','verifying'))) AS pending`,
-    )
-    .get() as { active: number; runnable: number; pending: number };
-  return row.active === 0 && row.runnable === 0 && row.pending === 0;
 }
 
 export function registerSchedulerCommands(program: Command): void {
@@ -66,7 +49,7 @@ export function registerSchedulerCommands(program: Command): void {
             resolve(code);
           };
           const onChange = () => {
-            if (o.untilIdle && isIdle(engine)) finish(0);
+            if (o.untilIdle && isIdle(engine.db)) finish(0);
           };
           engine.events.on('change', onChange);
           // Catches idleness that no event announces (e.g. an empty queue at start).

@@ -61,12 +61,20 @@ export async function runStdioServer(opts: StdioOptions = {}): Promise<void> {
   await new Promise<void>(() => undefined);
 }
 
-/** The scheduler service of this process: leads if nobody else does, else stands by. */
+/**
+ * The scheduler for this session. An MCP server lives only as long as its client's session (`claude -p`
+ * ends it, and its running tasks with it), so by default it never leads itself: when nobody leads and
+ * there is work, it starts a detached `lightworker run --until-idle` that outlives the session.
+ * LIGHTWORKER_MCP_SCHEDULER=inprocess makes this process lead instead (it then cancels its running
+ * tasks when the session ends).
+ */
 async function startScheduler(engine: Engine): Promise<SchedulerService | null> {
   try {
     // Loaded after the transport is up: initialize and tools/list need none of the runner's modules.
     const { startSchedulerService } = await import('../scheduler/service.js');
-    return await startSchedulerService(engine);
+    if (process.env.LIGHTWORKER_MCP_SCHEDULER === 'inprocess') return await startSchedulerService(engine);
+    const { spawnBackgroundRunner } = await import('../scheduler/background.js');
+    return await startSchedulerService(engine, { spawnRunner: () => spawnBackgroundRunner(engine.home) });
   } catch (e) {
     logErr(`lightworker mcp: scheduler not started (tasks are queued but run only where a scheduler leads): ${(e as Error).message}`);
     return null;

@@ -3,6 +3,7 @@ import { newToken } from '../core/ids.js';
 import type { Engine } from '../engine.js';
 import { countByStatus } from '../store/tasks.js';
 import { currentLease, releaseLease, renewLease, tryAcquireLease, type Lease } from './lease.js';
+import { workCounts } from './idle.js';
 import { recoverOrphans } from './recovery.js';
 import { Scheduler } from './scheduler.js';
 
@@ -31,7 +32,15 @@ export interface ServiceOptions {
   standbyPollMs?: number;
   /** Start with dispatch paused (the desktop app's "paused" state survives restarts through settings too). */
   paused?: boolean;
+  /**
+   * Never lead in this process: when nobody leads and there is work, call this to start a detached
+   * background runner instead (a short-lived MCP session must not take running tasks down with it).
+   */
+  spawnRunner?: () => void;
 }
+
+/** A face that spawns runners waits this long between spawns, so a slow start is not doubled. */
+const RESPAWN_MS = 10_000;
 
 /**
  * Run the scheduler for this home: lead if nobody does (a lease row with heartbeat), else stand by and
@@ -86,6 +95,10 @@ class Service extends EventEmitter implements SchedulerService {
       if (!ok) await this.loseLeadership();
       return;
     }
+    if (this.opts.spawnRunner) {
+      this.maybeSpawnRunner();
+      return;
+    }
     let won = false;
     try {
       won = tryAcquireLease(this.engine.db, this.holder, this.ttl);
@@ -105,6 +118,21 @@ class Service extends EventEmitter implements SchedulerService {
     } finally {
       this.becoming = false;
     }
+  }
+
+  private lastSpawn = 0;
+
+  /** Delegating mode: start a background runner when there is work and no live leader. */
+  private maybeSpawnRunner(): void {
+    const now = Date.now();
+    if (now - this.lastSpawn < RESPAWN_MS) return;
+    const lease = currentLease(this.engine.db);
+    if (lease && lease.expiresAt > now) return;
+    const work = workCounts(this.engine.db);
+    if (work.active + work.runnable === 0) return;
+    this.lastSpawn = now;
+    this.opts.spawnRunner!();
+    this.emit('spawned');
   }
 
   private async loseLeadership(): Promise<void> {
