@@ -41,12 +41,21 @@ export function packHash(name: string, version: string, canonical: string): stri
   return `sha256:${sha256(`lw-context-pack/1\0${name}\0${version}\0${canonical}`)}`;
 }
 
+/** NUL and other C0 controls except tab, line feed, vertical tab, form feed and carriage return. */
+function hasBinaryControl(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x20 && (c < 0x09 || c > 0x0d)) return true;
+  }
+  return false;
+}
+
 /** Reject a pack that is empty, too large, not well-formed UTF-16/UTF-8 text, or looks like a credential. */
 export function validatePack(name: string, version: string, text: string): string {
   if (!PACK_NAME.test(name)) throw new AppError('invalid_input', `name: "${name}" is not a pack name (letters, digits, . _ -; at most 64)`, { field: 'name' });
   if (!PACK_VERSION.test(version)) throw new AppError('invalid_input', `version: "${version}" is not a version (letters, digits, . _ + -; at most 32)`, { field: 'version' });
   if (LONE_SURROGATE.test(text)) throw new AppError('invalid_input', 'text: not valid Unicode text (lone surrogate)', { field: 'text' });
-  if (/[\u0000-\u0008\u000e-\u001f]/.test(text)) throw new AppError('invalid_input', 'text: contains control characters (binary data is not a context pack)', { field: 'text' });
+  if (hasBinaryControl(text)) throw new AppError('invalid_input', 'text: contains control characters (binary data is not a context pack)', { field: 'text' });
   const canonical = canonicalPackText(text);
   if (!canonical) throw new AppError('invalid_input', 'text: the context pack is empty', { field: 'text' });
   const bytes = byteLength(canonical);
