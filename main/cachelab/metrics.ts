@@ -77,18 +77,22 @@ export interface ClassifiedSample extends UsageSample {
 
 const CERTIFIABLE: ReadonlySet<RouteCheck> = new Set(['verified', 'not_exposed']);
 
-/** Classify samples (any order in, oldest first out). The lookback for warmth is `windowMs`. */
+/**
+ * Classify samples (any order in, oldest first out). The lookback for warmth is `windowMs`. Linear:
+ * per cohort (and route kind) only the newest sample and the newest one of another task matter.
+ */
 export function classifySamples(samples: UsageSample[], windowMs: number): ClassifiedSample[] {
   const sorted = [...samples].sort((a, b) => a.ts - b.ts || a.eventSeq - b.eventSeq);
-  const byCohort = new Map<string, UsageSample[]>();
+  // A sample that ran another model than routed warmed another cache than its cohort's.
+  const recent = new Map<string, { last: UsageSample; otherTask: UsageSample | null }>();
   return sorted.map((s) => {
     let afterWarmup = false;
     if (s.cohort) {
-      const earlier = byCohort.get(s.cohort) ?? [];
-      // A sample that ran another model than routed warmed another cache than its cohort's.
-      afterWarmup = earlier.some((e) => e.taskId !== s.taskId && e.ts >= s.ts - windowMs && (e.route === 'mismatch') === (s.route === 'mismatch'));
-      earlier.push(s);
-      byCohort.set(s.cohort, earlier);
+      const key = `${s.cohort}\0${s.route === 'mismatch'}`;
+      const r = recent.get(key);
+      const prior = r ? (r.last.taskId !== s.taskId ? r.last : r.otherTask) : null;
+      afterWarmup = prior !== null && prior.ts >= s.ts - windowMs;
+      recent.set(key, { last: s, otherTask: r ? (r.last.taskId !== s.taskId ? r.last : r.otherTask) : null });
     }
     const cls: SampleClass = !s.cohort || !CERTIFIABLE.has(s.route) ? 'indeterminate' : afterWarmup ? 'warm' : 'cold';
     return { ...s, class: cls, afterWarmup };
@@ -152,7 +156,9 @@ function buildSeries(list: ClassifiedSample[], since: number, now: number): Seri
   const buckets = new Map<number, ClassifiedSample[]>();
   for (const s of list) {
     const b = start + Math.floor((s.ts - start) / bucketMs) * bucketMs;
-    buckets.set(b, [...(buckets.get(b) ?? []), s]);
+    const list = buckets.get(b);
+    if (list) list.push(s);
+    else buckets.set(b, [s]);
   }
   return [...buckets.entries()].sort((a, b) => a[0] - b[0]).map(([ts, l]) => ({ ts, hitRate: aggregate(l).hitRate, warmHitRate: aggregate(l.filter((s) => s.class === 'warm')).hitRate, samples: l.length }));
 }
@@ -168,7 +174,12 @@ export function computeMetrics(samples: UsageSample[], opts: MetricsOptions): Ca
   const since = opts.now - windowMs;
   const inWindow = classifySamples(samples, windowMs).filter((s) => s.ts >= since && s.ts <= opts.now);
   const groups = new Map<string, ClassifiedSample[]>();
-  for (const s of inWindow) if (s.cohort) groups.set(s.cohort, [...(groups.get(s.cohort) ?? []), s]);
+  for (const s of inWindow) {
+    if (!s.cohort) continue;
+    const list = groups.get(s.cohort);
+    if (list) list.push(s);
+    else groups.set(s.cohort, [s]);
+  }
   const cohorts = [...groups.entries()]
     .map(([c, list]) => cohortEntry(c, list, target, minSamples))
     .sort((a, b) => STATUS_RANK[b.status] - STATUS_RANK[a.status] || b.warmSamples - a.warmSamples || a.cohort.localeCompare(b.cohort));
