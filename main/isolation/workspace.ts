@@ -81,9 +81,16 @@ export async function prepareWorkspace(engine: Engine, task: Task): Promise<Prep
   const t0 = performance.now();
   const plan = await planAllocation(engine, task, repo);
   const t1 = performance.now();
-  const source = await snapshotSource(repo);
-  const t2 = performance.now();
-  const alloc = await allocateWorktree(engine, task, plan);
+  // The source snapshot (for the boundary check) and the allocation are independent: run them together.
+  let statusMs = 0;
+  const [snap, made] = await Promise.allSettled([
+    snapshotSource(repo).then((s) => ((statusMs = performance.now() - t1), s)),
+    allocateWorktree(engine, task, plan),
+  ]);
+  if (made.status === 'rejected') throw made.reason;
+  if (snap.status === 'rejected') throw snap.reason;
+  const source = snap.value;
+  const alloc = made.value;
   const t3 = performance.now();
   const block = await allocatePorts(engine, task.id);
   const t4 = performance.now();
@@ -100,10 +107,10 @@ export async function prepareWorkspace(engine: Engine, task: Task): Promise<Prep
       durationMs: ms(t4 - t0),
       timings: {
         checksMs: ms(t1 - t0),
-        sourceStatusMs: ms(t2 - t1),
+        sourceStatusMs: ms(statusMs),
         lockedMs: ms(alloc.timings.lockedMs),
         gitAddMs: ms(alloc.timings.gitAddMs),
-        recordMs: ms(t3 - t2 - alloc.timings.lockedMs),
+        recordMs: ms(Math.max(0, t3 - t1 - alloc.timings.lockedMs)),
         portsMs: ms(t4 - t3),
       },
       ...(uncarried ? { note: `${uncarried} uncommitted change(s) in ${repo} are not carried into the worktree` } : {}),
