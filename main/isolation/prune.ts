@@ -9,6 +9,7 @@ import { listAllocations, markReleased, type Allocation } from './allocations.js
 import { commitAll, isBranchContained } from './branches.js';
 import { gitTry, splitZ } from './git-exec.js';
 import { releaseBlock } from './ports.js';
+import { withRepoLock } from './repo-lock.js';
 import { removeWorktree } from './worktree.js';
 
 export interface PruneItem {
@@ -116,7 +117,7 @@ export async function pruneWorkspaces(engine: Engine, opts: PruneOptions): Promi
             action: 'remove',
           },
           run: async () => {
-            if (existsSync(a.repo)) await gitTry(a.repo, ['worktree', 'prune']);
+            if (existsSync(a.repo)) await withRepoLock(a.repo, 'prune worktrees', () => gitTry(a.repo, ['worktree', 'prune']));
             engine.write(() => {
               markReleased(engine.db, a.taskId, 'missing on disk');
               releaseBlock(engine.db, a.taskId);
@@ -159,9 +160,13 @@ export async function pruneWorkspaces(engine: Engine, opts: PruneOptions): Promi
         action: 'remove',
       },
       run: async () => {
-        if (gitDir && !opts.force) await commitAll(path, 'lightworker: snapshot before pruning an orphan worktree').catch(() => null);
-        rmSync(path, { recursive: true, force: true });
-        if (repo && existsSync(repo)) await gitTry(repo, ['worktree', 'prune']);
+        const remove = async () => {
+          if (gitDir && !opts.force) await commitAll(path, 'lightworker: snapshot before pruning an orphan worktree').catch(() => null);
+          rmSync(path, { recursive: true, force: true });
+          if (repo && existsSync(repo)) await gitTry(repo, ['worktree', 'prune']);
+        };
+        if (repo && existsSync(repo)) await withRepoLock(repo, 'prune an orphan worktree', remove);
+        else await remove();
       },
     });
   }
@@ -191,7 +196,7 @@ export async function pruneWorkspaces(engine: Engine, opts: PruneOptions): Promi
           action: 'remove',
         },
         run: async () => {
-          await gitTry(repo, ['worktree', 'prune']);
+          await withRepoLock(repo, 'prune worktrees', () => gitTry(repo, ['worktree', 'prune']));
         },
       });
     }
