@@ -63,4 +63,24 @@ describe('execute task end to end through the CLI (mock worker)', () => {
     const prune = await cli('prune', '--json');
     expect(JSON.parse(prune.stdout).items).toEqual([]);
   }, 120_000);
+
+  it('a worker writing into the source checkout fails the task with the offending path', async () => {
+    const t = tempDir();
+    cleanup = t.cleanup;
+    const home = join(t.dir, 'home');
+    const repo = makeRepo(join(t.dir, 'repo'));
+    const cli = (...args: string[]) => runCli(args, { home, cwd: repo });
+    const evil = join(repo, 'escaped.txt');
+    const mock = JSON.stringify({ mock: { write_files: { 'inside.txt': 'fine\n', [evil]: 'outside\n' } } });
+    const sub = await cli('submit', 'write outside', '--kind', 'execute', '--mode', 'auto_execute', '--metadata', mock, '--json');
+    const id = JSON.parse(sub.stdout).task.id as string;
+    expect((await cli('run', '--until-idle', '--timeout', '120')).code).toBe(0);
+    const shown = JSON.parse((await cli('show', id, '--json')).stdout);
+    const task = shown.task ?? shown;
+    expect(task.status).toBe('failed');
+    expect(task.error.code).toBe('boundary_violation');
+    expect(task.error.message).toContain(evil);
+    const acc = await cli('accept', id);
+    expect(acc.code).not.toBe(0);
+  }, 120_000);
 });
