@@ -1,3 +1,4 @@
+import { assignCohort } from '../cachelab/cohort.js';
 import type { Config } from '../core/config.js';
 import { AppError } from '../core/errors.js';
 import { appendEvent } from '../store/events.js';
@@ -67,6 +68,8 @@ export function retryTask(db: Db, config: Config, id: string, strategy: RetryStr
       pid: null, pidStart: null, runnerId: null, startedAt: null, endedAt: null, sessionId: null,
     },
   });
+  // A changed route is a different cache cohort: re-key it now so scheduling affinity sees it.
+  assignCohort(db, config, next);
   releaseDependents(db, id, (d) => needsApproval(d.mode, d.kind));
   return next;
 }
