@@ -1,9 +1,10 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { defaultConfig } from '../../main/core/config.js';
 import { getAllocation } from '../../main/isolation/allocations.js';
-import { PORT_BLOCK_SIZE } from '../../main/isolation/ports.js';
+import { PORT_BLOCK_SIZE, PORT_RANGE } from '../../main/isolation/ports.js';
 import { prepareWorkspace } from '../../main/isolation/workspace.js';
 import { listEvents } from '../../main/store/events.js';
 import { requireTask } from '../../main/store/tasks.js';
@@ -46,6 +47,24 @@ describe('prepareWorkspace', () => {
     const wc = await prepareWorkspace(h.engine, c);
     expect(Number(wc.env.LIGHTWORKER_PORT)).toBe(pa);
     expect(wc.env.LIGHTWORKER_PORT).not.toBe(wb.env.LIGHTWORKER_PORT);
+  });
+
+  it('skips a port block something outside LightWorker is listening in', async () => {
+    h = makeHome();
+    const srv = createServer();
+    const busy = await new Promise<boolean>((r) => {
+      srv.once('error', () => r(false));
+      srv.listen({ port: PORT_RANGE.first + 3, host: '127.0.0.1' }, () => r(true));
+    });
+    try {
+      const ws = await prepareWorkspace(h.engine, await newExecuteTask(h));
+      const base = Number(ws.env.LIGHTWORKER_PORT);
+      const taken = PORT_RANGE.first + 3;
+      expect(taken >= base && taken < base + PORT_BLOCK_SIZE).toBe(false);
+      if (!busy) console.warn('port was already taken by another process; the skip was still exercised');
+    } finally {
+      srv.close();
+    }
   });
 
   it('allocates several worktrees of one repository at once without tripping over each other', async () => {
