@@ -13,6 +13,13 @@ import { copyUserCredential, findCliBinary, passThroughKeys, probeVersion, versi
  * from `gateway.keyEnv`, set for the child only. Flags that stop outbound traffic: --disable plugins
  * (git ls-remote github.com), -c analytics.enabled=false, --disable shell_snapshot,
  * --disable unbounded_connection_retries.
+ *
+ * No skills: Codex would install its bundled skills into CODEX_HOME and list them, with the absolute
+ * per-attempt CODEX_HOME path as their root, in a developer message that precedes our prompt — which
+ * made every task's request diverge ~30 KB in, before LightWorker's stable prefix (a provider's prefix
+ * cache could never reach it). `skills.bundled.enabled=false` stops the install,
+ * `skills.include_instructions=false` drops the section (repository skills included), so the bytes
+ * before our prompt depend only on the Codex version, model, sandbox, schema and working directory.
  */
 const PROVIDER = 'lightworker';
 const EFFORT: Record<string, string> = { low: 'low', medium: 'medium', high: 'high', xhigh: 'xhigh' };
@@ -39,6 +46,7 @@ async function buildSpawn(turn: WorkerTurn): Promise<SpawnSpec> {
   const env: Record<string, string> = { ...turn.baseEnv, ...passThroughKeys(['OPENAI_API_KEY', 'CODEX_API_KEY']), CODEX_HOME: home };
   const args = ['exec', '--json', '--skip-git-repo-check', '--color', 'never'];
   args.push('--disable', 'plugins', '--disable', 'shell_snapshot', '--disable', 'unbounded_connection_retries', '-c', 'analytics.enabled=false');
+  args.push('-c', 'skills.bundled.enabled=false', '-c', 'skills.include_instructions=false');
   const gw = turn.gateway;
   if (gw) {
     if (gw.key !== null) env[gw.keyEnv] = gw.key;
