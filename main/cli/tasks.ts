@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { type Command, Option } from 'commander';
 import { AppError } from '../core/errors.js';
-import type { TreeNode } from '../commands/tasks.js';
+import type { TreeNode, VerificationSummary } from '../commands/tasks.js';
 import { STATUSES, type Task } from '../tasks/types.js';
 import { collect, splitList, withEngine } from './context.js';
 import { ago, out, printJson, table } from './output.js';
@@ -29,7 +29,7 @@ function taskLine(t: Task): string[] {
   return [t.id, t.status, t.kind, t.worker, ago(t.createdAt), t.name];
 }
 
-export function printTask(t: Task & { waitingOn?: string[] }): void {
+export function printTask(t: Task & { waitingOn?: string[] }, verification?: VerificationSummary | null): void {
   const lines = [
     `${t.id}  ${t.status}${t.waitingOn?.length ? ` (waiting on approval of ${t.waitingOn.join(', ')})` : ''}`,
     `name:       ${t.name}`,
@@ -45,6 +45,14 @@ export function printTask(t: Task & { waitingOn?: string[] }): void {
   if (t.error) lines.push(`error:      ${t.error.code}: ${t.error.message}`);
   lines.push('objective:', ...t.objective.split('\n').map((l) => `  ${l}`));
   if (t.verify.length) lines.push('verify:', ...t.verify.map((v) => `  ${Array.isArray(v) ? JSON.stringify(v) : v}`));
+  if (verification) {
+    lines.push(`verification (attempt ${verification.attempt}): ${verification.ok === null ? 'running' : verification.ok ? 'passed' : 'FAILED'}`);
+    for (const c of verification.commands) {
+      const cmd = Array.isArray(c.command) ? (c.command as string[]).join(' ') : String(c.command);
+      lines.push(`  $ ${cmd}  → ${c.timedOut ? 'timed out' : `exit ${c.exitCode}`} in ${c.durationMs} ms`);
+      if (c.exitCode !== 0 && c.outputTail) lines.push(...c.outputTail.trimEnd().split('\n').slice(-15).map((l) => `    ${l}`));
+    }
+  }
   if (t.result !== null) lines.push(`result${t.schemaValid === false ? ' (not schema-valid)' : ''}:`, ...JSON.stringify(t.result, null, 2).split('\n').map((l) => `  ${l}`));
   out(lines.join('\n'));
 }
@@ -157,7 +165,7 @@ export function registerTaskCommands(program: Command): void {
       await withEngine(cmd, async (call) => {
         const r = await call('get_task', { id });
         if (o.json) printJson(r);
-        else printTask(r.task);
+        else printTask(r.task, r.verification);
       });
     });
 

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { AppError } from '../core/errors.js';
+import { listEvents } from '../store/events.js';
 import { listTasks, requireTask } from '../store/tasks.js';
 import { createTasks } from '../tasks/create.js';
 import { approveTask, cancelTask, RETRY_STRATEGIES, retryTask, waitingOn } from '../tasks/ops.js';
@@ -44,13 +45,41 @@ export const delegateBatch = defineCommand({
   },
 });
 
+export interface VerificationSummary {
+  ok: boolean | null;
+  attempt: number;
+  commands: { command: unknown; exitCode: number | null; durationMs: number; timedOut: boolean; outputTail: string }[];
+}
+
+/** The latest verification run of a task, from its verify.* events (null when none ran). */
+export function lastVerification(ctx: CommandContext, id: string): VerificationSummary | null {
+  const { events } = listEvents(ctx.engine.db, { taskId: id, types: ['verify.started', 'verify.command', 'verify.completed'], limit: 5000 });
+  const start = events.map((e) => e.type).lastIndexOf('verify.started');
+  if (start === -1) return null;
+  const run = events.slice(start);
+  const done = run.find((e) => e.type === 'verify.completed');
+  return {
+    ok: done ? Boolean(done.payload.ok) : null,
+    attempt: Number(run[0].payload.attempt ?? 0),
+    commands: run
+      .filter((e) => e.type === 'verify.command')
+      .map((e) => ({
+        command: e.payload.command,
+        exitCode: (e.payload.exitCode as number | null) ?? null,
+        durationMs: Number(e.payload.durationMs ?? 0),
+        timedOut: Boolean(e.payload.timedOut),
+        outputTail: String(e.payload.outputTail ?? ''),
+      })),
+  };
+}
+
 export const getTask = defineCommand({
   name: 'get_task',
-  description: 'One task with status, route, usage, result and error.',
+  description: 'One task with status, route, usage, result, error and its latest verification.',
   input: z.strictObject({ id: TASK_ID }),
   readOnly: true,
   handler(ctx, input) {
-    return { task: presentTask(ctx, requireTask(ctx.engine.db, input.id)) };
+    return { task: presentTask(ctx, requireTask(ctx.engine.db, input.id)), verification: lastVerification(ctx, input.id) };
   },
 });
 

@@ -27,6 +27,13 @@ const linkedWorkerSchema = z.strictObject({
   max_concurrency: z.number().int().min(1).max(64).default(2),
 });
 
+/** Per-repository worktree setup (`.lightworker/setup.toml`, or `[setup."<repo path>"]` here). */
+export const setupSchema = z.strictObject({
+  copy: z.array(z.string().min(1).max(1024)).max(256).default([]),
+  setup: z.union([z.string().min(1).max(4096), z.array(z.string().max(4096)).min(1).max(256)]).optional(),
+  setup_timeout_s: z.number().int().min(1).max(86_400).default(600),
+});
+
 export const configSchema = z.strictObject({
   scheduler: z
     .strictObject({
@@ -75,6 +82,7 @@ export const configSchema = z.strictObject({
       timeout_s: z.number().int().min(1).max(86_400).default(600),
     })
     .prefault({}),
+  setup: z.record(z.string(), setupSchema).default({}),
   notifications: z
     .strictObject({
       approvals: z.boolean().default(true),

@@ -26,6 +26,8 @@ export interface BoundedRunOptions {
   graceMs?: number;
   tailBytes?: number;
   keepBytes?: number;
+  /** Called once the process exists (the runner records it so a takeover can find and kill it). */
+  onSpawn?: (pid: number, startTime: string | null) => void;
 }
 
 /** The minimal environment for setup and verify commands: never LightWorker's tokens or keys. */
@@ -79,6 +81,7 @@ export async function runBounded(cmd: UserCommand, opts: BoundedRunOptions): Pro
   let keptBytes = 0;
   const [file, args] = argvOf(cmd);
   const { child, pid, startTime } = spawnGroup(file, args, { cwd: opts.cwd, env: opts.env });
+  if (pid > 0) opts.onSpawn?.(pid, startTime);
   let timedOut = false;
   let aborted = false;
   let spawnError: string | null = null;

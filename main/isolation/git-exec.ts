@@ -1,4 +1,3 @@
-import { execa } from 'execa';
 import { AppError } from '../core/errors.js';
 
 /** Result of one git invocation that was allowed to fail. */
@@ -33,6 +32,8 @@ function gitEnv(extra: Record<string, string> = {}): Record<string, string> {
 
 /** Run git with an argv array in `cwd`; never throws for a non-zero exit. */
 export async function gitTry(cwd: string, args: string[], opts: GitOptions = {}): Promise<GitResult> {
+  // Loaded on first use: execa is heavy, and most CLI commands never run git.
+  const { execa } = await import('execa');
   const r = await execa('git', args, {
     cwd,
     env: gitEnv(opts.env),

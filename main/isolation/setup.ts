@@ -4,6 +4,7 @@ import { parse as parseToml } from 'smol-toml';
 import { z } from 'zod';
 import { AppError } from '../core/errors.js';
 import { redactText } from '../core/redact.js';
+import { setupSchema } from '../core/config.js';
 import type { Engine } from '../engine.js';
 import { minimalEnv, runBounded } from './bounded-run.js';
 import { git, splitZ } from './git-exec.js';
@@ -21,11 +22,7 @@ import { matchGlob, mayContainMatch } from './globs.js';
  * Globs are anchored at the repository root (`**` for any depth). A file named `.env*` is copied only
  * when the matching pattern itself mentions `.env` — `copy = ["*"]` never carries secrets along.
  */
-export const setupSchema = z.strictObject({
-  copy: z.array(z.string().min(1).max(1024)).max(256).default([]),
-  setup: z.union([z.string().min(1).max(4096), z.array(z.string().max(4096)).min(1).max(256)]).optional(),
-  setup_timeout_s: z.number().int().min(1).max(86_400).default(600),
-});
+export { setupSchema };
 export type SetupConfig = z.output<typeof setupSchema>;
 
 export const SETUP_FILE = '.lightworker/setup.toml';
@@ -35,9 +32,8 @@ export const SETUP_FILE = '.lightworker/setup.toml';
  * `.lightworker/setup.toml` in the source checkout, else nothing (copy nothing, run nothing).
  */
 export function readSetup(engine: Engine, repo: string): SetupConfig {
-  // `setup` is a map in config.toml keyed by repository path; read loosely so this works before (and
-  // after) the config schema names it.
-  const overrides = (engine.config as { setup?: Record<string, unknown> }).setup;
+  // `setup` is a map in config.toml keyed by repository path.
+  const overrides: Record<string, unknown> = engine.config.setup;
   let raw: unknown = {};
   let source = `config setup."${repo}"`;
   if (overrides && overrides[repo] !== undefined) raw = overrides[repo];

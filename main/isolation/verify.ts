@@ -3,6 +3,7 @@ import { dirname, join } from 'node:path';
 import { redactText } from '../core/redact.js';
 import type { Engine } from '../engine.js';
 import { appendEvent, listEvents } from '../store/events.js';
+import { updateTaskFields } from '../store/tasks.js';
 import type { Task, VerifyCommand } from '../tasks/types.js';
 import { getAllocation, setVerifyOutcome } from './allocations.js';
 import { minimalEnv, runBounded } from './bounded-run.js';
@@ -57,6 +58,8 @@ export async function verifyIn(
       signal,
       graceMs: Math.min(engine.config.scheduler.kill_grace_ms, 5000),
       tailBytes: VERIFY_TAIL_BYTES,
+      // Recorded on the task like a worker's pid: a leader that takes over kills it if we die.
+      onSpawn: (pid, pidStart) => engine.write(() => updateTaskFields(engine.db, task.id, { pid, pidStart })),
     });
     const outputTail = redactText(r.spawnError ? `${r.tail}\ncould not start: ${r.spawnError}` : r.tail);
     const exitCode = r.timedOut || r.aborted ? null : r.exitCode;
