@@ -1,10 +1,13 @@
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { COMMANDS } from '../../main/commands/index.js';
 import { Engine } from '../../main/engine.js';
+import { buildTools } from '../../main/mcp/tools.js';
 import { listTasks } from '../../main/store/tasks.js';
 import { makeRepo, tempDir } from '../helpers/env.js';
+import type { Gateway } from '../fixtures/gateway/index.js';
 import { BIN, ROOT } from './mcp.helpers.js';
 
 /** Run a CLI with stdin closed (Codex reads a prompt from an open stdin); resolves even on a non-zero exit. */
@@ -54,11 +57,6 @@ function mcpConfig(client: string): string {
   return execFileSync(process.execPath, [BIN, '--home', home, 'mcp-config', '--client', client], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
-function gatewayHasMcpKey(): boolean {
-  const file = join(ROOT, 'test', 'fixtures', 'gateway', 'script.ts');
-  return existsSync(file) && /\bmcp\??\s*:\s*\{/.test(readFileSync(file, 'utf8'));
-}
-
 describe.skipIf(!existsSync(INSPECTOR))('MCP inspector CLI as client', () => {
   const inspect = async (...args: string[]) => {
     // On an isError result the inspector prints the result, then its own error line, and exits 1.
@@ -85,7 +83,7 @@ describe.skipIf(!existsSync(INSPECTOR))('MCP inspector CLI as client', () => {
 });
 
 describe('real agent CLIs as MCP clients, configured with mcp-config, driven by the scripted gateway', () => {
-  let gw: { url: string; close(): Promise<void>; requests: { body?: unknown }[]; setScript(s: unknown): void; clearRequests(): void } | null = null;
+  let gw: Gateway | null = null;
   let reason: string | null = null;
   beforeAll(async () => {
     if (!existsSync(GATEWAY)) {
@@ -93,7 +91,7 @@ describe('real agent CLIs as MCP clients, configured with mcp-config, driven by 
       return;
     }
     const mod = await import('../fixtures/gateway/index.js');
-    gw = (await mod.startGateway({ keepBodies: true })) as typeof gw;
+    gw = await mod.startGateway({ keepBodies: true });
   });
   afterAll(async () => {
     await gw?.close();
@@ -140,29 +138,39 @@ describe('real agent CLIs as MCP clients, configured with mcp-config, driven by 
     expect(results.some((r: any) => r.is_error && JSON.stringify(r.content).includes('invalid_input'))).toBe(true);
   }, 180_000);
 
-  it('Codex CLI lists and calls our tools', async (ctx) => {
+  // Two request shapes (notes/mcp-clients.md §2): a catalog slug defers MCP tools behind a client-side
+  // tool_search (the gateway searches first, then calls); an unknown slug gets the whole namespace.
+  it.for([
+    { model: 'gpt-5.5', deferred: true },
+    { model: 'fake-model', deferred: false },
+  ])('Codex CLI ($model) lists and calls our tools', { timeout: 180_000 }, async ({ model, deferred }, ctx) => {
     if (!existsSync(CODEX) || reason) {
       console.warn(`skipped: ${reason ?? 'codex binary not installed'}`);
       return ctx.skip();
     }
-    const codexHome = join(dir, 'codex-home');
+    const codexHome = join(dir, `codex-home-${model}`);
     mkdirSync(codexHome, { recursive: true });
     writeFileSync(
       join(codexHome, 'config.toml'),
       [
-        'model = "gpt-5.5"', 'model_provider = "fakegw"',
+        `model = "${model}"`, 'model_provider = "fakegw"',
         '[model_providers.fakegw]', 'name = "fakegw"', `base_url = "${gw!.url}/v1"`, 'wire_api = "responses"', 'env_key = "FAKEGW_API_KEY"',
         '[analytics]', 'enabled = false', '[features]', 'plugins = false', 'shell_snapshot = false', '', mcpConfig('codex'),
       ].join('\n'),
     );
-    const input = { objective: 'from codex', workspace: repo, kind: 'explore' };
+    const objective = `from codex ${model}`;
+    const lw = (tool: string, input: Record<string, unknown>) => ({ mcp: { server: 'lightworker', tool, input } });
     gw!.clearRequests();
-    gw!.setScript({
-      turns: [
-        // The notes' `{mcp:{server,tool,input}}` turn key (namespaced call, tool_search first) once the gateway has it.
-        { tools: [gatewayHasMcpKey() ? { mcp: { server: 'lightworker', tool: 'delegate_task', input } } : { call: { name: 'mcp__lightworker__delegate_task', input } }] },
-        { text: 'done' },
-      ],
+    gw!.setScript(({ turnIndex, body }) => {
+      if (turnIndex === 0) return { tools: [lw('delegate_task', { objective, workspace: repo, kind: 'explore' })] };
+      if (turnIndex === 1) {
+        // Codex hands the model the compact JSON of structuredContent after "Output:\n".
+        const out = (body.input as any[]).filter((i) => i.type === 'function_call_output').at(-1)?.output;
+        const id = typeof out === 'string' ? /"id":"([0-9A-Z]{26})"/.exec(out)?.[1] : undefined;
+        if (!id) return { text: `no task id in the delegate_task output: ${JSON.stringify(out)}` };
+        return { tools: [lw('get_task', { id }), lw('list_tasks', { limit: 50 })] };
+      }
+      return { text: 'done' };
     });
     const { stdout, stderr, code } = await run(CODEX, ['exec', '--json', '--strict-config', '--skip-git-repo-check', '--sandbox', 'workspace-write', '-C', repo, 'use lightworker'], {
       timeout: 120_000,
@@ -170,16 +178,35 @@ describe('real agent CLIs as MCP clients, configured with mcp-config, driven by 
     });
     // required = true: a server that failed to start would have failed the run (exit 1).
     expect(code, stderr.slice(-2000)).toBe(0);
-    // Codex listed our server: the model sees its namespace and our initialize instructions.
-    const bodies = JSON.stringify(gw!.requests.map((r) => r.body));
-    expect(bodies).toContain('mcp__lightworker');
-    expect(bodies).toContain('delegate_task');
-    const items = stdout.trim().split('\n').map((l) => JSON.parse(l)).filter((e) => e.type === 'item.completed' && e.item.type === 'mcp_tool_call');
-    if (!items.length || items.every((i) => i.item.status !== 'completed')) {
-      // The gateway sends a flat function_call name; Codex wants {namespace, name} for MCP tools.
-      console.warn(`skipped: the scripted gateway cannot yet send Codex's namespaced MCP function_call (${JSON.stringify(items.map((i) => i.item.error ?? i.item.status)).slice(0, 300)})`);
-      return ctx.skip();
+    const events = stdout.trim().split('\n').map((l) => JSON.parse(l));
+    const agentText = events.filter((e) => e.item?.type === 'agent_message').map((e) => e.item.text);
+    expect(agentText, 'the gateway played every turn').toEqual(['done']);
+
+    // Codex listed our tools (tools/list) and showed them to the model.
+    const bodies = gw!.requests.filter((r) => r.api === 'responses' && !r.summary?.side).map((r) => r.body as { tools: any[]; input: any[] });
+    const offered = (tools: any[]) => tools.filter((t) => t.type === 'namespace' && t.name === 'mcp__lightworker').flatMap((t) => t.tools.map((f: any) => f.name));
+    if (deferred) {
+      expect(bodies[0].tools.some((t) => t.type === 'tool_search')).toBe(true);
+      expect(offered(bodies[0].tools)).toEqual([]);
+      expect(JSON.stringify(bodies[0].input)).toContain('- mcp__lightworker: LightWorker'); // our instructions, under "Deferred tool namespaces"
+      expect(gw!.requests.map((r) => r.outcome)).toContain('tool search');
+      const found = bodies.at(-1)!.input.filter((i) => i.type === 'tool_search_output').flatMap((i) => offered(i.tools));
+      expect(found).toEqual(expect.arrayContaining(['delegate_task', 'get_task', 'list_tasks']));
+    } else {
+      expect(bodies[0].tools.some((t) => t.type === 'tool_search')).toBe(false);
+      expect(offered(bodies[0].tools).sort()).toEqual(buildTools(COMMANDS, 'full').map((t) => t.name).sort());
     }
-    expect(tasksInHome().map((t) => t.objective)).toContain('from codex');
-  }, 180_000);
+
+    // Codex called them through its MCP client: one completed mcp_tool_call item per call, structured results
+    // (get_task and list_tasks run in parallel, so they complete in either order).
+    const calls = events.filter((e) => e.type === 'item.completed' && e.item.type === 'mcp_tool_call').map((e) => e.item);
+    expect(calls.map((c) => `${c.server}/${c.tool}:${c.status}`).sort()).toEqual(['lightworker/delegate_task:completed', 'lightworker/get_task:completed', 'lightworker/list_tasks:completed']);
+    const [delegated, got, listed] = ['delegate_task', 'get_task', 'list_tasks'].map((tool) => calls.find((c) => c.tool === tool).result.structured_content);
+    expect(delegated.task.objective).toBe(objective);
+    expect(got.task).toMatchObject({ id: delegated.task.id, objective, kind: 'explore' });
+    expect(listed.tasks.map((t: { id: string }) => t.id)).toContain(delegated.task.id);
+    // The model got the structured result back as the function_call_output.
+    expect(JSON.stringify(bodies.at(-1)!.input)).toContain(delegated.task.id);
+    expect(tasksInHome().find((t) => t.objective === objective)).toBeTruthy();
+  });
 });
