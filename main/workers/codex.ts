@@ -4,6 +4,7 @@ import {
   RATE_LIMIT_PATTERN, type NormalizedEvent, type SpawnSpec, type StreamParser, type TurnOutcome, type WorkerAdapter, type WorkerInfo, type WorkerTurn,
 } from './adapter.js';
 import { copyUserCredential, findCliBinary, passThroughKeys, probeVersion, versionNumber } from './cli-detect.js';
+import { PROMPT_PROTOCOL } from '../cachelab/prompt.js';
 
 /**
  * Codex CLI (`codex exec --json`). Every turn runs with CODEX_HOME = <runDir>/codex-home, so the
@@ -20,6 +21,12 @@ import { copyUserCredential, findCliBinary, passThroughKeys, probeVersion, versi
  * cache could never reach it). `skills.bundled.enabled=false` stops the install,
  * `skills.include_instructions=false` drops the section (repository skills included), so the bytes
  * before our prompt depend only on the Codex version, model, sandbox, schema and working directory.
+ *
+ * LightWorker's stable prefix (prompt protocol: role, rules, schema, pack) goes in as
+ * `developer_instructions`, which Codex places before its <environment_context> (cwd, workspace
+ * roots): execute tasks each run in their own worktree, so a prefix after that message would never be
+ * shared. The task-specific part stays the user prompt. `exec resume` replays the original developer
+ * message from the session, so follow-ups need nothing extra.
  */
 const PROVIDER = 'lightworker';
 const EFFORT: Record<string, string> = { low: 'low', medium: 'medium', high: 'high', xhigh: 'xhigh' };
@@ -34,6 +41,20 @@ export function codexHome(turn: WorkerTurn): string {
 
 export function lastMessagePath(turn: WorkerTurn): string {
   return join(turn.runDir, 'codex-last-message.txt');
+}
+
+const TASK_HEADING = '\n\n# Task\n';
+
+/**
+ * Split a first-turn prompt of the current protocol into its stable part and the task-specific rest
+ * (main/cachelab/prompt.ts: `${stable}\n\n# Task\n…`). Anything else (follow-ups, other layouts) is
+ * sent whole. The first heading is the split: inside a pack it still falls at the same place for
+ * every task of the cohort, and no text is lost either way.
+ */
+export function splitStablePrefix(prompt: string): { developer: string | null; user: string } {
+  const at = prompt.startsWith(`[${PROMPT_PROTOCOL}]`) ? prompt.indexOf(TASK_HEADING) : -1;
+  if (at <= 0) return { developer: null, user: prompt };
+  return { developer: prompt.slice(0, at), user: prompt.slice(at + 2) };
 }
 
 async function buildSpawn(turn: WorkerTurn): Promise<SpawnSpec> {
@@ -69,9 +90,11 @@ async function buildSpawn(turn: WorkerTurn): Promise<SpawnSpec> {
     writeFileSync(schemaFile, JSON.stringify(turn.resultSchema));
     args.push('--output-schema', schemaFile);
   }
+  const prompt = turn.resumeSessionId ? { developer: null, user: turn.prompt } : splitStablePrefix(turn.prompt);
+  if (prompt.developer !== null) args.push('-c', `developer_instructions=${tomlString(prompt.developer)}`);
   if (turn.resumeSessionId) args.push('resume', turn.resumeSessionId);
   // `--` so a prompt that starts with "-" is never read as an option.
-  args.push('--', turn.prompt);
+  args.push('--', prompt.user);
   return { command: bin, args, env, cwd: turn.workdir };
 }
 
