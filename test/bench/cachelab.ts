@@ -36,15 +36,32 @@ function warmRate(texts: string[]): { rate: number; cachedPerTask: number; input
 
 const asRequest = (model: string, prompt: string) => canonicalPrompt('responses', { model, input: [{ role: 'user', content: [{ type: 'input_text', text: prompt }] }] });
 
-/** Replace our prompt inside a captured request body with the naive layout of the same text. */
-function naiveBody(body: unknown): unknown {
-  if (typeof body === 'string' && body.startsWith('[lw-prompt/')) {
-    const cut = body.indexOf('\n\n# Task\n');
-    return `${body.slice(cut + 2).trimEnd()}\n\n${body.slice(0, cut)}\n`;
+/**
+ * The naive layout of a captured request: our text moved to one user message, task part first. Handles
+ * both deliveries: the whole prompt in the user message, or (codex) the stable part as a developer
+ * instruction block and the task part (`# Task…`) as the user message.
+ */
+function naiveBody(body: Record<string, unknown>): Record<string, unknown> {
+  type Block = { text?: unknown };
+  const input = structuredClone(body.input) as Array<{ content?: Block[] }>;
+  const isOurs = (b: Block) => typeof b.text === 'string' && b.text.startsWith('[lw-prompt/');
+  let stable: string | null = null;
+  for (const item of input) {
+    for (const b of item.content ?? []) {
+      if (!isOurs(b)) continue;
+      const text = b.text as string;
+      const cut = text.indexOf('\n\n# Task\n');
+      if (cut >= 0) b.text = `${text.slice(cut + 2).trimEnd()}\n\n${text.slice(0, cut)}\n`;
+      else stable = text;
+    }
+    if (stable !== null && item.content) item.content = item.content.filter((b) => !isOurs(b));
   }
-  if (Array.isArray(body)) return body.map(naiveBody);
-  if (body && typeof body === 'object') return Object.fromEntries(Object.entries(body).map(([k, v]) => [k, naiveBody(v)]));
-  return body;
+  if (stable !== null) {
+    for (const item of input) for (const b of item.content ?? []) {
+      if (typeof b.text === 'string' && b.text.startsWith('# Task\n')) b.text = `${b.text.trimEnd()}\n\n${stable}\n`;
+    }
+  }
+  return { ...body, input };
 }
 
 /** What a provider's token cache would key on: no per-request item ids, one CODEX_HOME path. */
@@ -104,9 +121,9 @@ export async function run(): Promise<Record<string, number | string>> {
     // 3. Replay the captured requests with each layout, as captured and normalized.
     const bodies = gw.requests.filter((q) => q.api === 'responses' && q.summary && !q.summary.side).map((q) => q.body as Record<string, unknown>);
     const stableAsIs = warmRate(bodies.map((b) => canonicalPrompt('responses', b)));
-    const naiveAsIs = warmRate(bodies.map((b) => canonicalPrompt('responses', naiveBody(b) as Record<string, unknown>)));
+    const naiveAsIs = warmRate(bodies.map((b) => canonicalPrompt('responses', naiveBody(b))));
     const stableFixed = warmRate(bodies.map((b) => normalized(canonicalPrompt('responses', b))));
-    const naiveFixed = warmRate(bodies.map((b) => normalized(canonicalPrompt('responses', naiveBody(b) as Record<string, unknown>))));
+    const naiveFixed = warmRate(bodies.map((b) => normalized(canonicalPrompt('responses', naiveBody(b)))));
     figures['codex replay as captured: stable / naive warm hit rate'] = `${stableAsIs.rate.toFixed(3)} / ${naiveAsIs.rate.toFixed(3)}`;
     figures['codex replay, item ids + CODEX_HOME path normalized: stable / naive'] = `${stableFixed.rate.toFixed(3)} / ${naiveFixed.rate.toFixed(3)}`;
     figures['codex replay normalized: gain, percentage points'] = (stableFixed.rate - naiveFixed.rate) * 100;
