@@ -167,6 +167,12 @@ reasoning = "gpt-5.5"           # every other effort
 [worktrees]
 ttl_hours = 72
 
+# Per-repository worktree setup; overrides the repository's own .lightworker/setup.toml.
+# [setup."/abs/path/to/repo"]
+# copy = ["config/local.json", ".env.test"]   # ignored files to copy in (.env* only when named)
+# setup = ["npm", "ci"]                        # argv, or a shell string you write yourself
+# setup_timeout_s = 600
+
 [verify]
 auto_repair = 1
 timeout_s = 600
