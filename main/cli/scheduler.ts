@@ -37,7 +37,8 @@ export function registerSchedulerCommands(program: Command): void {
           }
         };
         announce();
-        svc.on('status', announce);
+        svc.on('leader', announce);
+        svc.on('standby', announce);
         const exitCode = await new Promise<number>((resolve) => {
           let settled = false;
           const finish = (code: number) => {

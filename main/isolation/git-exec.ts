@@ -67,13 +67,28 @@ export function splitZ(out: string): string[] {
 }
 
 /** Absolute path of the repository's top level containing `dir`. */
+// Where a directory's repository lives does not change while we run; every task asks, so remember it
+// (each git spawn blocks the leader's event loop for a few ms).
+const rootCache = new Map<string, string>();
+const commonDirCache = new Map<string, string>();
+
 export async function repoRoot(dir: string): Promise<string> {
-  return git(dir, ['rev-parse', '--show-toplevel']);
+  let root = rootCache.get(dir);
+  if (!root) {
+    root = await git(dir, ['rev-parse', '--show-toplevel']);
+    rootCache.set(dir, root);
+  }
+  return root;
 }
 
 /** Absolute path of the common git dir (shared by all worktrees of the repository). */
 export async function commonGitDir(dir: string): Promise<string> {
-  return git(dir, ['rev-parse', '--path-format=absolute', '--git-common-dir']);
+  let common = commonDirCache.get(dir);
+  if (!common) {
+    common = await git(dir, ['rev-parse', '--path-format=absolute', '--git-common-dir']);
+    commonDirCache.set(dir, common);
+  }
+  return common;
 }
 
 /** Commit id of `ref`, or null when it does not resolve. */

@@ -1,6 +1,6 @@
 import { lstatSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { commonGitDir, git, gitTry, splitZ } from './git-exec.js';
+import { commonGitDir, git, splitZ } from './git-exec.js';
 
 /**
  * What the source checkout looked like, to detect a worker writing into it: HEAD, the branch it is on,
@@ -54,13 +54,50 @@ function gitDirEntries(gitDir: string, entries: Record<string, string>): void {
   for (const h of hooks) entries[keyOf(`hooks/${h}`)] = fingerprint(gitDir, `hooks/${h}`, 'G');
 }
 
+/** Fields before the path in a porcelain v2 record, by record type. */
+const V2_FIELDS: Record<string, number> = { '1': 8, '2': 9, u: 10, '?': 1, '!': 1 };
+
+/**
+ * One `git status --porcelain=v2 --branch` call gives HEAD, the branch and every changed path: a
+ * snapshot runs twice per task on the leader, and each git spawn blocks its event loop for a few ms.
+ */
 export async function snapshotSource(repo: string): Promise<SourceSnapshot> {
-  const head = await gitTry(repo, ['rev-parse', '--verify', '--quiet', 'HEAD']);
-  const ref = await gitTry(repo, ['symbolic-ref', '--quiet', 'HEAD']);
+  const out = await git(
+    repo,
+    ['--no-optional-locks', 'status', '--porcelain=v2', '--branch', '-z', '--untracked-files=all', '--ignore-submodules=none'],
+    { raw: true },
+  );
+  const parts = splitZ(out);
+  let head: string | null = null;
+  let branchRef: string | null = null;
   const entries: Record<string, string> = {};
-  for (const [path, code] of await statusEntries(repo)) entries[path] = fingerprint(repo, path, code);
+  for (let i = 0; i < parts.length; i++) {
+    const rec = parts[i];
+    if (rec.startsWith('# branch.oid ')) {
+      const oid = rec.slice('# branch.oid '.length);
+      head = oid === '(initial)' ? null : oid;
+      continue;
+    }
+    if (rec.startsWith('# branch.head ')) {
+      const name = rec.slice('# branch.head '.length);
+      branchRef = name === '(detached)' ? null : `refs/heads/${name}`;
+      continue;
+    }
+    if (rec.startsWith('#')) continue;
+    const type = rec[0];
+    const n = V2_FIELDS[type];
+    if (n === undefined) continue;
+    const fields = rec.split(' ');
+    const code = type === '?' || type === '!' ? type.repeat(2) : fields[1];
+    const path = fields.slice(n).join(' ');
+    entries[path] = fingerprint(repo, path, code);
+    if (type === '2') {
+      const orig = parts[++i];
+      entries[orig] = fingerprint(repo, orig, code);
+    }
+  }
   gitDirEntries(await commonGitDir(repo), entries);
-  return { head: head.exitCode === 0 ? head.stdout.trim() : null, branchRef: ref.exitCode === 0 ? ref.stdout.trim() : null, entries };
+  return { head, branchRef, entries };
 }
 
 /** Paths (and HEAD moves) that differ between two snapshots of the same checkout. */

@@ -61,7 +61,10 @@ class Service extends EventEmitter implements SchedulerService {
   private stopped = false;
   private becoming = false;
   private readonly ttl: number;
-  private readonly onChange = () => this.emit('status', this.status());
+  // status() counts tasks: only pay for it when someone listens (the tray does; `run` does not).
+  private readonly onChange = () => {
+    if (this.listenerCount('status')) this.emit('status', this.status());
+  };
 
   constructor(
     private readonly engine: Engine,
