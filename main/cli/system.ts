@@ -38,7 +38,7 @@ export function registerSystemCommands(program: Command): void {
       await withEngine(cmd, async (call) => {
         const r = (await call('run_doctor', {})) as { ok: boolean; checks: DoctorCheck[] };
         if (o.json) printJson(r);
-        else for (const c of r.checks) out(`${c.ok ? 'ok  ' : 'FAIL'}  ${c.name.padEnd(14)} ${c.detail}${!c.ok && c.fix ? `\n      fix: ${c.fix}` : ''}`);
+        else for (const c of r.checks) out(`${c.ok ? 'ok  ' : c.optional ? 'warn' : 'FAIL'}  ${c.name.padEnd(20)} ${c.detail}${!c.ok && c.fix ? `\n      fix: ${c.fix}` : ''}`);
         if (!r.ok) process.exitCode = 1;
       });
     });

@@ -1,8 +1,11 @@
 import { execFileSync } from 'node:child_process';
 import { statfsSync } from 'node:fs';
+import { connect } from 'node:net';
 import { z } from 'zod';
 import { isWritable } from '../core/home.js';
+import { currentLease } from '../scheduler/lease.js';
 import { SCHEMA_VERSION, schemaVersion } from '../store/db.js';
+import { allWorkerNames, resolveAdapter } from '../workers/registry.js';
 import { defineCommand, type CommandContext } from './table.js';
 
 export interface DoctorCheck {
@@ -11,13 +14,8 @@ export interface DoctorCheck {
   detail: string;
   /** What to do about a failed check. */
   fix?: string;
-}
-
-/** Extra checks contributed by other parts (workers, gateways, lock holder) register here. */
-export type DoctorProbe = (ctx: CommandContext) => DoctorCheck[] | Promise<DoctorCheck[]>;
-const probes: DoctorProbe[] = [];
-export function registerDoctorProbe(p: DoctorProbe): void {
-  probes.push(p);
+  /** A failed optional check (a worker CLI you may not use) warns but does not fail the doctor. */
+  optional?: boolean;
 }
 
 function baseChecks(ctx: CommandContext): DoctorCheck[] {
@@ -59,6 +57,70 @@ function baseChecks(ctx: CommandContext): DoctorCheck[] {
   return checks;
 }
 
+/** Who runs the scheduler for this home (informational: no leader is fine until there is work). */
+function leaderCheck(ctx: CommandContext): DoctorCheck {
+  const lease = currentLease(ctx.engine.db);
+  const now = Date.now();
+  if (!lease || lease.expiresAt <= now) {
+    return { name: 'scheduler', ok: true, detail: 'no process leads this home; tasks run once `lightworker run`, `serve`, the app or an MCP session starts one' };
+  }
+  return { name: 'scheduler', ok: true, detail: `led by pid ${lease.pid} on ${lease.hostname ?? '?'} (heartbeat ${Math.max(0, Math.round((now - lease.heartbeatAt) / 100) / 10)} s ago)` };
+}
+
+const INSTALL_HINT: Record<string, string> = {
+  codex: 'npm install -g @openai/codex',
+  'claude-code': 'npm install -g @anthropic-ai/claude-code',
+  opencode: 'npm install -g opencode-ai',
+};
+
+/** Every worker: installed and its version (detection never runs a model). Missing CLIs only warn. */
+async function workerChecks(ctx: CommandContext): Promise<DoctorCheck[]> {
+  return Promise.all(
+    allWorkerNames(ctx.engine).map(async (name): Promise<DoctorCheck> => {
+      try {
+        const info = await resolveAdapter(ctx.engine, name).detect();
+        if (info.installed) return { name: `worker ${name}`, ok: true, detail: `${info.version ?? 'installed'}${info.command ? ` (${info.command})` : ''}` };
+        return { name: `worker ${name}`, ok: false, optional: true, detail: info.reason ?? 'not installed', fix: INSTALL_HINT[name] ?? 'install it, or fix its command with `lightworker workers link`' };
+      } catch (err) {
+        return { name: `worker ${name}`, ok: false, optional: true, detail: (err as Error).message };
+      }
+    }),
+  );
+}
+
+/** Each configured gateway: its key variable is set, and its host accepts a TCP connection. */
+async function gatewayChecks(ctx: CommandContext): Promise<DoctorCheck[]> {
+  return Promise.all(
+    Object.entries(ctx.engine.config.gateways).map(async ([name, g]): Promise<DoctorCheck> => {
+      const url = new URL(g.base_url);
+      const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
+      const reachable = await canConnect(url.hostname.replace(/^\[|\]$/g, ''), port, 1500);
+      const keySet = Boolean(process.env[g.key_env]);
+      const ok = reachable && keySet;
+      const problems = [reachable ? null : `${url.host} does not accept connections`, keySet ? null : `${g.key_env} is not set`].filter(Boolean);
+      return {
+        name: `gateway ${name}`,
+        ok,
+        detail: ok ? `${g.base_url} reachable; key in ${g.key_env}` : problems.join('; '),
+        fix: ok ? undefined : `start the gateway at ${g.base_url} and export ${g.key_env} where LightWorker runs`,
+      };
+    }),
+  );
+}
+
+function canConnect(host: string, port: number, timeoutMs: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host, port });
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(timeoutMs, () => done(false));
+    socket.once('connect', () => done(true));
+    socket.once('error', () => done(false));
+  });
+}
+
 export const runDoctor = defineCommand({
   name: 'run_doctor',
   description: 'Check git, node, home, database, disk, workers and the scheduler lock.',
@@ -66,7 +128,9 @@ export const runDoctor = defineCommand({
   readOnly: true,
   async handler(ctx) {
     const checks = baseChecks(ctx);
-    for (const p of probes) checks.push(...(await p(ctx)));
-    return { ok: checks.every((c) => c.ok), checks };
+    checks.push(leaderCheck(ctx));
+    const [workers, gateways] = await Promise.all([workerChecks(ctx), gatewayChecks(ctx)]);
+    checks.push(...workers, ...gateways);
+    return { ok: checks.every((c) => c.ok || c.optional), checks };
   },
 });
