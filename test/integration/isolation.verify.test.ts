@@ -71,7 +71,7 @@ describe('runVerification', () => {
     expect(r.outputTail).toContain('started');
     const grandchild = Number(readFileSync(join(run.ws.workdir, 'grandchild.pid'), 'utf8'));
     expect(grandchild).toBeGreaterThan(0);
-    expect(alive(grandchild)).toBe(false);
+    await until(() => !alive(grandchild), 5000, 'the grandchild to die');
     const ev = listEvents(h.engine.db, { taskId: t.id, types: ['verify.command'] }).events[0];
     expect(ev.payload).toMatchObject({ timedOut: true, exitCode: null });
   });
