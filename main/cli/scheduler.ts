@@ -23,7 +23,7 @@ export function registerSchedulerCommands(program: Command): void {
     .action(async (o, cmd: Command) => {
       await withEngine(cmd, async (_call, ctx) => {
         const engine = ctx.engine;
-        const svc = await startSchedulerService(engine);
+        const svc = await startSchedulerService(engine, { onlyWithWork: Boolean(o.untilIdle) });
         let announcedStandby = false;
         const announce = () => {
           const s = svc.status();

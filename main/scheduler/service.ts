@@ -1,6 +1,8 @@
 import { EventEmitter } from 'node:events';
 import { newToken } from '../core/ids.js';
 import type { Engine } from '../engine.js';
+import { writeTx } from '../store/db.js';
+import { getSetting, setSetting } from '../store/settings.js';
 import { countByStatus } from '../store/tasks.js';
 import { currentLease, releaseLease, renewLease, tryAcquireLease, type Lease } from './lease.js';
 import { workCounts } from './idle.js';
@@ -37,10 +39,13 @@ export interface ServiceOptions {
    * background runner instead (a short-lived MCP session must not take running tasks down with it).
    */
   spawnRunner?: () => void;
+  /** Take the lead only while there is work (`run --until-idle`: a standby that would just exit). */
+  onlyWithWork?: boolean;
 }
 
 /** A face that spawns runners waits this long between spawns, so a slow start is not doubled. */
 const RESPAWN_MS = 10_000;
+const SPAWNED_AT = 'scheduler.runner_spawned_at';
 
 /**
  * Run the scheduler for this home: lead if nobody does (a lease row with heartbeat), else stand by and
@@ -102,6 +107,10 @@ class Service extends EventEmitter implements SchedulerService {
       this.maybeSpawnRunner();
       return;
     }
+    if (this.opts.onlyWithWork) {
+      const work = workCounts(this.engine.db);
+      if (work.active + work.runnable === 0) return;
+    }
     let won = false;
     try {
       won = tryAcquireLease(this.engine.db, this.holder, this.ttl);
@@ -134,6 +143,14 @@ class Service extends EventEmitter implements SchedulerService {
     const work = workCounts(this.engine.db);
     if (work.active + work.runnable === 0) return;
     this.lastSpawn = now;
+    // Several sessions may see the same gap at once: one spawn per RESPAWN_MS across processes.
+    const mine = writeTx(this.engine.db, () => {
+      const last = getSetting<number>(this.engine.db, SPAWNED_AT);
+      if (last !== null && now - last < RESPAWN_MS) return false;
+      setSetting(this.engine.db, SPAWNED_AT, now);
+      return true;
+    });
+    if (!mine) return;
     this.opts.spawnRunner!();
     this.emit('spawned');
   }
