@@ -80,17 +80,7 @@ export function listAllocations(db: Db, states?: AllocationState[]): Allocation[
   return rows.map(toAllocation);
 }
 
-export interface NewAllocation {
-  taskId: string;
-  repo: string;
-  path: string;
-  branch: string;
-  baseRef: string;
-  baseCommit: string;
-  ownerPid: number;
-  ownerStart: string | null;
-  attempt: number;
-}
+export type NewAllocation = Pick<Allocation, 'taskId' | 'repo' | 'path' | 'branch' | 'baseRef' | 'baseCommit' | 'ownerPid' | 'ownerStart' | 'attempt'>;
 
 /** Phase 1: the named record, written before anything touches disk (replaces a released row of an earlier attempt). */
 export function insertAllocating(db: Db, a: NewAllocation, now = Date.now()): void {

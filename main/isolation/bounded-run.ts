@@ -1,5 +1,6 @@
 import { killTree, spawnGroup } from '../runner/process.js';
 import { TailBuffer } from '../runner/lines.js';
+import { pickEnv } from '../workers/env.js';
 
 /** A command given by the user: an argv array (no shell), or their own shell string (`/bin/sh -c`). */
 export type UserCommand = string[] | string;
@@ -30,16 +31,11 @@ export interface BoundedRunOptions {
   onSpawn?: (pid: number, startTime: string | null) => void;
 }
 
-/** The minimal environment for setup and verify commands: never LightWorker's tokens or keys. */
-export function minimalEnv(extra: Record<string, string> = {}): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const k of ['PATH', 'HOME', 'LANG', 'LC_ALL', 'TMPDIR']) {
-    const v = process.env[k];
-    if (v !== undefined) env[k] = v;
-  }
-  if (process.platform === 'win32')
-    for (const k of ['SystemRoot', 'ComSpec', 'PATHEXT', 'TEMP', 'TMP', 'USERPROFILE']) if (process.env[k]) env[k] = process.env[k]!;
-  return { ...env, ...extra };
+const COMMAND_KEYS = ['PATH', 'HOME', 'LANG', 'LC_ALL', 'TMPDIR', ...(process.platform === 'win32' ? ['SystemRoot', 'ComSpec', 'PATHEXT', 'TEMP', 'TMP', 'USERPROFILE'] : [])];
+
+/** The environment of setup and verify commands: shorter than a worker's; never LightWorker's tokens or keys. */
+export function commandEnv(extra: Record<string, string> = {}): Record<string, string> {
+  return { ...pickEnv(COMMAND_KEYS), ...extra };
 }
 
 function argvOf(cmd: UserCommand): [string, string[]] {

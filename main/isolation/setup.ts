@@ -6,7 +6,7 @@ import { AppError } from '../core/errors.js';
 import { redactText } from '../core/redact.js';
 import { setupSchema } from '../core/config.js';
 import type { Engine } from '../engine.js';
-import { minimalEnv, runBounded } from './bounded-run.js';
+import { commandEnv, runBounded } from './bounded-run.js';
 import { git, splitZ } from './git-exec.js';
 import { matchGlob, mayContainMatch } from './globs.js';
 
@@ -115,7 +115,7 @@ export async function runSetup(
     copyFileSync(join(repo, p), join(worktree, p));
   }
   if (!cfg.setup) return { copied, command: null, exitCode: null, durationMs: 0, log: null };
-  const r = await runBounded(cfg.setup, { cwd: worktree, env: minimalEnv(env), timeoutMs: cfg.setup_timeout_s * 1000, signal });
+  const r = await runBounded(cfg.setup, { cwd: worktree, env: commandEnv(env), timeoutMs: cfg.setup_timeout_s * 1000, signal });
   mkdirSync(dirname(logPath), { recursive: true });
   writeFileSync(logPath, redactText(r.output));
   const shown = Array.isArray(cfg.setup) ? cfg.setup.join(' ') : cfg.setup;

@@ -6,7 +6,7 @@ import { appendEvent, listEvents } from '../store/events.js';
 import { updateTaskFields } from '../store/tasks.js';
 import type { Task, VerifyCommand } from '../tasks/types.js';
 import { getAllocation, setVerifyOutcome } from './allocations.js';
-import { minimalEnv, runBounded } from './bounded-run.js';
+import { commandEnv, runBounded } from './bounded-run.js';
 import { gitTry } from './git-exec.js';
 
 export interface VerifyCommandOutcome {
@@ -53,7 +53,7 @@ export async function verifyIn(
     const command = commands[i];
     const r = await runBounded(command, {
       cwd,
-      env: minimalEnv(env),
+      env: commandEnv(env),
       timeoutMs,
       signal,
       graceMs: Math.min(engine.config.scheduler.kill_grace_ms, 5000),
