@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { waitTasks } from '../scheduler/wait.js';
 import { currentLease } from '../scheduler/lease.js';
+import { PAUSE_PREFIX, type WorkerPause } from '../scheduler/scheduler.js';
 import { countByStatus } from '../store/tasks.js';
 import { getSetting, settingsWithPrefix } from '../store/settings.js';
 import { TASK_ID } from '../tasks/schema.js';
@@ -31,9 +32,9 @@ export const schedulerStatus = defineCommand({
       leader: live ? { pid: lease.pid, hostname: lease.hostname, since: lease.acquiredAt, heartbeatAt: lease.heartbeatAt } : null,
       paused: getSetting<boolean>(ctx.engine.db, 'scheduler.paused') ?? false,
       counts: countByStatus(ctx.engine.db),
-      pausedWorkers: settingsWithPrefix<{ until: number; reason: string }>(ctx.engine.db, 'scheduler.pause.')
+      pausedWorkers: settingsWithPrefix<WorkerPause>(ctx.engine.db, PAUSE_PREFIX)
         .filter((p) => p.value.until > Date.now())
-        .map((p) => ({ worker: p.key.slice('scheduler.pause.'.length), until: p.value.until, reason: p.value.reason })),
+        .map((p) => ({ worker: p.key.slice(PAUSE_PREFIX.length), until: p.value.until, reason: p.value.reason })),
     };
   },
 });

@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { Engine } from '../engine.js';
 import { runTask } from '../runner/run-task.js';
-import { getSetting, setSetting } from '../store/settings.js';
+import { deleteSetting, getSetting, setSetting, settingsWithPrefix } from '../store/settings.js';
 import type { EventRow } from '../store/events.js';
 import { retryTask } from '../tasks/ops.js';
 import { getTask } from '../store/tasks.js';
@@ -129,10 +129,9 @@ export class Scheduler extends EventEmitter {
         // unknown worker: its tasks fail fast when claimed
       }
     }
-    for (const row of this.engine.db.prepare(`SELECT key, value FROM settings WHERE key LIKE 'scheduler.pause.%'`).all() as { key: string; value: string }[]) {
-      const p = JSON.parse(row.value) as WorkerPause;
+    for (const { key, value: p } of settingsWithPrefix<WorkerPause>(this.engine.db, PAUSE_PREFIX)) {
       if (p.until > now) {
-        out.push(row.key.slice(PAUSE_PREFIX.length));
+        out.push(key.slice(PAUSE_PREFIX.length));
         nextWake = Math.min(nextWake, p.until);
       }
     }
@@ -211,7 +210,7 @@ export class Scheduler extends EventEmitter {
 
   private clearPause(worker: string): void {
     if (getSetting<WorkerPause>(this.engine.db, PAUSE_PREFIX + worker)) {
-      this.engine.write(() => this.engine.db.prepare('DELETE FROM settings WHERE key = ?').run(PAUSE_PREFIX + worker));
+      this.engine.write(() => deleteSetting(this.engine.db, PAUSE_PREFIX + worker));
     }
   }
 
