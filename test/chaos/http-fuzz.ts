@@ -23,6 +23,10 @@ export interface HttpFuzzFigures {
   serverErrors: number;
   stackTraces: number;
   unauthorizedWrites: number;
+  /** Task data (read commands, the event stream) served to a request without credentials. */
+  unauthorizedReads: number;
+  /** Answers to requests without credentials that carried the console token. */
+  tokenDisclosures: number;
   taskCountChanged: boolean;
   notes: string[];
 }
@@ -159,6 +163,9 @@ export async function runHttpFuzz(o: HttpFuzzOptions): Promise<HttpFuzzFigures> 
     let serverErrors = 0;
     let stackTraces = 0;
     let unauthorizedWrites = 0;
+    let unauthorizedReads = 0;
+    let tokenDisclosures = 0;
+    const token = auth['x-lightworker-token'] ?? null;
     const check = (r: Reply, what: string) => {
       sent++;
       if (r.status >= 500) serverErrors++;
@@ -169,15 +176,20 @@ export async function runHttpFuzz(o: HttpFuzzOptions): Promise<HttpFuzzFigures> 
     };
     // Phase 1, no credentials: every command once, then random requests. Nothing may change.
     const before = taskCount(lab.home);
-    const unauthCount = Math.floor(o.requests * 0.4);
+    const fixed: Route[] = [...commands.map((c) => ({ method: 'POST', path: `/api/commands/${c}`, command: c })), ...['/', '/index.html', '/api/events', '/api/commands'].map((path) => ({ method: 'GET', path }))];
+    const unauthCount = Math.max(fixed.length, Math.floor(o.requests * 0.4));
     for (let i = 0; i < unauthCount && child.exitCode === null; i++) {
-      const r = i < commands.length ? { route: { method: 'POST', path: `/api/commands/${commands[i]}`, command: commands[i] }, headers: { Host: `127.0.0.1:${port}`, 'Content-Type': 'application/json' }, body: Buffer.from('{}') } : randomRequest(rng, port, commands);
+      const r = i < fixed.length ? { route: fixed[i], headers: { Host: `127.0.0.1:${port}`, 'Content-Type': 'application/json' }, body: fixed[i].method === 'POST' ? Buffer.from('{}') : undefined } : randomRequest(rng, port, commands);
       const reply = await send(port, r.route.method, r.route.path, r.headers, r.body);
       check(reply, `${r.route.method} ${r.route.path.slice(0, 60)} (no auth)`);
-      if (r.route.command && writes.has(r.route.command) && reply.status >= 200 && reply.status < 300) {
-        unauthorizedWrites++;
-        if (unauthorizedWrites <= 3) notes.push(`accepted without auth: ${r.route.method} ${r.route.path}`);
+      const ok = reply.status >= 200 && reply.status < 300;
+      const what = `${r.route.method} ${r.route.path.slice(0, 60)}`;
+      if (ok && r.route.command && r.route.method === 'POST' && commands.includes(r.route.command)) {
+        if (writes.has(r.route.command) && ++unauthorizedWrites <= 3) notes.push(`write accepted without auth: ${what}`);
+        if (!writes.has(r.route.command) && ++unauthorizedReads <= 3) notes.push(`read served without auth: ${what}`);
       }
+      if (ok && r.route.path.startsWith('/api/events') && ++unauthorizedReads <= 3) notes.push(`event stream served without auth: ${what}`);
+      if (token && (reply.body.includes(token) || JSON.stringify(reply.headers).includes(token)) && ++tokenDisclosures <= 3) notes.push(`console token handed out without auth: ${what}`);
     }
     const taskCountChanged = taskCount(lab.home) !== before;
     if (taskCountChanged) notes.push('the task count changed during the unauthenticated phase');
@@ -191,6 +203,6 @@ export async function runHttpFuzz(o: HttpFuzzOptions): Promise<HttpFuzzFigures> 
     const alive = child.exitCode === null && (await send(port, 'GET', '/api/commands', { Host: `127.0.0.1:${port}`, ...auth })).status === 200;
     if (!alive) notes.push(`serve died or stopped answering: ${printed().slice(-300)}`);
     child.kill('SIGTERM');
-    return { requests: sent, crashes: alive ? 0 : 1, serverErrors, stackTraces, unauthorizedWrites, taskCountChanged, notes };
+    return { requests: sent, crashes: alive ? 0 : 1, serverErrors, stackTraces, unauthorizedWrites, unauthorizedReads, tokenDisclosures, taskCountChanged, notes };
   });
 }

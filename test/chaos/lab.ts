@@ -38,6 +38,16 @@ export interface Lab {
   cleanup: () => Promise<void>;
 }
 
+const liveLabs = new Map<string, { home: string; children: Set<ChildProcess> }>();
+
+/** Kill every process of every open lab at once (for SIGINT): synchronous, by PID and marker only. */
+export function killAllLabs(): void {
+  for (const [runId, l] of liveLabs) {
+    for (const c of l.children) c.kill('SIGKILL');
+    killPids(findMarkedProcesses({ runId, home: l.home }).map((p) => p.pid));
+  }
+}
+
 /** Create a lab and link the chaos agent as worker `chaos-agent`. */
 export async function createLab(name: string, opts: LabOptions = {}): Promise<Lab> {
   const { dir, cleanup: rmDir } = tempDir(`lw-chaos-${name}-`);
@@ -48,6 +58,7 @@ export async function createLab(name: string, opts: LabOptions = {}): Promise<La
   writeFileSync(runLog, '');
   const env: Record<string, string> = { LIGHTWORKER_HOME: home, CHAOS_LAB: runId, ...opts.env };
   const children = new Set<ChildProcess>();
+  liveLabs.set(runId, { home, children });
   const cli = (args: string[], timeoutMs = 60_000) => runCli(args, { home, cwd: repo, env, timeoutMs });
   const start = (args: string[], stdin: 'pipe' | 'ignore' = 'ignore') => {
     const child = spawn(process.execPath, [BIN, ...args], { cwd: repo, env: { ...process.env, ...env }, stdio: [stdin, 'pipe', 'pipe'] });
@@ -57,6 +68,25 @@ export async function createLab(name: string, opts: LabOptions = {}): Promise<La
     child.stderr?.resume();
     return child;
   };
+  const cleanup = async () => {
+    for (const c of children) c.kill('SIGKILL');
+    // Everything left that carries this lab's markers: workers, their leftovers, MCP background runners.
+    killPids(findMarkedProcesses({ runId, home }).map((p) => p.pid));
+    await new Promise((r) => setTimeout(r, 200));
+    killPids(findMarkedProcesses({ runId, home }).map((p) => p.pid));
+    liveLabs.delete(runId);
+    rmDir();
+  };
+  try {
+    await setUpHome(cli, home, runLog, runId, opts);
+  } catch (e) {
+    await cleanup();
+    throw e;
+  }
+  return { root: dir, home, repo, runId, runLog, env, cli, start, children, cleanup };
+}
+
+async function setUpHome(cli: Lab['cli'], home: string, runLog: string, runId: string, opts: LabOptions): Promise<void> {
   const init = await cli(['init']);
   if (init.code !== 0) throw new Error(`init failed: ${init.stderr}`);
   writeFileSync(
@@ -66,25 +96,6 @@ export async function createLab(name: string, opts: LabOptions = {}): Promise<La
   const argv = [process.execPath, AGENT, '--log', runLog, '--run', runId, ...(opts.secretsFile ? ['--secrets', opts.secretsFile] : []), '{prompt}'];
   const link = await cli(['workers', 'link', 'chaos-agent', '--command-json', JSON.stringify(argv), '--max-concurrency', String(opts.agentConcurrency ?? 4)]);
   if (link.code !== 0) throw new Error(`workers link failed: ${link.stderr}`);
-  return {
-    root: dir,
-    home,
-    repo,
-    runId,
-    runLog,
-    env,
-    cli,
-    start,
-    children,
-    async cleanup() {
-      for (const c of children) c.kill('SIGKILL');
-      // Everything left that carries this lab's markers: workers, their leftovers, MCP background runners.
-      killPids(findMarkedProcesses({ runId, home }).map((p) => p.pid));
-      await new Promise((r) => setTimeout(r, 200));
-      killPids(findMarkedProcesses({ runId, home }).map((p) => p.pid));
-      rmDir();
-    },
-  };
 }
 
 /** A task objective carrying the chaos agent's behaviour. */

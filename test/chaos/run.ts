@@ -1,0 +1,104 @@
+// `npm run chaos [-- --kills N --mcp N --http N --seed S --leaders K --schedulers K --task-timeout S --out FILE]`
+// Drives the real CLI and MCP server through leader kills, competing schedulers, MCP and HTTP fuzz and a
+// secret corpus; prints the figures and writes them to docs/reliability.md (`--out -` writes nothing).
+// Exit 1 when any figure that must be zero is not.
+import { cpus } from 'node:os';
+import { writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { killAllLabs } from './lab.js';
+import { DEFAULTS, passed, renderNotes, renderTable, runChaos, type ChaosOptions, type ChaosReport } from './suite.js';
+
+const FLAGS: Record<string, keyof typeof DEFAULTS> = {
+  '--kills': 'kills',
+  '--leaders': 'leaders',
+  '--schedulers': 'schedulers',
+  '--mcp': 'mcp',
+  '--http': 'http',
+  '--seed': 'seed',
+  '--task-timeout': 'taskTimeoutS',
+};
+
+function parseArgs(argv: string[]): { options: Omit<ChaosOptions, 'log'>; out: string } {
+  const options = { ...DEFAULTS };
+  let out = fileURLToPath(new URL('../../docs/reliability.md', import.meta.url));
+  for (let i = 0; i < argv.length; i += 2) {
+    const [flag, value] = [argv[i], argv[i + 1]];
+    if (flag === '--out') {
+      out = value;
+      continue;
+    }
+    const key = FLAGS[flag];
+    const n = Number(value);
+    if (!key || value === undefined || !Number.isInteger(n) || n < 0) {
+      process.stderr.write(`usage: npm run chaos -- [${[...Object.keys(FLAGS), '--out'].join(' N | ')} FILE]\n(bad argument: ${flag} ${value ?? ''})\n`);
+      process.exit(2);
+    }
+    options[key] = n;
+  }
+  options.leaders = Math.max(2, options.leaders);
+  return { options, out };
+}
+
+function commandLine(o: Omit<ChaosOptions, 'log'>): string {
+  return `npm run chaos -- --kills ${o.kills} --leaders ${o.leaders} --schedulers ${o.schedulers} --mcp ${o.mcp} --http ${o.http} --seed ${o.seed} --task-timeout ${o.taskTimeoutS}`;
+}
+
+function renderDoc(r: ChaosReport): string {
+  const verdict = passed(r) ? 'PASS: every figure that must be zero is zero.' : `FAIL: ${Object.entries(r.failures).filter(([, v]) => v > 0).map(([k, v]) => `${k} ${v}`).join(', ')}.`;
+  return `# Reliability figures
+
+Produced by \`${commandLine(r.options)}\` on ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC
+(${cpus().length} cores, Node ${process.version}, ${r.durationS} s). ${verdict}
+
+${renderTable(r)}
+
+Bold figures must be 0; the command exits non-zero otherwise.
+
+## What is measured
+
+- **Leader kills**: ${r.options.leaders} \`lightworker run\` processes compete for the lease while DAGs of tasks run on a linked
+  agent (\`test/chaos/fixtures/chaos-agent.mjs\`) that leaves SIGTERM-ignoring grandchildren, background children
+  holding its stdout (\`sleep … &\`) and setsid-escaped descendants, with verify commands that take a while. The
+  leader (the lease holder) is killed with SIGKILL while it runs work, and a new \`run\` starts. Afterwards every
+  orphaned task is retried (an explicit new attempt) and everything is left to end.
+- **Double runs**: (task, attempt) pairs the agent's own start ledger shows more than once.
+- **Lost tasks**: tasks not in an end state once the run is over, or gone from the database.
+- **Surviving processes**: live processes carrying the agent's marker (\`CHAOS_RUN\`) or a \`LIGHTWORKER_TASK_ID\` of
+  the run, found in \`/proc/*/environ\` 2 s after every task ended and the leaders stopped.
+- **Stuck tasks**: tasks still starting/running/verifying longer than their timeout + the kill grace.
+- **Takeover**: from the kill to the new leader's \`task.status → orphaned\` event of the dead leader's last task.
+- **Competing schedulers**: ${r.options.schedulers} \`run\` processes started at the same instant, twice (work queued before, and
+  submitted while they run); counted in double runs / lost / survivors above.
+- **MCP fuzz**: seeded messages to \`lightworker mcp\` over stdio: malformed and truncated JSON, wrong types, huge
+  strings, unknown methods, tool calls with garbage arguments, batches, deep nesting, NUL bytes, invalid UTF-8.
+  Every well-formed request with an id must be answered, stdout must stay JSON-RPC, and a final \`tools/list\` must
+  work.
+- **HTTP fuzz**: every route of \`lightworker serve\` (static files, \`/api/commands\`, \`/api/events\`, every command)
+  with random methods, paths, headers (bad Host/Origin, huge), bodies (bad JSON, invalid UTF-8, deep nesting),
+  first without credentials (nothing may change), then with them.
+- **Leaks**: a corpus of shaped and shapeless secrets sent through every input and printed by the worker; a leak is
+  a (secret, place) pair where the value or any 12-character piece of it appears in a text column of the database,
+  a file under the home, or the output of \`show --json\`, \`events --json\`, \`tasks --json\`, MCP \`get_task\` or
+  HTTP \`get_task\`.
+
+## Notes from this run
+
+${renderNotes(r).join('\n') || '- none'}
+`;
+}
+
+const { options, out } = parseArgs(process.argv.slice(2));
+const stop = () => {
+  killAllLabs();
+  process.exit(130);
+};
+process.once('SIGINT', stop);
+process.once('SIGTERM', stop);
+const report = await runChaos({ ...options, log: (l) => process.stderr.write(`${l}\n`) });
+process.stdout.write(`\n${renderTable(report)}\n\n${renderNotes(report).join('\n')}\n`);
+if (out !== '-') {
+  writeFileSync(out, renderDoc(report));
+  process.stderr.write(`wrote ${out}\n`);
+}
+process.stdout.write(`\n${passed(report) ? 'PASS' : 'FAIL'}\n`);
+process.exit(passed(report) ? 0 : 1);
