@@ -46,7 +46,13 @@ function send(port: number, method: string, path: string, headers: Record<string
     const finish = (r: Reply) => {
       if (!done) resolve(r);
       done = true;
+      clearTimeout(hard);
     };
+    // A socket can close without 'end' or 'error' (e.g. the server drops it mid-answer): never wait forever.
+    const hard = setTimeout(() => {
+      finish({ status: 0, body: 'no answer', headers: {} });
+      req.destroy();
+    }, timeoutMs + 2000);
     const req = request({ host: '127.0.0.1', port, method, path, headers, setHost: false, timeout: timeoutMs }, (res) => {
       let text = '';
       res.setEncoding('utf8');
@@ -60,9 +66,11 @@ function send(port: number, method: string, path: string, headers: Record<string
       });
       res.on('end', () => finish({ status: res.statusCode ?? 0, body: text, headers: res.headers }));
       res.on('error', () => finish({ status: res.statusCode ?? 0, body: text, headers: res.headers }));
+      res.on('close', () => finish({ status: res.statusCode ?? 0, body: text, headers: res.headers }));
     });
     req.on('timeout', () => req.destroy());
     req.on('error', (e) => finish({ status: 0, body: String(e), headers: {} }));
+    req.on('close', () => finish({ status: 0, body: 'closed', headers: {} }));
     req.end(body);
   });
 }
@@ -166,8 +174,10 @@ export async function runHttpFuzz(o: HttpFuzzOptions): Promise<HttpFuzzFigures> 
     let unauthorizedReads = 0;
     let tokenDisclosures = 0;
     const token = auth['x-lightworker-token'] ?? null;
+    let noAnswer = 0;
     const check = (r: Reply, what: string) => {
       sent++;
+      if (r.status === 0) noAnswer++;
       if (r.status >= 500) serverErrors++;
       if (STACK.test(r.body)) {
         stackTraces++;
@@ -200,6 +210,7 @@ export async function runHttpFuzz(o: HttpFuzzOptions): Promise<HttpFuzzFigures> 
       check(await send(port, r.route.method, r.route.path, { ...auth, ...r.headers }, r.body), `${r.route.method} ${r.route.path.slice(0, 60)}`);
       if (i % 500 === 0 && i > 0) o.log(`  http fuzz: ${i}/${o.requests} requests`);
     }
+    if (noAnswer) notes.push(`${noAnswer} requests got no HTTP answer (connection closed or timed out)`);
     const alive = child.exitCode === null && (await send(port, 'GET', '/api/commands', { Host: `127.0.0.1:${port}`, ...auth })).status === 200;
     if (!alive) notes.push(`serve died or stopped answering: ${printed().slice(-300)}`);
     child.kill('SIGTERM');

@@ -92,6 +92,8 @@ function expectsAnswer(bytes: Buffer, id: string): boolean {
 
 class McpProcess {
   readonly answered = new Set<string>();
+  /** Results of the requests the suite itself made (ids without the fuzz prefix). */
+  readonly results = new Map<string, unknown>();
   badStdout = 0;
   private buf = '';
   private stderr = '';
@@ -118,9 +120,10 @@ class McpProcess {
       this.buf = this.buf.slice(i + 1);
       if (!line.trim()) continue;
       try {
-        const m = JSON.parse(line) as { jsonrpc?: string; id?: unknown };
+        const m = JSON.parse(line) as { jsonrpc?: string; id?: unknown; result?: unknown };
         if (m.jsonrpc !== '2.0') this.badStdout++;
         if (typeof m.id === 'string' || typeof m.id === 'number') this.answered.add(String(m.id));
+        if (typeof m.id === 'string' && !m.id.startsWith('fz')) this.results.set(m.id, m.result);
       } catch {
         this.badStdout++;
       }
@@ -155,7 +158,9 @@ export async function runMcpFuzz(o: McpFuzzOptions): Promise<McpFuzzFigures> {
     const notes: string[] = [];
     let p = await startMcp(lab);
     await p.request('tools', 'tools/list', {}, 30_000);
-    const tools = ['get_task', 'delegate_task', 'delegate_batch', 'list_tasks', 'wait_tasks', 'get_events', 'cancel_task', 'retry_task', 'approve_task', 'accept_task', 'get_task_diff', 'get_task_tree', 'no_such_tool'];
+    const listed = (p.results.get('tools') as { tools?: { name: string }[] } | undefined)?.tools?.map((t) => t.name) ?? [];
+    if (!listed.length) throw new Error(`lightworker mcp listed no tools: ${p.stderrTail}`);
+    const tools = [...listed, 'no_such_tool'];
     const pending = new Set<string>();
     let expected = 0;
     let unanswered = 0;
