@@ -79,7 +79,7 @@ async function until(cond: () => boolean, timeoutMs: number, everyMs = 50): Prom
 
 /** Run the kill scenario in its own lab. */
 export async function runKills(o: KillOptions): Promise<KillFigures> {
-  return withLab('kills', { agentConcurrency: 4 }, async (lab) => {
+  return withLab('kills', { agentConcurrency: 6 }, async (lab) => {
     const rng = createRng(o.seed);
     const db = openDbReadOnly(lab.home);
     const notes: string[] = [];
@@ -155,9 +155,7 @@ export async function runKills(o: KillOptions): Promise<KillFigures> {
       ensureLeaders();
       const retried = await retryOrphans(10_000);
       o.log(`  kills done; retried ${retried} orphaned tasks; waiting for every task to end`);
-      // Bounded: every task has a hard timeout; a task still active past timeout + grace is stuck.
-      const settleMs = (o.taskTimeoutS * 1000 + GRACE_MS) * 2 + 10_000;
-      await until(() => readTasks(db).every((t) => END_STATES.has(t.status)), settleMs, 250);
+      await settle(db, o.taskTimeoutS * 1000 + GRACE_MS + 15_000, 30 * 60_000);
       const final = readTasks(db);
       const now = Date.now();
       const stuck = final.filter((t) => ACTIVE_STATES.has(t.status) && now - (t.started_at ?? t.updated_at) > t.timeout_s * 1000 + GRACE_MS + 5000);
@@ -191,6 +189,22 @@ export async function runKills(o: KillOptions): Promise<KillFigures> {
       db.close();
     }
   });
+}
+
+/**
+ * Wait until every task ended, as long as the queue makes progress: the wait ends early when nothing
+ * changed status for `quietMs` (longer than any task may run, so only stuck work stops it), and at `capMs`.
+ */
+async function settle(db: ReturnType<typeof openDbReadOnly>, quietMs: number, capMs: number): Promise<void> {
+  const end = Date.now() + capMs;
+  let lastSeq = -1;
+  let lastChange = Date.now();
+  while (Date.now() < end && Date.now() - lastChange < quietMs) {
+    if (readTasks(db).every((t) => END_STATES.has(t.status))) return;
+    const seq = (db.prepare(`SELECT MAX(seq) AS s FROM events WHERE type = 'task.status'`).get() as { s: number | null }).s ?? 0;
+    if (seq !== lastSeq) [lastSeq, lastChange] = [seq, Date.now()];
+    await sleep(250);
+  }
 }
 
 function describe(tasks: TaskRow[]): string {
