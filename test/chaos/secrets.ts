@@ -104,6 +104,8 @@ async function throughMcp(lab: Lab, corpus: Secret[], ids: string[] | null): Pro
   while ((out.match(/"id":\s*\d+/g)?.length ?? 0) < want && Date.now() < end) await sleep(50);
   child.stdin!.end();
   child.kill('SIGTERM');
+  const got = out.match(/"id":\s*\d+/g)?.length ?? 0;
+  if (got < want) throw new Error(`lightworker mcp answered ${got} of ${want} requests: the leak scan would miss its output`);
   return out;
 }
 
@@ -124,8 +126,17 @@ export async function runSecrets(o: { seed: number; log: (l: string) => void }):
       // HTTP: delegate_task through the console, then (after the run) get_task for every task.
       const serve = await startServe(lab);
       const auth = await obtainAuth(serve.port, serve.printed());
-      const post = (name: string, body: unknown) =>
-        fetch(`http://127.0.0.1:${serve.port}/api/commands/${name}`, { method: 'POST', headers: { ...auth, 'Content-Type': 'application/json' }, body: JSON.stringify(body) }).then((r) => r.text());
+      const post = async (name: string, body: unknown) => {
+        const r = await fetch(`http://127.0.0.1:${serve.port}/api/commands/${name}`, { method: 'POST', headers: { ...auth, 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+        if (!r.ok) throw new Error(`HTTP ${name} answered ${r.status}: the leak scan would miss its output`);
+        return r.text();
+      };
+      // Outputs the scan reads must really be there: a failing command would hide a leak.
+      const shownBy = async (args: string[]) => {
+        const r = await lab.cli(args);
+        if (r.code !== 0) throw new Error(`lightworker ${args.join(' ')} failed: ${r.stderr.trim()}`);
+        return r.stdout;
+      };
       shown.push({ where: 'http delegate_task reply', text: await post('delegate_task', { objective: chaosObjective(`http caller: ${corpus.map((c) => c.value).join(' ')}`, { print_secrets: true }), workspace: lab.repo, worker: 'chaos-agent', mode: 'auto_execute', verify: [`test -n "${byLabel('password=')}"`] }) });
       // serve leads the scheduler: wait (bounded) for every task to end.
       const db = openDbReadOnly(lab.home);
@@ -136,11 +147,11 @@ export async function runSecrets(o: { seed: number; log: (l: string) => void }):
       const ids = tasks.map((t) => t.id);
       for (const id of ids) {
         shown.push({ where: 'http get_task', text: await post('get_task', { id }) });
-        shown.push({ where: 'cli show --json', text: (await lab.cli(['show', id, '--json'])).stdout });
+        shown.push({ where: 'cli show --json', text: await shownBy(['show', id, '--json']) });
       }
       serve.child.kill('SIGTERM');
-      shown.push({ where: 'cli events --json', text: (await lab.cli(['events', '--json', '--limit', '10000'])).stdout });
-      shown.push({ where: 'cli tasks --json', text: (await lab.cli(['tasks', '--json'])).stdout });
+      shown.push({ where: 'cli events --json', text: await shownBy(['events', '--json', '--limit', '5000']) });
+      shown.push({ where: 'cli tasks --json', text: await shownBy(['tasks', '--json']) });
       shown.push({ where: 'mcp get_task', text: await throughMcp(lab, corpus, ids) });
       await sleep(500);
       const hits: (Hit & { label: string })[] = [];
