@@ -38,13 +38,14 @@ export interface Lab {
   cleanup: () => Promise<void>;
 }
 
-const liveLabs = new Map<string, { home: string; children: Set<ChildProcess> }>();
+const liveLabs = new Map<string, { home: string; children: Set<ChildProcess>; rmDir: () => void }>();
 
-/** Kill every process of every open lab at once (for SIGINT): synchronous, by PID and marker only. */
+/** End every open lab at once (for SIGINT): kill by PID and marker only, then remove its folder. */
 export function killAllLabs(): void {
   for (const [runId, l] of liveLabs) {
     for (const c of l.children) c.kill('SIGKILL');
     killPids(findMarkedProcesses({ runId, home: l.home }).map((p) => p.pid));
+    l.rmDir();
   }
 }
 
@@ -58,7 +59,7 @@ export async function createLab(name: string, opts: LabOptions = {}): Promise<La
   writeFileSync(runLog, '');
   const env: Record<string, string> = { LIGHTWORKER_HOME: home, CHAOS_LAB: runId, ...opts.env };
   const children = new Set<ChildProcess>();
-  liveLabs.set(runId, { home, children });
+  liveLabs.set(runId, { home, children, rmDir });
   const cli = (args: string[], timeoutMs = 60_000) => runCli(args, { home, cwd: repo, env, timeoutMs });
   const start = (args: string[], stdin: 'pipe' | 'ignore' = 'ignore') => {
     const child = spawn(process.execPath, [BIN, ...args], { cwd: repo, env: { ...process.env, ...env }, stdio: [stdin, 'pipe', 'pipe'] });
