@@ -1,12 +1,12 @@
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { globals } from '../cli/context.js';
 import { err, out } from '../cli/output.js';
 import { AppError } from '../core/errors.js';
-import { newToken } from '../core/ids.js';
 import { Engine } from '../engine.js';
+import { newSecret } from './auth.js';
+import { openBrowser } from './open-browser.js';
 import { startScheduler } from './scheduler-link.js';
 import { requireLoopbackHost } from './security.js';
 import { startConsoleServer } from './server.js';
@@ -26,18 +26,6 @@ async function ensureRenderer(dir: string): Promise<void> {
     throw new AppError('unavailable', `could not build the console: ${(e as Error).message}; run \`npm run build:renderer\` and retry`);
   }
   if (!existsSync(join(dir, 'index.html'))) throw new AppError('unavailable', `the console build did not produce ${dir}/index.html; run \`npm run build:renderer\``);
-}
-
-function openBrowser(url: string): void {
-  const [cmd, args] =
-    process.platform === 'darwin' ? ['open', [url]] : process.platform === 'win32' ? ['cmd', ['/c', 'start', '', url]] : ['xdg-open', [url]];
-  try {
-    const child = spawn(cmd, args as string[], { detached: true, stdio: 'ignore' });
-    child.on('error', () => err(`could not open a browser (${cmd}); open ${url} yourself`));
-    child.unref();
-  } catch {
-    err(`could not open a browser; open ${url} yourself`);
-  }
 }
 
 function parsePort(v: string): number {
@@ -64,16 +52,17 @@ export function registerServeCommand(program: Command): void {
       let server: Awaited<ReturnType<typeof startConsoleServer>> | undefined;
       let scheduler: Awaited<ReturnType<typeof startScheduler>> | undefined;
       try {
-        server = await startConsoleServer({ engine, host, port: o.port, token: newToken(), rendererDir: dir });
+        server = await startConsoleServer({ engine, host, port: o.port, token: newSecret(), rendererDir: dir });
         scheduler = await startScheduler(engine, { paused: o.paused });
       } catch (e) {
         await server?.close();
         engine.close();
         throw e;
       }
-      out(`LightWorker console: ${server.url}`);
+      // The tokened URL is the only way in: print it (only this user's terminal sees it) and open it.
+      out(`LightWorker console: ${server.loginUrl}`);
       err(`listening on ${server.host} port ${server.port}; home ${engine.home.root}; scheduler ${scheduler.status().role}${o.paused ? ' (paused)' : ''}; Ctrl-C stops`);
-      if (o.open) openBrowser(server.url);
+      if (o.open) openBrowser(server.loginUrl, engine.home.root);
       await new Promise<void>((done) => {
         process.once('SIGINT', done);
         process.once('SIGTERM', done);
