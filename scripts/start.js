@@ -53,7 +53,7 @@ if (electron.path && display.ok) {
   child.on('exit', (code) => process.exit(code ?? 0));
 } else {
   say(electron.why ? `no Electron binary: ${electron.why}` : `no display: ${display.why}`);
-  say('starting the headless console instead (lightworker serve) …');
+  say('starting the headless console instead (lightworker serve); open the URL it prints, which carries its token …');
   run(process.execPath, [join(root, 'node_modules', 'vite', 'bin', 'vite.js'), 'build', '-c', join(root, 'renderer', 'vite.config.ts'), '--logLevel', 'warn']);
   const args = [join(root, 'bin', 'lightworker.js'), 'serve', ...(passthrough.length ? passthrough : [])];
   const child = spawn(process.execPath, args, { cwd: root, stdio: 'inherit' });
