@@ -1,0 +1,78 @@
+/**
+ * Secrets LightWorker knows by value (gateway keys, tokens, secret-named environment variables),
+ * redacted wherever they appear whatever their shape. One registry per process: every engine, runner
+ * and face in it shares the same set, and `redactText` consults it on every call.
+ */
+
+/** Shorter values are not registered: they would redact common words and numbers. */
+export const MIN_SECRET_LENGTH = 8;
+
+/** An environment variable whose name says it holds a secret (OPENAI_API_KEY, GH_TOKEN, DB_PASSWORD…). */
+const SECRET_NAME = /KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|PRIVATE/i;
+/** Secret-sounding names that hold paths or sockets, not secrets. */
+const NOT_SECRET_NAMES = new Set(['SSH_AUTH_SOCK', 'XAUTHORITY', 'KEYTIMEOUT', 'GPG_AGENT_INFO', 'LIGHTWORKER_REUSE_CLI_AUTH']);
+
+const values = new Set<string>();
+let pattern: RegExp | null = null;
+
+/** Does an environment variable of this name hold a secret? */
+export function isSecretName(name: string): boolean {
+  return SECRET_NAME.test(name) && !NOT_SECRET_NAMES.has(name.toUpperCase());
+}
+
+/**
+ * Remember secret values so every later `redactText` replaces them. Values shorter than
+ * MIN_SECRET_LENGTH, and plain booleans/numbers, are ignored. Cheap to call again with known values.
+ */
+export function registerSecretValues(list: Iterable<string | null | undefined>): void {
+  let added = false;
+  for (const raw of list) {
+    if (typeof raw !== 'string') continue;
+    const v = raw.trim();
+    if (v.length < MIN_SECRET_LENGTH || /^(?:true|false|\d+)$/i.test(v) || values.has(v)) continue;
+    values.add(v);
+    // A worker's JSON stream carries the value escaped when it holds quotes or backslashes.
+    const escaped = JSON.stringify(v).slice(1, -1);
+    if (escaped !== v) values.add(escaped);
+    added = true;
+  }
+  if (added) pattern = compile();
+}
+
+/**
+ * The values of every secret-named variable in `env`, plus the values of the named variables
+ * (gateway `key_env`s), whatever their names.
+ */
+export function secretValuesOfEnv(env: NodeJS.ProcessEnv, alsoNames: Iterable<string> = []): string[] {
+  const out: string[] = [];
+  for (const [k, v] of Object.entries(env)) if (v && isSecretName(k)) out.push(v);
+  for (const k of alsoNames) {
+    const v = env[k];
+    if (v) out.push(v);
+  }
+  return out;
+}
+
+/** Replace every registered value in `text` with `marker`. One precompiled alternation: linear, cheap without hits. */
+export function redactKnownValues(text: string, marker: string): string {
+  if (!pattern) return text;
+  pattern.lastIndex = 0;
+  return text.replace(pattern, marker);
+}
+
+/** How many values are registered (for doctor output and tests). */
+export function knownSecretCount(): number {
+  return values.size;
+}
+
+/** Forget every registered value (tests). */
+export function clearSecretValues(): void {
+  values.clear();
+  pattern = null;
+}
+
+function compile(): RegExp {
+  // Longest first, so a value that contains another is replaced whole.
+  const sorted = [...values].sort((a, b) => b.length - a.length);
+  return new RegExp(sorted.map((v) => v.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&')).join('|'), 'g');
+}
