@@ -43,10 +43,11 @@ const RULES: Rule[] = [
     replace: `$1${REDACTED}`,
   },
   {
-    // An unlabelled AWS secret access key: 40 base64 characters standing alone. Git SHAs (hex) and
-    // identifiers are left alone: see `looksLikeAwsSecret`.
+    // An unlabelled AWS secret access key: 40 base64 characters standing alone (longer base64, such as
+    // sha512 integrity hashes, is not one). Git SHAs (hex) and identifiers are left alone: see
+    // `looksLikeAwsSecret`.
     name: 'aws-secret-unlabelled',
-    pattern: /(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])/g,
+    pattern: /(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])/g,
     replace: (m) => (looksLikeAwsSecret(m) ? REDACTED : m),
   },
   { name: 'bearer', hint: /Bearer|Token/, pattern: /(\b(?:Bearer|Token)\s+)[A-Za-z0-9._~+/=-]{12,}/g, replace: `$1${REDACTED}` },

@@ -164,6 +164,11 @@ describe('no planted secret is persisted or shown', () => {
     found.push(...leaks('events', events.stdout));
     const tasks = await runCli(['tasks', '--json'], { home });
     found.push(...leaks('tasks', tasks.stdout));
+    // An error answer that quotes the caller's input.
+    const bad = await runCli(['submit', '--workspace', `/nonexistent/${GATEWAY_KEY} ${AWS_SECRET}`, 'x'], { home, env });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('/nonexistent/[REDACTED] [REDACTED] is not an existing directory');
+    found.push(...leaks('submit error', bad.stderr));
     expect(found).toEqual([]);
   });
 
@@ -179,6 +184,9 @@ describe('no planted secret is persisted or shown', () => {
       }
       const ev = await child.callTool('get_events', {});
       found.push(...leaks('get_events', JSON.stringify(ev)));
+      const bad = await child.callTool('delegate_task', { objective: 'x', workspace: `/nonexistent/${GATEWAY_KEY}` });
+      expect(bad.result?.isError).toBe(true);
+      found.push(...leaks('delegate_task error', JSON.stringify(bad)));
       expect(found).toEqual([]);
     } finally {
       await child.stop();
