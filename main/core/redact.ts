@@ -13,7 +13,7 @@ interface Rule {
   /** Replacement; `$1` etc. keep the non-secret part of a match (a key name, a URL scheme). */
   replace: string | ((match: string, ...groups: string[]) => string);
   /** A cheap test that must pass before the full pattern runs (keeps long lines linear). */
-  hint?: RegExp;
+  hint?: RegExp | ((text: string) => boolean);
 }
 
 const KEY_HINT = /pass|pwd|secret|token|key|credential/i;
@@ -47,6 +47,7 @@ const RULES: Rule[] = [
     // sha512 integrity hashes, is not one). Git SHAs (hex) and identifiers are left alone: see
     // `looksLikeAwsSecret`.
     name: 'aws-secret-unlabelled',
+    hint: hasBase64Run40,
     pattern: /(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])/g,
     replace: (m) => (looksLikeAwsSecret(m) ? REDACTED : m),
   },
@@ -102,6 +103,23 @@ function looksLikeAwsSecret(s: string): boolean {
   return switches >= 14;
 }
 
+/**
+ * Does `text` hold a run of exactly 40 base64 characters? One linear pass over char codes: the
+ * pattern itself would rescan every word up to 40 times, and this rule runs on every line of output.
+ */
+function hasBase64Run40(text: string): boolean {
+  let run = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if ((c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 43 || c === 47) run++;
+    else {
+      if (run === 40) return true;
+      run = 0;
+    }
+  }
+  return run === 40;
+}
+
 function charClass(c: number): number {
   if (c >= 65 && c <= 90) return 0;
   if (c >= 97 && c <= 122) return 1;
@@ -117,7 +135,7 @@ function charClass(c: number): number {
 export function redactText(text: string): string {
   let out = redactKnownValues(text, REDACTED);
   for (const rule of RULES) {
-    if (rule.hint && !rule.hint.test(out)) continue;
+    if (rule.hint && !(typeof rule.hint === 'function' ? rule.hint(out) : rule.hint.test(out))) continue;
     out = out.replace(rule.pattern, rule.replace as string);
   }
   return out;
