@@ -21,15 +21,26 @@ export function isSecretName(name: string): boolean {
 }
 
 /**
+ * A value worth redacting everywhere: mixed character classes (letters and digits, or symbols), or
+ * long. `AUTH_MODE=disabled` must not redact every "disabled" in a worker's output; numbers neither.
+ */
+function looksSecret(v: string): boolean {
+  if (/^\d+$/.test(v)) return false;
+  if (v.length >= 16) return true;
+  const classes = [/[a-z]/, /[A-Z]/, /[0-9]/, /[^A-Za-z0-9]/].filter((re) => re.test(v)).length;
+  return classes >= 2 && !/^[A-Za-z]+$/.test(v);
+}
+
+/**
  * Remember secret values so every later `redactText` replaces them. Values shorter than
- * MIN_SECRET_LENGTH, and plain booleans/numbers, are ignored. Cheap to call again with known values.
+ * MIN_SECRET_LENGTH, numbers and plain words are ignored. Cheap to call again with known values.
  */
 export function registerSecretValues(list: Iterable<string | null | undefined>): void {
   let added = false;
   for (const raw of list) {
     if (typeof raw !== 'string') continue;
     const v = raw.trim();
-    if (v.length < MIN_SECRET_LENGTH || /^(?:true|false|\d+)$/i.test(v) || values.has(v)) continue;
+    if (v.length < MIN_SECRET_LENGTH || !looksSecret(v) || values.has(v)) continue;
     values.add(v);
     // A worker's JSON stream carries the value escaped when it holds quotes or backslashes.
     const escaped = JSON.stringify(v).slice(1, -1);

@@ -79,8 +79,10 @@ describe('value-based redaction', () => {
   });
 
   it('ignores short and trivial values so common words survive', () => {
-    registerSecretValues(['hunter', 'true', '12345678901', '', null, undefined]);
-    expect(redactText('hunter true 12345678901')).toBe('hunter true 12345678901');
+    registerSecretValues(['hunter', 'true', '12345678901', 'disabled', 'Production', '', null, undefined]);
+    expect(redactText('hunter true 12345678901 disabled Production')).toBe('hunter true 12345678901 disabled Production');
+    registerSecretValues(['hunter2hunter']);
+    expect(redactText('pw hunter2hunter')).toBe(`pw ${REDACTED}`);
   });
 
   it('takes secret-named variables and named key variables from an environment', () => {
