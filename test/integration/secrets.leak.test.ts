@@ -57,7 +57,7 @@ describe('no planted secret is persisted or shown', () => {
   let home: string;
   let repo: string;
   const env = { LW_PLANTED_GATEWAY_KEY: GATEWAY_KEY, MY_SERVICE_PASSWORD: ENV_PASSWORD };
-  const ids: Record<'exec' | 'fail' | 'named', string> = { exec: '', fail: '', named: '' };
+  const ids: Record<'exec' | 'fail' | 'blocked' | 'named', string> = { exec: '', fail: '', blocked: '', named: '' };
 
   beforeAll(async () => {
     ({ dir, cleanup } = tempDir('lw-secrets-'));
@@ -91,6 +91,8 @@ describe('no planted secret is persisted or shown', () => {
 
     // 2. A failing task: the corpus comes back as the worker's error.
     ids.fail = await submit(['--kind', 'explore', '--metadata', JSON.stringify({ mock: { fail_message: CORPUS } }), 'look at', ONE_LINE]);
+    // Its dependent is blocked with the failure's reason as its error.
+    ids.blocked = await submit(['--kind', 'explore', '--depends-on', ids.fail, 'after the failing one']);
 
     // 3. An auto-named task whose first line is cut right inside a JWT; its plain-text answer holds the corpus.
     const prefix = 'Investigate why the login flow rejects this token: ';
@@ -108,6 +110,9 @@ describe('no planted secret is persisted or shown', () => {
     expect(exec.status).toBe('completed');
     expect(readFileSync(join(exec.worktreePath, 'leak.txt'), 'utf8')).toBe(CORPUS);
     expect((await show(ids.fail)).status).toBe('failed');
+    const blocked = await show(ids.blocked);
+    expect(blocked.status).toBe('blocked');
+    expect(blocked.error.message).toContain('[REDACTED]');
     const named = await show(ids.named);
     expect(named.status).toBe('completed');
     expect(named.name).toBe('Investigate why the login flow rejects this token: [REDACTED]');
