@@ -64,11 +64,39 @@ export function secretValuesOfEnv(env: NodeJS.ProcessEnv, alsoNames: Iterable<st
   return out;
 }
 
-/** Replace every registered value in `text` with `marker`. One precompiled alternation: linear, cheap without hits. */
+/** A cut-off piece of a value at either end of a text is redacted from this many characters on. */
+const MIN_PIECE = 6;
+
+/**
+ * Replace every registered value in `text` with `marker`. One precompiled alternation: linear, cheap
+ * without hits. Text cut from a longer output (a tail, a first line) may begin with the end of a value
+ * or end with its start: those pieces go too.
+ */
 export function redactKnownValues(text: string, marker: string): string {
   if (!pattern) return text;
   pattern.lastIndex = 0;
-  return text.replace(pattern, marker);
+  return redactCutPieces(text.replace(pattern, marker), marker);
+}
+
+function redactCutPieces(text: string, marker: string): string {
+  if (text.length < MIN_PIECE) return text;
+  let start = 0;
+  for (const piece of suffixesByFirst.get(text[0]) ?? []) {
+    if (text.startsWith(piece)) {
+      start = piece.length;
+      break;
+    }
+  }
+  let end = text.length;
+  for (const piece of prefixesByLast.get(text[text.length - 1]) ?? []) {
+    if (text.endsWith(piece)) {
+      end = text.length - piece.length;
+      break;
+    }
+  }
+  if (start === 0 && end === text.length) return text;
+  if (start >= end) return marker;
+  return (start ? marker : '') + text.slice(start, end) + (end < text.length ? marker : '');
 }
 
 /** How many values are registered (for doctor output and tests). */
@@ -80,10 +108,30 @@ export function knownSecretCount(): number {
 export function clearSecretValues(): void {
   values.clear();
   pattern = null;
+  suffixesByFirst = new Map();
+  prefixesByLast = new Map();
 }
+
+/** Pieces a cut can leave, keyed by the character a text would start / end with; longest first. */
+let suffixesByFirst = new Map<string, string[]>();
+let prefixesByLast = new Map<string, string[]>();
 
 function compile(): RegExp {
   // Longest first, so a value that contains another is replaced whole.
   const sorted = [...values].sort((a, b) => b.length - a.length);
+  suffixesByFirst = new Map();
+  prefixesByLast = new Map();
+  const add = (map: Map<string, string[]>, key: string, piece: string) => {
+    const list = map.get(key) ?? [];
+    list.push(piece);
+    map.set(key, list);
+  };
+  for (const v of sorted) {
+    for (let k = MIN_PIECE; k < v.length; k++) {
+      add(suffixesByFirst, v[v.length - k], v.slice(v.length - k));
+      add(prefixesByLast, v[k - 1], v.slice(0, k));
+    }
+  }
+  for (const map of [suffixesByFirst, prefixesByLast]) for (const list of map.values()) list.sort((a, b) => b.length - a.length);
   return new RegExp(sorted.map((v) => v.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&')).join('|'), 'g');
 }

@@ -78,6 +78,16 @@ describe('value-based redaction', () => {
     expect(redactText(JSON.stringify({ v: 'quo"te\\value' }))).toBe(`{"v":"${REDACTED}"}`);
   });
 
+  it('redacts the piece of a value left at either end of a cut text (a tail, a first line)', () => {
+    registerSecretValues(['zz9plural-z-alpha-7QKD']);
+    expect(redactText('alpha-7QKD and then the output went on')).toBe(`${REDACTED} and then the output went on`);
+    expect(redactText('the key was zz9plural-z-a')).toBe(`the key was ${REDACTED}`);
+    expect(redactText('a-7QKD')).toBe(REDACTED);
+    // Short pieces and pieces in the middle are ordinary text.
+    expect(redactText('7QKD zz9pl')).toBe('7QKD zz9pl');
+    expect(redactText('an alpha-7QKD in the middle')).toBe('an alpha-7QKD in the middle');
+  });
+
   it('ignores short and trivial values so common words survive', () => {
     registerSecretValues(['hunter', 'true', '12345678901', 'disabled', 'Production', '', null, undefined]);
     expect(redactText('hunter true 12345678901 disabled Production')).toBe('hunter true 12345678901 disabled Production');
