@@ -7,17 +7,20 @@
 /** Shorter values are not registered: they would redact common words and numbers. */
 export const MIN_SECRET_LENGTH = 8;
 
-/** An environment variable whose name says it holds a secret (OPENAI_API_KEY, GH_TOKEN, DB_PASSWORD…). */
-const SECRET_NAME = /KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|PRIVATE/i;
+/**
+ * A word of an environment variable's name that says it holds a secret (OPENAI_API_KEY, GH_TOKEN,
+ * NPM_AUTHTOKEN, DB_PASSWORD…). Whole words, so GIT_AUTHOR_NAME or KEYBOARD_LAYOUT are not secrets.
+ */
+const SECRET_WORD = /^(?:[A-Z0-9]*KEYS?|[A-Z0-9]*TOKENS?|[A-Z0-9]*SECRETS?|[A-Z0-9]*PASSWORDS?|PASSWD|PASS|CREDENTIALS?|AUTH|PRIVATE)$/i;
 /** Secret-sounding names that hold paths or sockets, not secrets. */
-const NOT_SECRET_NAMES = new Set(['SSH_AUTH_SOCK', 'XAUTHORITY', 'KEYTIMEOUT', 'GPG_AGENT_INFO', 'LIGHTWORKER_REUSE_CLI_AUTH']);
+const NOT_SECRET_NAMES = new Set(['SSH_AUTH_SOCK', 'LIGHTWORKER_REUSE_CLI_AUTH']);
 
 const values = new Set<string>();
 let pattern: RegExp | null = null;
 
 /** Does an environment variable of this name hold a secret? */
 export function isSecretName(name: string): boolean {
-  return SECRET_NAME.test(name) && !NOT_SECRET_NAMES.has(name.toUpperCase());
+  return !NOT_SECRET_NAMES.has(name.toUpperCase()) && name.split(/[^A-Za-z0-9]+/).some((word) => SECRET_WORD.test(word));
 }
 
 /**

@@ -98,8 +98,12 @@ describe('value-based redaction', () => {
   it('takes secret-named variables and named key variables from an environment', () => {
     const env = { OPENAI_API_KEY: 'v-openai-value', DB_PASSWORD: 'v-db-password', SSH_AUTH_SOCK: '/tmp/ssh-agent.sock', PATH: '/usr/bin:/bin', GW: 'v-gateway-key' };
     expect(secretValuesOfEnv(env, ['GW']).sort()).toEqual(['v-db-password', 'v-gateway-key', 'v-openai-value']);
-    expect(isSecretName('ANTHROPIC_AUTH_TOKEN')).toBe(true);
-    expect(isSecretName('XAUTHORITY')).toBe(false);
+    for (const name of ['ANTHROPIC_AUTH_TOKEN', 'NPM_AUTHTOKEN', 'AWS_SECRET_ACCESS_KEY', 'GITHUB_PAT_TOKEN', 'npm_config__auth', 'DB_PASS', 'OPENAI_APIKEY']) {
+      expect(isSecretName(name), name).toBe(true);
+    }
+    for (const name of ['XAUTHORITY', 'GIT_AUTHOR_NAME', 'GIT_AUTHOR_EMAIL', 'KEYBOARD_LAYOUT', 'SSH_AUTH_SOCK', 'PWD', 'OLDPWD', 'PASSENGER_ENV']) {
+      expect(isSecretName(name), name).toBe(false);
+    }
   });
 });
 
