@@ -2,7 +2,8 @@ import { z } from 'zod';
 import { AppError } from '../core/errors.js';
 import { listEvents } from '../store/events.js';
 import { listTasks, requireTask } from '../store/tasks.js';
-import { createTasks } from '../tasks/create.js';
+import { createTasks, type CreateContext } from '../tasks/create.js';
+import { allWorkerNames } from '../workers/registry.js';
 import { approveTask, cancelTask, RETRY_STRATEGIES, retryTask, waitingOn } from '../tasks/ops.js';
 import { batchInputSchema, TASK_ID, taskInputSchema } from '../tasks/schema.js';
 import { STATUSES, type Task } from '../tasks/types.js';
@@ -19,6 +20,11 @@ export function presentTask(ctx: CommandContext, t: Task): Task & { waitingOn?: 
   return w.length ? { ...t, waitingOn: w } : t;
 }
 
+/** What task creation needs from a command call, including the workers that can run. */
+export function createContext(ctx: CommandContext): CreateContext {
+  return { db: ctx.engine.db, config: ctx.engine.config, homeRoot: ctx.engine.home.root, depth: ctx.depth, knownWorkers: allWorkerNames(ctx.engine) };
+}
+
 export const delegateTask = defineCommand({
   name: 'delegate_task',
   description: 'Queue one task (plan, explore, review or execute) for a worker.',
@@ -26,7 +32,7 @@ export const delegateTask = defineCommand({
   readOnly: false,
   handler(ctx, input) {
     const [task] = ctx.engine.write(() =>
-      createTasks({ db: ctx.engine.db, config: ctx.engine.config, homeRoot: ctx.engine.home.root, depth: ctx.depth }, [input]),
+      createTasks(createContext(ctx), [input]),
     );
     return { task: presentTask(ctx, task) };
   },
@@ -39,7 +45,7 @@ export const delegateBatch = defineCommand({
   readOnly: false,
   handler(ctx, input) {
     const tasks = ctx.engine.write(() =>
-      createTasks({ db: ctx.engine.db, config: ctx.engine.config, homeRoot: ctx.engine.home.root, depth: ctx.depth }, input.tasks),
+      createTasks(createContext(ctx), input.tasks),
     );
     return { tasks: tasks.map((t) => presentTask(ctx, t)) };
   },
