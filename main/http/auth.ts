@@ -1,5 +1,6 @@
 import { randomBytes, timingSafeEqual, createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { registerSecretValues } from '../core/secret-values.js';
 import { SECURITY_HEADERS } from './security.js';
 
 /**
@@ -24,7 +25,10 @@ export function newSecret(): string {
 }
 
 export function newConsoleSecrets(token = newSecret()): ConsoleSecrets {
-  return { token, session: newSecret() };
+  const secrets = { token, session: newSecret() };
+  // Redacted by value wherever they could be echoed (errors, logs, events).
+  registerSecretValues([secrets.token, secrets.session]);
+  return secrets;
 }
 
 /**
