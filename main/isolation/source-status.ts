@@ -1,6 +1,7 @@
-import { lstatSync, readdirSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, lstatSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { commonGitDir, git, splitZ } from './git-exec.js';
+import { commonGitDir, git, gitTry, splitZ } from './git-exec.js';
 
 /**
  * What the source checkout looked like, to detect a worker writing into it: HEAD, the branch it is on,
@@ -10,12 +11,14 @@ export interface SourceSnapshot {
   head: string | null;
   branchRef: string | null;
   entries: Record<string, string>;
+  /** The event sequence number when taken (set by attribution.ts), to find LightWorker's own moves since. */
+  seq?: number;
 }
 
-function fingerprint(repo: string, path: string, code: string): string {
+function fingerprint(repo: string, path: string, code: string, withMode = false): string {
   try {
     const s = lstatSync(join(repo, path));
-    return `${code}:${s.size}:${Math.round(s.mtimeMs)}`;
+    return `${code}:${s.size}:${Math.round(s.mtimeMs)}${withMode ? `:${s.mode.toString(8)}` : ''}`;
   } catch {
     return `${code}:gone`;
   }
@@ -38,20 +41,71 @@ export async function statusEntries(repo: string): Promise<Map<string, string>> 
   return map;
 }
 
+/** Config keys LightWorker itself writes: `git branch -m/-D` of its task branches rename or drop these
+ * sections (and rewrite the whole file while doing so, even when there is nothing to rename). */
+const OWN_CONFIG_KEY = /^branch\.lightworker\//;
+
 /**
- * Files in the git dir that change what git runs or where it points (hooks, config): `git status` never
- * shows them, and a worker planting a hook there would run as the user later.
+ * The git config files of the repository (`config`, and `config.worktree` when the repository uses
+ * per-worktree config) as one entry per key: `.git/config [core.hookspath]` → hash of its values.
+ *
+ * Why content and not the file's size/mtime: LightWorker's own branch renames and deletions (a retry
+ * keeping an earlier attempt's branch, removing an accepted task's worktree) rewrite `.git/config` while
+ * other tasks run, so an mtime check blamed every task in the repository. Comparing the parsed keys —
+ * all of them, not a list of "dangerous" ones, which would always be incomplete (core.hooksPath,
+ * core.fsmonitor, core.sshCommand, filter drivers, aliases, includes…) — minus the
+ * `branch.lightworker/*` sections LightWorker manages still catches a worker that plants anything that
+ * makes git run code, and names the key. Included files are read too (`--includes`).
  */
-function gitDirEntries(gitDir: string, entries: Record<string, string>): void {
+async function configEntries(gitDir: string, entries: Record<string, string>): Promise<void> {
+  for (const file of ['config', 'config.worktree']) {
+    const path = join(gitDir, file);
+    if (!existsSync(path)) continue;
+    const r = await gitTry(gitDir, ['config', '--file', path, '--includes', '--list', '-z'], { raw: true });
+    if (r.exitCode !== 0) {
+      // Unparseable: git refuses to run with it too; compare the raw bytes so any change still shows.
+      entries[`.git/${file}`] = `G:unparseable:${hashOf(readFileSafe(path))}`;
+      continue;
+    }
+    const values = new Map<string, string[]>();
+    for (const rec of splitZ(r.stdout)) {
+      const nl = rec.indexOf('\n');
+      const key = nl === -1 ? rec : rec.slice(0, nl);
+      if (OWN_CONFIG_KEY.test(key)) continue;
+      values.set(key, [...(values.get(key) ?? []), nl === -1 ? '(no value)' : rec.slice(nl + 1)]);
+    }
+    for (const [key, vals] of values) entries[`.git/${file} [${key}]`] = `G:${hashOf(vals.join('\0'))}`;
+  }
+}
+
+function hashOf(text: string): string {
+  return createHash('sha256').update(text).digest('hex').slice(0, 16);
+}
+
+function readFileSafe(path: string): string {
+  try {
+    return readFileSync(path, 'latin1');
+  } catch {
+    return '(unreadable)';
+  }
+}
+
+/**
+ * Files in the git dir that change what git runs (hooks, config) or hides (info/exclude): `git status`
+ * never shows them, and a worker planting a hook there would run as the user later. Hooks carry their
+ * mode too: `chmod +x` on a dormant hook changes neither size nor mtime.
+ */
+async function gitDirEntries(gitDir: string, entries: Record<string, string>): Promise<void> {
   const keyOf = (p: string) => `.git/${p}`;
-  for (const p of ['config', 'info/exclude']) entries[keyOf(p)] = fingerprint(gitDir, p, 'G');
+  entries[keyOf('info/exclude')] = fingerprint(gitDir, 'info/exclude', 'G');
   let hooks: string[] = [];
   try {
     hooks = readdirSync(join(gitDir, 'hooks')).filter((h) => !h.endsWith('.sample'));
   } catch {
     // no hooks folder
   }
-  for (const h of hooks) entries[keyOf(`hooks/${h}`)] = fingerprint(gitDir, `hooks/${h}`, 'G');
+  for (const h of hooks) entries[keyOf(`hooks/${h}`)] = fingerprint(gitDir, `hooks/${h}`, 'G', true);
+  await configEntries(gitDir, entries);
 }
 
 /** Fields before the path in a porcelain v2 record, by record type. */
@@ -62,12 +116,16 @@ const V2_FIELDS: Record<string, number> = { '1': 8, '2': 9, u: 10, '?': 1, '!': 
  * snapshot runs twice per task on the leader, and each git spawn blocks its event loop for a few ms.
  */
 export async function snapshotSource(repo: string): Promise<SourceSnapshot> {
-  const out = await git(
+  // The git-dir part needs its own git call (config): run it beside `git status`.
+  const gitDirPart: Record<string, string> = {};
+  const gitDirDone = commonGitDir(repo).then((dir) => gitDirEntries(dir, gitDirPart));
+  const out = git(
     repo,
     ['--no-optional-locks', 'status', '--porcelain=v2', '--branch', '-z', '--untracked-files=all', '--ignore-submodules=none'],
     { raw: true },
   );
-  const parts = splitZ(out);
+  const [raw] = await Promise.all([out, gitDirDone]);
+  const parts = splitZ(raw);
   let head: string | null = null;
   let branchRef: string | null = null;
   const entries: Record<string, string> = {};
@@ -96,18 +154,42 @@ export async function snapshotSource(repo: string): Promise<SourceSnapshot> {
       entries[orig] = fingerprint(repo, orig, code);
     }
   }
-  gitDirEntries(await commonGitDir(repo), entries);
+  Object.assign(entries, gitDirPart);
   return { head, branchRef, entries };
 }
 
-/** Paths (and HEAD moves) that differ between two snapshots of the same checkout. */
-export function diffSnapshots(before: SourceSnapshot, after: SourceSnapshot): string[] {
+/** The pseudo-path under which HEAD (commit and branch) is compared. */
+export const HEAD_KEY = 'HEAD';
+
+/** One thing that differs between two snapshots: a path (or `HEAD`), its state after, and how to say it. */
+export interface SourceChange {
+  key: string;
+  /** Fingerprint after the change; undefined when the path is clean (or gone) now. */
+  after: string | undefined;
+  label: string;
+}
+
+/** Every path's fingerprint, plus HEAD as `<commit> <branch ref>`. */
+export function keyedState(s: SourceSnapshot): Record<string, string> {
+  return { ...s.entries, [HEAD_KEY]: `${s.head ?? 'nothing'} ${s.branchRef ?? 'detached'}` };
+}
+
+/** Paths (and HEAD moves) that differ between two snapshots of the same checkout, sorted, HEAD last. */
+export function diffSnapshots(before: SourceSnapshot, after: SourceSnapshot): SourceChange[] {
+  const b = keyedState(before);
+  const a = keyedState(after);
   const changed = new Set<string>();
-  for (const [p, f] of Object.entries(after.entries)) if (before.entries[p] !== f) changed.add(p);
-  for (const p of Object.keys(before.entries)) if (!(p in after.entries)) changed.add(p);
-  const out = [...changed].sort();
-  if (before.head !== after.head) out.push(`HEAD (moved from ${before.head ?? 'nothing'} to ${after.head ?? 'nothing'})`);
+  for (const [p, f] of Object.entries(a)) if (b[p] !== f) changed.add(p);
+  for (const p of Object.keys(b)) if (!(p in a)) changed.add(p);
+  const paths = [...changed].filter((p) => p !== HEAD_KEY).sort();
+  const out: SourceChange[] = paths.map((key) => ({ key, after: a[key], label: key }));
+  if (before.head !== after.head)
+    out.push({ key: HEAD_KEY, after: a[HEAD_KEY], label: `HEAD (moved from ${before.head ?? 'nothing'} to ${after.head ?? 'nothing'})` });
   else if (before.branchRef !== after.branchRef)
-    out.push(`HEAD (switched from ${before.branchRef ?? 'detached'} to ${after.branchRef ?? 'detached'})`);
+    out.push({
+      key: HEAD_KEY,
+      after: a[HEAD_KEY],
+      label: `HEAD (switched from ${before.branchRef ?? 'detached'} to ${after.branchRef ?? 'detached'})`,
+    });
   return out;
 }

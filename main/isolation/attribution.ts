@@ -1,0 +1,161 @@
+import { join } from 'node:path';
+import type { Engine } from '../engine.js';
+import { latestSeq, listEvents } from '../store/events.js';
+import { getTask } from '../store/tasks.js';
+import { ACTIVE, type Task } from '../tasks/types.js';
+import { gitTry, splitZ } from './git-exec.js';
+import { withRepoLock } from './repo-lock.js';
+import { diffSnapshots, HEAD_KEY, keyedState, snapshotSource, type SourceChange, type SourceSnapshot } from './source-status.js';
+
+/**
+ * Who changed the source checkout while a task ran.
+ *
+ * Each task's boundary check compares a snapshot of the source checkout taken when its workspace was
+ * prepared with one taken after the worker's turn. Several tasks run in one repository at once, and
+ * LightWorker itself writes to the repository meanwhile, so "it changed" is not "this task changed it":
+ *
+ * 1. LightWorker's own writes. Both snapshots are taken under the repository lock, which every git
+ *    mutation LightWorker makes holds (worktree add/remove, branch create/rename/delete, commits on task
+ *    branches, accept), so a snapshot never sees one half-done. Those writes land in places the snapshot
+ *    does not look at (`.git/worktrees/<id>`, refs, logs, objects, packed-refs, index of worktrees) or
+ *    are filtered by content: `.git/config` is compared key by key minus the `branch.lightworker/*`
+ *    sections LightWorker manages (source-status.ts), so a branch rename rewriting the file is not a
+ *    change but a planted `core.hooksPath` is. The one own write the checkout itself shows is accept
+ *    moving HEAD onto a commit it built: a HEAD move whose every new commit is one a `task.accepted`
+ *    event recorded since the snapshot is LightWorker's.
+ * 2. Other tasks. Every task registers its window (snapshot before, snapshot after once inspected) per
+ *    repository. Another task could have made a change when it started from a different state of that
+ *    path and is still running, or ended holding exactly the state now seen. Read-only kinds run with the
+ *    source checkout as their working directory; execute tasks run in their own worktree. So a change that
+ *    an overlapping read-only task could have made is attributed to it (it is blamed by its own check)
+ *    and not to an execute task; everyone else is blamed, naming the other tasks that could have
+ *    made it.
+ *
+ * Residual limits, without an OS sandbox: two read-only tasks in one checkout see the same writes and
+ * are both blamed (each names the other); an execute task escaping its worktree while a read-only task
+ * runs is reported on the read-only task, not on itself (the write is still reported, with the file);
+ * the user's own edits during a run count as a worker's; windows are known to the process that runs the
+ * tasks (a second LightWorker home running tasks in the same repository at the same time is not seen, so
+ * its tasks' writes blame ours: more blame, never less); and a worker that knows these internals can
+ * forge what they read (same user).
+ */
+
+interface Watch {
+  taskId: string;
+  attempt: number;
+  kind: Task['kind'];
+  before: SourceSnapshot;
+  /** The snapshot of its latest inspection; null while its first turn runs. */
+  after: SourceSnapshot | null;
+  openedAt: number;
+  closedAt: number | null;
+}
+
+const watches = new Map<string, Map<string, Watch>>();
+let tick = 0;
+
+const isReadOnly = (kind: Task['kind']) => kind !== 'execute';
+
+function isActive(engine: Engine, w: Watch): boolean {
+  const t = getTask(engine.db, w.taskId);
+  return Boolean(t && t.attempt === w.attempt && ACTIVE.has(t.status));
+}
+
+/** Drop windows nobody can need: dead ones, and closed ones that ended before every live task began. */
+function forgetOld(engine: Engine, repo: string): void {
+  const map = watches.get(repo);
+  if (!map) return;
+  const live = [...map.values()].filter((w) => isActive(engine, w));
+  const oldest = Math.min(...live.map((w) => w.openedAt));
+  for (const w of map.values()) {
+    if (live.includes(w)) continue;
+    if (w.closedAt === null || w.closedAt < oldest) map.delete(w.taskId);
+  }
+  if (map.size === 0) watches.delete(repo);
+}
+
+/**
+ * Snapshot the source checkout (under the repository lock) for `task` and register its window, so that
+ * concurrent tasks' checks can tell its writes from theirs. Call once per attempt, before the worker runs.
+ */
+export async function watchSource(engine: Engine, repo: string, task: Task): Promise<SourceSnapshot> {
+  const before = await withRepoLock(repo, `snapshot the checkout for ${task.id}`, async () => ({
+    ...(await snapshotSource(repo)),
+    seq: latestSeq(engine.db),
+  }));
+  forgetOld(engine, repo);
+  const map = watches.get(repo) ?? new Map<string, Watch>();
+  watches.set(repo, map);
+  map.set(task.id, { taskId: task.id, attempt: task.attempt, kind: task.kind, before, after: null, openedAt: ++tick, closedAt: null });
+  return before;
+}
+
+/** Could `w` have brought `change.key` to its current state? */
+function couldHaveMade(engine: Engine, w: Watch, change: SourceChange): boolean {
+  if (keyedState(w.before)[change.key] === change.after) return false; // it started with this state
+  if (w.after === null) return isActive(engine, w); // still in its turn
+  return keyedState(w.after)[change.key] === change.after; // it ended holding exactly this state
+}
+
+/** True when every commit HEAD gained is one LightWorker's accept made (recorded since `before`). */
+async function movedByAccept(engine: Engine, repo: string, before: SourceSnapshot, after: SourceSnapshot): Promise<boolean> {
+  if (!before.head || !after.head || before.branchRef !== after.branchRef || before.seq === undefined) return false;
+  const ancestor = await gitTry(repo, ['merge-base', '--is-ancestor', before.head, after.head]);
+  if (ancestor.exitCode !== 0) return false;
+  const gained = splitZ((await gitTry(repo, ['rev-list', '-z', `${before.head}..${after.head}`], { raw: true })).stdout);
+  const accepted = new Set(
+    listEvents(engine.db, { after: before.seq, types: ['task.accepted'], limit: 5000 })
+      .events.filter((e) => before.branchRef === `refs/heads/${String(e.payload.branch)}`)
+      .map((e) => e.payload.commit),
+  );
+  return gained.length > 0 && gained.every((c) => accepted.has(c));
+}
+
+function describe(repo: string, change: SourceChange): string {
+  return change.key === HEAD_KEY ? `${repo} ${change.label}` : join(repo, change.label);
+}
+
+function nameTasks(ws: Watch[]): string {
+  return ws.map((w) => `${w.taskId} (${w.kind})`).join(', ');
+}
+
+export interface SourceAttribution {
+  /** Changes this task is blamed for, each naming the path and, when others could have made it, them. */
+  violations: string[];
+  /** Changes seen during the run that are LightWorker's own or another task's, with who. */
+  attributed: string[];
+}
+
+/**
+ * Snapshot the source checkout again (under the repository lock), close `task`'s window and attribute
+ * every change since `before` (see the module comment): LightWorker's own → ignored; one an overlapping
+ * read-only task could have made, seen by an execute task → attributed to that task; else a violation
+ * of this task, naming the other tasks that could have made it.
+ */
+export async function attributeSourceChanges(engine: Engine, task: Task, repo: string, before: SourceSnapshot): Promise<SourceAttribution> {
+  const after = await withRepoLock(repo, `snapshot the checkout for ${task.id}`, () => snapshotSource(repo));
+  const map = watches.get(repo) ?? new Map<string, Watch>();
+  watches.set(repo, map);
+  const others = [...map.values()].filter((w) => w.taskId !== task.id);
+  const own = map.get(task.id);
+  if (own && own.attempt === task.attempt) Object.assign(own, { after, closedAt: ++tick });
+  else map.set(task.id, { taskId: task.id, attempt: task.attempt, kind: task.kind, before, after, openedAt: ++tick, closedAt: tick });
+  const out: SourceAttribution = { violations: [], attributed: [] };
+  for (const change of diffSnapshots(before, after)) {
+    const where = describe(repo, change);
+    if (change.key === HEAD_KEY && (await movedByAccept(engine, repo, before, after))) {
+      out.attributed.push(`${where} (LightWorker accepting a task)`);
+      continue;
+    }
+    const suspects = others.filter((w) => couldHaveMade(engine, w, change));
+    const readers = suspects.filter((w) => isReadOnly(w.kind));
+    if (!isReadOnly(task.kind) && readers.length) {
+      out.attributed.push(`${where} (read-only task(s) ${nameTasks(readers)} ran in the checkout then)`);
+      continue;
+    }
+    const also = suspects.length ? `; ${nameTasks(suspects)} also ran in this repository then and may have written it` : '';
+    out.violations.push(`${where} (written in the source checkout${isReadOnly(task.kind) ? ' by a read-only task' : ''}${also})`);
+  }
+  forgetOld(engine, repo);
+  return out;
+}
