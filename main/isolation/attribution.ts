@@ -3,7 +3,7 @@ import type { Engine } from '../engine.js';
 import { latestSeq, listEvents } from '../store/events.js';
 import { getTask } from '../store/tasks.js';
 import { ACTIVE, type Task } from '../tasks/types.js';
-import { gitTry, splitZ } from './git-exec.js';
+import { gitTry } from './git-exec.js';
 import { withRepoLock } from './repo-lock.js';
 import { diffSnapshots, HEAD_KEY, keyedState, snapshotSource, type SourceChange, type SourceSnapshot } from './source-status.js';
 
@@ -102,7 +102,7 @@ async function movedByAccept(engine: Engine, repo: string, before: SourceSnapsho
   if (!before.head || !after.head || before.branchRef !== after.branchRef || before.seq === undefined) return false;
   const ancestor = await gitTry(repo, ['merge-base', '--is-ancestor', before.head, after.head]);
   if (ancestor.exitCode !== 0) return false;
-  const gained = splitZ((await gitTry(repo, ['rev-list', '-z', `${before.head}..${after.head}`], { raw: true })).stdout);
+  const gained = (await gitTry(repo, ['rev-list', `${before.head}..${after.head}`])).stdout.split('\n').filter(Boolean);
   const accepted = new Set(
     listEvents(engine.db, { after: before.seq, types: ['task.accepted'], limit: 5000 })
       .events.filter((e) => before.branchRef === `refs/heads/${String(e.payload.branch)}`)
