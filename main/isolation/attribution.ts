@@ -1,9 +1,10 @@
+import { accessSync, constants } from 'node:fs';
 import { join } from 'node:path';
 import type { Engine } from '../engine.js';
 import { latestSeq, listEvents } from '../store/events.js';
 import { getTask } from '../store/tasks.js';
 import { ACTIVE, type Task } from '../tasks/types.js';
-import { gitTry } from './git-exec.js';
+import { commonGitDir, gitTry } from './git-exec.js';
 import { withRepoLock } from './repo-lock.js';
 import { diffSnapshots, HEAD_KEY, keyedState, snapshotSource, type SourceChange, type SourceSnapshot } from './source-status.js';
 
@@ -75,14 +76,29 @@ function forgetOld(engine: Engine, repo: string): void {
 }
 
 /**
+ * A snapshot taken under the repository lock, so it never sees one of LightWorker's own operations half
+ * done. A repository LightWorker cannot write to (a read-only task exploring someone else's checkout)
+ * cannot hold the lock file, and cannot have LightWorker writes to race with either: snapshot it directly.
+ */
+async function lockedSnapshot(repo: string, task: Task): Promise<SourceSnapshot> {
+  let writable = true;
+  try {
+    accessSync(await commonGitDir(repo), constants.W_OK);
+  } catch {
+    writable = false;
+  }
+  if (!writable) return snapshotSource(repo);
+  return withRepoLock(repo, `snapshot the checkout for ${task.id}`, () => snapshotSource(repo));
+}
+
+/**
  * Snapshot the source checkout (under the repository lock) for `task` and register its window, so that
  * concurrent tasks' checks can tell its writes from theirs. Call once per attempt, before the worker runs.
  */
 export async function watchSource(engine: Engine, repo: string, task: Task): Promise<SourceSnapshot> {
-  const before = await withRepoLock(repo, `snapshot the checkout for ${task.id}`, async () => ({
-    ...(await snapshotSource(repo)),
-    seq: latestSeq(engine.db),
-  }));
+  // The sequence number is read first: an accept finishing in between is then "since", never lost.
+  const seq = latestSeq(engine.db);
+  const before: SourceSnapshot = { ...(await lockedSnapshot(repo, task)), seq };
   forgetOld(engine, repo);
   const map = watches.get(repo) ?? new Map<string, Watch>();
   watches.set(repo, map);
@@ -133,7 +149,7 @@ export interface SourceAttribution {
  * of this task, naming the other tasks that could have made it.
  */
 export async function attributeSourceChanges(engine: Engine, task: Task, repo: string, before: SourceSnapshot): Promise<SourceAttribution> {
-  const after = await withRepoLock(repo, `snapshot the checkout for ${task.id}`, () => snapshotSource(repo));
+  const after = await lockedSnapshot(repo, task);
   const map = watches.get(repo) ?? new Map<string, Watch>();
   watches.set(repo, map);
   const others = [...map.values()].filter((w) => w.taskId !== task.id);
