@@ -109,8 +109,12 @@ export async function watchSource(engine: Engine, repo: string, task: Task): Pro
 /** Could `w` have brought `change.key` to its current state? */
 function couldHaveMade(engine: Engine, w: Watch, change: SourceChange): boolean {
   if (keyedState(w.before)[change.key] === change.after) return false; // it started with this state
-  if (w.after === null) return isActive(engine, w); // still in its turn
-  return keyedState(w.after)[change.key] === change.after; // it ended holding exactly this state
+  // In a turn (its first, or a repair turn after an inspection): its own next check compares from its
+  // start, so it will see this change too.
+  const t = getTask(engine.db, w.taskId);
+  const inTurn = t?.attempt === w.attempt && (t.status === 'running' || (w.after === null && ACTIVE.has(t.status)));
+  if (inTurn) return true;
+  return w.after !== null && keyedState(w.after)[change.key] === change.after; // it ended holding exactly this state
 }
 
 /** True when every commit HEAD gained is one LightWorker's accept made (recorded since `before`). */

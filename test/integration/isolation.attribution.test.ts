@@ -117,6 +117,19 @@ describe('boundary check: attributing source writes between concurrent tasks', (
     expect(e.violations).toEqual([`${join(h.repo, 'late.txt')} (written in the source checkout)`]);
   });
 
+  it("a read-only task's repair turn counts as running: its write is its own, found by its next check", async () => {
+    h = makeHome();
+    const exec = await startExecute();
+    const ro = await startReadOnly();
+    expect((await inspect(ro)).ok).toBe(true);
+    drive(h, ro.task.id, 'running'); // auto-repair: back to the same session
+    writeFileSync(join(h.repo, 'during-repair.txt'), 'x\n');
+    expect((await inspect(exec)).ok).toBe(true);
+    expect((await inspect(ro)).violations).toEqual([
+      `${join(h.repo, 'during-repair.txt')} (written in the source checkout by a read-only task; ${exec.task.id} (execute) also ran in this repository then and may have written it)`,
+    ]);
+  });
+
   it("accepting a task (LightWorker moving HEAD) during another task's run is not that task's violation; a worker's commit still is", async () => {
     h = makeHome();
     const done = await simulateRun(h, await newExecuteTask(h), (dir) => writeFileSync(join(dir, 'first.txt'), 'one\n'));
