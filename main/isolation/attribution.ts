@@ -1,5 +1,5 @@
 import { accessSync, constants } from 'node:fs';
-import { join } from 'node:path';
+import { isAbsolute, join, relative } from 'node:path';
 import type { Engine } from '../engine.js';
 import { latestSeq, listEvents } from '../store/events.js';
 import { getTask } from '../store/tasks.js';
@@ -26,25 +26,32 @@ import { diffSnapshots, HEAD_KEY, keyedState, snapshotSource, type SourceChange,
  *    event recorded since the snapshot is LightWorker's.
  * 2. Other tasks. Every task registers its window (snapshot before, snapshot after once inspected) per
  *    repository. Another task could have made a change when it started from a different state of that
- *    path and is still running, or ended holding exactly the state now seen. Read-only kinds run with the
- *    source checkout as their working directory; execute tasks run in their own worktree. So a change that
- *    an overlapping read-only task could have made is attributed to it (it is blamed by its own check)
- *    and not to an execute task; everyone else is blamed, naming the other tasks that could have
- *    made it.
+ *    path and is still in a turn, or ended holding exactly the state now seen. Among the possible
+ *    writers (this task included):
+ *    a. those whose worker named the path in its tool calls (the worker's own account: a write tool's
+ *       path, a shell command) are blamed, and only they;
+ *    b. else, for an execute task (it runs in its own worktree), a read-only task that could have made it
+ *       takes it: read-only kinds run with the source checkout as their working directory, and that
+ *       task's own check blames it;
+ *    c. else this task is blamed, naming every other task that could have made it.
  *
- * Residual limits, without an OS sandbox: two read-only tasks in one checkout see the same writes and
- * are both blamed (each names the other); an execute task escaping its worktree while a read-only task
- * runs is reported on the read-only task, not on itself (the write is still reported, with the file);
- * the user's own edits during a run count as a worker's; windows are known to the process that runs the
- * tasks (a second LightWorker home running tasks in the same repository at the same time is not seen, so
- * its tasks' writes blame ours: more blame, never less); and a worker that knows these internals can
- * forge what they read (same user).
+ * Residual limits, without an OS sandbox (nothing tells which process wrote a file): when no worker
+ * named the path, two read-only tasks in one checkout are both blamed (each names the other), as are
+ * execute tasks that ran at the same time with no read-only task; an execute task escaping its worktree
+ * without naming the path while a read-only task runs is reported on the read-only task (the write is
+ * still reported, with the file); a worker that names a path it only read can take the blame for it; the
+ * user's own edits during a run count as a worker's; windows are known to the process that runs the tasks
+ * (a second LightWorker home running tasks in the same repository at the same time is not seen, so its
+ * tasks' writes blame ours: more blame, never less); and a worker that knows these internals can forge
+ * what they read (same user).
  */
 
 interface Watch {
   taskId: string;
   attempt: number;
   kind: Task['kind'];
+  /** Where its worker runs relative paths from (read-only kinds: the workspace in the checkout). */
+  workspace: string;
   before: SourceSnapshot;
   /** The snapshot of its latest inspection; null while its first turn runs. */
   after: SourceSnapshot | null;
@@ -56,6 +63,7 @@ const watches = new Map<string, Map<string, Watch>>();
 let tick = 0;
 
 const isReadOnly = (kind: Task['kind']) => kind !== 'execute';
+const identity = (task: Task) => ({ taskId: task.id, attempt: task.attempt, kind: task.kind, workspace: task.workspace });
 
 function isActive(engine: Engine, w: Watch): boolean {
   const t = getTask(engine.db, w.taskId);
@@ -102,7 +110,7 @@ export async function watchSource(engine: Engine, repo: string, task: Task): Pro
   forgetOld(engine, repo);
   const map = watches.get(repo) ?? new Map<string, Watch>();
   watches.set(repo, map);
-  map.set(task.id, { taskId: task.id, attempt: task.attempt, kind: task.kind, before, after: null, openedAt: ++tick, closedAt: null });
+  map.set(task.id, { ...identity(task), before, after: null, openedAt: ++tick, closedAt: null });
   return before;
 }
 
@@ -131,6 +139,33 @@ async function movedByAccept(engine: Engine, repo: string, before: SourceSnapsho
   return gained.length > 0 && gained.every((c) => accepted.has(c));
 }
 
+/** `name` as a whole path inside `text` (JSON of a tool call's input), not as part of a longer one. */
+function mentions(text: string, name: string): boolean {
+  const escaped = JSON.stringify(name).slice(1, -1).replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  return new RegExp(`(^|[^\\w./-])${escaped}($|[^\\w.-])`).test(text);
+}
+
+/**
+ * Did `w`'s worker name this path in its tool calls since its window opened (`worker.tool` events: a
+ * write or edit tool's path, a shell command)? That is the worker's own account, so when some possible
+ * writers have one and others do not, only they are blamed. Absent evidence proves nothing (a shell
+ * script can hide a path), so it only ever narrows the blame, never clears everyone. Execute workers
+ * count only by the absolute path (the same relative path is their own worktree's file); read-only
+ * ones also by the path relative to their workspace, their working directory.
+ */
+function namedInToolCalls(engine: Engine, repo: string, w: Watch, key: string): boolean {
+  if (key === HEAD_KEY || key.includes(' [')) return false; // HEAD and config keys are no paths
+  const abs = join(repo, key);
+  const names = [abs];
+  const rel = relative(w.workspace, abs);
+  if (isReadOnly(w.kind) && rel && !rel.startsWith('..') && !isAbsolute(rel)) names.push(rel);
+  const calls = listEvents(engine.db, { taskId: w.taskId, types: ['worker.tool'], after: w.before.seq ?? 0, limit: 5000 }).events;
+  return calls.some((e) => {
+    const text = JSON.stringify(e.payload.input ?? null);
+    return names.some((n) => mentions(text, n));
+  });
+}
+
 function describe(repo: string, change: SourceChange): string {
   return change.key === HEAD_KEY ? `${repo} ${change.label}` : join(repo, change.label);
 }
@@ -148,9 +183,9 @@ export interface SourceAttribution {
 
 /**
  * Snapshot the source checkout again (under the repository lock), close `task`'s window and attribute
- * every change since `before` (see the module comment): LightWorker's own → ignored; one an overlapping
- * read-only task could have made, seen by an execute task → attributed to that task; else a violation
- * of this task, naming the other tasks that could have made it.
+ * every change since `before` (see the module comment): LightWorker's own → noted; another task's by its
+ * tool calls, or a read-only task's seen by an execute task → noted with who; else a violation of this
+ * task, naming the other tasks that could have made it.
  */
 export async function attributeSourceChanges(engine: Engine, task: Task, repo: string, before: SourceSnapshot): Promise<SourceAttribution> {
   const after = await lockedSnapshot(repo, task);
@@ -159,7 +194,8 @@ export async function attributeSourceChanges(engine: Engine, task: Task, repo: s
   const others = [...map.values()].filter((w) => w.taskId !== task.id);
   const own = map.get(task.id);
   if (own && own.attempt === task.attempt) Object.assign(own, { after, closedAt: ++tick });
-  else map.set(task.id, { taskId: task.id, attempt: task.attempt, kind: task.kind, before, after, openedAt: ++tick, closedAt: tick });
+  else map.set(task.id, { ...identity(task), before, after, openedAt: ++tick, closedAt: tick });
+  const self = map.get(task.id)!;
   const out: SourceAttribution = { violations: [], attributed: [] };
   for (const change of diffSnapshots(before, after)) {
     const where = describe(repo, change);
@@ -168,13 +204,20 @@ export async function attributeSourceChanges(engine: Engine, task: Task, repo: s
       continue;
     }
     const suspects = others.filter((w) => couldHaveMade(engine, w, change));
+    const witnessed = [self, ...suspects].filter((w) => namedInToolCalls(engine, repo, w, change.key));
     const readers = suspects.filter((w) => isReadOnly(w.kind));
-    if (!isReadOnly(task.kind) && readers.length) {
+    if (witnessed.length && !witnessed.includes(self)) {
+      out.attributed.push(`${where} (written by ${nameTasks(witnessed)}: its worker's tool calls name the path)`);
+      continue;
+    }
+    if (!witnessed.length && !isReadOnly(task.kind) && readers.length) {
       out.attributed.push(`${where} (read-only task(s) ${nameTasks(readers)} ran in the checkout then)`);
       continue;
     }
-    const also = suspects.length ? `; ${nameTasks(suspects)} also ran in this repository then and may have written it` : '';
-    out.violations.push(`${where} (written in the source checkout${isReadOnly(task.kind) ? ' by a read-only task' : ''}${also})`);
+    const also = witnessed.length ? witnessed.filter((w) => w !== self) : suspects;
+    const how = `${isReadOnly(task.kind) ? ' by a read-only task' : ''}${witnessed.length ? ", named in the worker's tool calls" : ''}`;
+    const alsoText = also.length ? `; ${nameTasks(also)} also ran in this repository then and may have written it` : '';
+    out.violations.push(`${where} (written in the source checkout${how}${alsoText})`);
   }
   forgetOld(engine, repo);
   return out;

@@ -2,7 +2,7 @@ import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { inspectChanges, prepareWorkspace, type PreparedWorkspace } from '../../main/isolation/workspace.js';
-import { listEvents } from '../../main/store/events.js';
+import { appendEvent, listEvents } from '../../main/store/events.js';
 import { requireTask } from '../../main/store/tasks.js';
 import type { Task } from '../../main/tasks/types.js';
 import { makeHome, type TestHome } from '../helpers/env.js';
@@ -115,6 +115,35 @@ describe('boundary check: attributing source writes between concurrent tasks', (
     writeFileSync(join(h.repo, 'late.txt'), 'after the reader ended\n');
     const e = await inspect(exec);
     expect(e.violations).toEqual([`${join(h.repo, 'late.txt')} (written in the source checkout)`]);
+  });
+
+  it("a worker that names the path in its tool calls takes the blame alone (read-only and execute)", async () => {
+    h = makeHome();
+    const toolCall = (id: string, input: unknown) =>
+      h.engine.write(() => appendEvent(h.engine.db, id, 'worker.tool', { name: 'write', status: 'completed', input }));
+    const r1 = await startReadOnly();
+    const r2 = await startReadOnly();
+    const e1 = await startExecute();
+    const e2 = await startExecute();
+    toolCall(r1.task.id, { path: 'stray.txt' }); // relative: read-only workers run in the checkout
+    toolCall(r2.task.id, { path: 'not-stray.txt' });
+    toolCall(e1.task.id, { command: `echo oops > ${join(h.repo, 'escaped.txt')}` });
+    toolCall(e2.task.id, { path: 'escaped.txt' }); // its own worktree's file, not the checkout's
+    writeFileSync(join(h.repo, 'stray.txt'), 'x\n');
+    writeFileSync(join(h.repo, 'escaped.txt'), 'y\n');
+
+    expect((await inspect(e2)).violations).toEqual([]);
+    expect(lastInspection(e2.task.id).sourceChangesByOthers).toEqual([
+      `${join(h.repo, 'escaped.txt')} (written by ${e1.task.id} (execute): its worker's tool calls name the path)`,
+      `${join(h.repo, 'stray.txt')} (written by ${r1.task.id} (explore): its worker's tool calls name the path)`,
+    ]);
+    expect((await inspect(r2)).violations).toEqual([]);
+    expect((await inspect(r1)).violations).toEqual([
+      `${join(h.repo, 'stray.txt')} (written in the source checkout by a read-only task, named in the worker's tool calls)`,
+    ]);
+    expect((await inspect(e1)).violations).toEqual([
+      `${join(h.repo, 'escaped.txt')} (written in the source checkout, named in the worker's tool calls)`,
+    ]);
   });
 
   it("a read-only task's repair turn counts as running: its write is its own, found by its next check", async () => {

@@ -6,7 +6,7 @@ import { runCommand } from '../../main/commands/table.js';
 import { Engine } from '../../main/engine.js';
 import { listEvents } from '../../main/store/events.js';
 import { requireTask } from '../../main/store/tasks.js';
-import type { Task } from '../../main/tasks/types.js';
+import { TERMINAL, type Task } from '../../main/tasks/types.js';
 import { runCli, startCli } from '../helpers/cli.js';
 import { makeRepo, tempDir } from '../helpers/env.js';
 import { git } from './isolation.helpers.js';
@@ -123,7 +123,7 @@ describe('boundary checks with retries and concurrent tasks (real runner)', () =
     expect(git(c.repo, 'branch', '--list', `lightworker/${id}-attempt-1-*`, '--format=%(objectname)')).toBe(committed);
   }, 240_000);
 
-  it('several execute and read-only tasks, retried and repaired, blame only the read-only worker that wrote into the checkout', async () => {
+  it('several execute and read-only tasks, retried, repaired and accepted meanwhile, blame only tasks that could have written into the checkout', async () => {
     const t = tempDir('lw-workers-');
     const log = join(t.dir, 'started.log');
     const release = join(t.dir, 'release');
@@ -175,10 +175,20 @@ command = ${JSON.stringify([process.execPath, join(t.dir, 'culprit.mjs'), waitFo
     const innocentReader = await submit(c, 'explore', { worker: 'patient' });
     writeFileSync(waitFor, JSON.stringify([...patientExec, innocentReader]));
     const culprit = await submit(c, 'explore', { worker: 'culprit' });
+    const escaped = join(c.repo, 'escaped.txt');
+    let escaper = '';
     const runner = startCli(['run', '--until-idle', '--timeout', '150'], { home: c.home });
     const exited = new Promise<number | null>((r) => runner.on('exit', (code) => r(code)));
     try {
       expect(await waitForFile(join(c.repo, 'evil.txt'))).toBe(true);
+      // Now that the others run: an execute worker escaping its worktree by an absolute path.
+      escaper = await submit(c, 'execute', {
+        mode: 'auto_execute',
+        worker: 'mock',
+        metadata: mock({ write_files: { 'inside.txt': 'fine\n', [escaped]: 'outside\n' } }),
+        verify: [PASS],
+      });
+      for (let i = 0; i < 2400 && !TERMINAL.has(show(c, escaper).status); i++) await new Promise((r) => setTimeout(r, 50));
       const acc = await c.call('accept_task', { id: plain[0] }); // from this process, while the runner runs
       expect(acc.task.status).toBe('accepted');
       writeFileSync(release, '');
@@ -199,6 +209,13 @@ command = ${JSON.stringify([process.execPath, join(t.dir, 'culprit.mjs'), waitFo
     expect(reader.error?.message).toContain(`${culprit} (explore)`);
     expect(bad.error?.message).toContain(`${innocentReader} (explore)`);
 
+    const esc = show(c, escaper);
+    expect(esc.error?.code).toBe('boundary_violation');
+    expect(esc.error?.message).toContain(`${escaped} (written in the source checkout, named in the worker's tool calls)`);
+    // The readers are not blamed for it: the escaping worker named the path itself.
+    expect(reader.error?.message).not.toContain(escaped);
+    expect(bad.error?.message).not.toContain(escaped);
+
     for (const id of [...patientExec, retried]) {
       const task = show(c, id);
       expect(task.status, `${task.name}: ${JSON.stringify(task.error)}`).toBe('completed');
@@ -207,6 +224,7 @@ command = ${JSON.stringify([process.execPath, join(t.dir, 'culprit.mjs'), waitFo
     for (const id of patientExec) {
       const others = inspections(c, id).flatMap((p) => (p.sourceChangesByOthers as string[] | undefined) ?? []);
       expect(others).toContainEqual(expect.stringContaining(`${evil} (read-only task(s) `));
+      expect(others).toContainEqual(`${escaped} (written by ${escaper} (execute): its worker's tool calls name the path)`);
       expect(others).toContainEqual(expect.stringMatching(/HEAD \(moved from .* \(LightWorker accepting a task\)$/));
     }
   }, 400_000);
