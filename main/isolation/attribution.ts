@@ -154,7 +154,7 @@ function mentions(text: string, name: string): boolean {
  * ones also by the path relative to their workspace, their working directory.
  */
 function namedInToolCalls(engine: Engine, repo: string, w: Watch, key: string): boolean {
-  if (key === HEAD_KEY || key.includes(' [')) return false; // HEAD and config keys are no paths
+  if (key === HEAD_KEY || /^\.git\/config(\.worktree)? \[/.test(key)) return false; // HEAD and config keys are no paths
   const abs = join(repo, key);
   const names = [abs];
   const rel = relative(w.workspace, abs);
