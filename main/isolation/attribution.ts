@@ -6,7 +6,7 @@ import { getTask } from '../store/tasks.js';
 import { ACTIVE, type Task } from '../tasks/types.js';
 import { commonGitDir, gitTry } from './git-exec.js';
 import { withRepoLock } from './repo-lock.js';
-import { diffSnapshots, HEAD_KEY, keyedState, snapshotSource, type SourceChange, type SourceSnapshot } from './source-status.js';
+import { diffSnapshots, HEAD_KEY, isConfigKey, keyedState, snapshotSource, type SourceChange, type SourceSnapshot } from './source-status.js';
 
 /**
  * Who changed the source checkout while a task ran.
@@ -154,7 +154,7 @@ function mentions(text: string, name: string): boolean {
  * ones also by the path relative to their workspace, their working directory.
  */
 function namedInToolCalls(engine: Engine, repo: string, w: Watch, key: string): boolean {
-  if (key === HEAD_KEY || /^\.git\/config(\.worktree)? \[/.test(key)) return false; // HEAD and config keys are no paths
+  if (key === HEAD_KEY || isConfigKey(key)) return false; // HEAD and config keys are no paths
   const abs = join(repo, key);
   const names = [abs];
   const rel = relative(w.workspace, abs);

@@ -46,8 +46,8 @@ export async function statusEntries(repo: string): Promise<Map<string, string>> 
 const OWN_CONFIG_KEY = /^branch\.lightworker\//;
 
 /**
- * The git config files of the repository (`config`, and `config.worktree` when the repository uses
- * per-worktree config) as one entry per key: `.git/config [core.hookspath]` → hash of its values.
+ * The git config files of the repository (`config`, `config.worktree` when the repository uses
+ * per-worktree config, and its submodules' configs) as one entry per key: `.git/config [core.hookspath]` → hash of its values.
  *
  * Why content and not the file's size/mtime: LightWorker's own branch renames and deletions (a retry
  * keeping an earlier attempt's branch, removing an accepted task's worktree) rewrite `.git/config` while
@@ -58,24 +58,54 @@ const OWN_CONFIG_KEY = /^branch\.lightworker\//;
  * makes git run code, and names the key. Included files are read too (`--includes`).
  */
 async function configEntries(gitDir: string, entries: Record<string, string>): Promise<void> {
-  for (const file of ['config', 'config.worktree']) {
-    const path = join(gitDir, file);
-    if (!existsSync(path)) continue;
-    const r = await gitTry(gitDir, ['config', '--file', path, '--includes', '--list', '-z'], { raw: true });
-    if (r.exitCode !== 0) {
-      // Unparseable: git refuses to run with it too; compare the raw bytes so any change still shows.
-      entries[`.git/${file}`] = `G:unparseable:${hashOf(readFileSafe(path))}`;
-      continue;
+  await Promise.all(configFiles(gitDir).map((file) => readConfig(gitDir, file, entries)));
+}
+
+/**
+ * `config` and `config.worktree` of the git dir, and of every submodule's git dir under `modules/`
+ * (`git status` recurses into submodules, so their `core.fsmonitor` runs too).
+ */
+function configFiles(gitDir: string, prefix = '', depth = 0): string[] {
+  const out = ['config', 'config.worktree'].map((f) => prefix + f).filter((f) => existsSync(join(gitDir, f)));
+  if (depth >= 4) return out;
+  const walk = (dir: string, level: number): void => {
+    let names: string[] = [];
+    try {
+      names = readdirSync(join(gitDir, dir));
+    } catch {
+      return; // no submodules
     }
-    const values = new Map<string, string[]>();
-    for (const rec of splitZ(r.stdout)) {
-      const nl = rec.indexOf('\n');
-      const key = nl === -1 ? rec : rec.slice(0, nl);
-      if (OWN_CONFIG_KEY.test(key)) continue;
-      values.set(key, [...(values.get(key) ?? []), nl === -1 ? '(no value)' : rec.slice(nl + 1)]);
+    for (const n of names) {
+      const sub = `${dir}/${n}`;
+      if (existsSync(join(gitDir, sub, 'HEAD'))) out.push(...configFiles(gitDir, `${sub}/`, depth + 1));
+      else if (level < 4) walk(sub, level + 1); // a submodule named with slashes nests folders
     }
-    for (const [key, vals] of values) entries[`.git/${file} [${key}]`] = `G:${hashOf(vals.join('\0'))}`;
+  };
+  walk(`${prefix}modules`, 0);
+  return out;
+}
+
+async function readConfig(gitDir: string, file: string, entries: Record<string, string>): Promise<void> {
+  const path = join(gitDir, file);
+  const r = await gitTry(gitDir, ['config', '--file', path, '--includes', '--list', '-z'], { raw: true });
+  if (r.exitCode !== 0) {
+    // Unparseable: git refuses to run with it too; compare the raw bytes so any change still shows.
+    entries[`.git/${file}`] = `G:unparseable:${hashOf(readFileSafe(path))}`;
+    return;
   }
+  const values = new Map<string, string[]>();
+  for (const rec of splitZ(r.stdout)) {
+    const nl = rec.indexOf('\n');
+    const key = nl === -1 ? rec : rec.slice(0, nl);
+    if (OWN_CONFIG_KEY.test(key)) continue;
+    values.set(key, [...(values.get(key) ?? []), nl === -1 ? '(no value)' : rec.slice(nl + 1)]);
+  }
+  for (const [key, vals] of values) entries[`.git/${file} [${key}]`] = `G:${hashOf(vals.join('\0'))}`;
+}
+
+/** True for the keys `configEntries` makes (`.git/<config file> [<key>]`): they name a setting, not a path. */
+export function isConfigKey(key: string): boolean {
+  return key.startsWith('.git/') && / \[[^\]]*\]$/.test(key);
 }
 
 function hashOf(text: string): string {

@@ -5,7 +5,7 @@ import { inspectChanges, prepareWorkspace, type PreparedWorkspace } from '../../
 import { appendEvent, listEvents } from '../../main/store/events.js';
 import { requireTask } from '../../main/store/tasks.js';
 import type { Task } from '../../main/tasks/types.js';
-import { makeHome, type TestHome } from '../helpers/env.js';
+import { makeHome, makeRepo, type TestHome } from '../helpers/env.js';
 import { drive, git, newExecuteTask, simulateRun } from './isolation.helpers.js';
 
 let h: TestHome;
@@ -65,6 +65,20 @@ describe('boundary check: git config and hooks by content', () => {
     expect(run.changes.ok).toBe(false);
     expect(run.changes.violations).toEqual([`${join(h.repo, '.git', 'config')} [${shown}] (written in the source checkout)`]);
     expect(run.task.status).toBe('failed');
+  });
+
+  it("a worker setting core.fsmonitor in a submodule's config (git status runs it) is a violation", async () => {
+    h = makeHome();
+    const lib = makeRepo(join(h.root, 'lib'));
+    git(h.repo, '-c', 'protocol.file.allow=always', 'submodule', 'add', '-q', lib, 'vendor/lib');
+    git(h.repo, 'commit', '-qm', 'add submodule');
+    const run = await simulateRun(h, await newExecuteTask(h), (dir) => {
+      writeFileSync(join(dir, 'x.txt'), 'x\n');
+      git(join(h.repo, 'vendor', 'lib'), 'config', 'core.fsmonitor', '/tmp/evil');
+    });
+    expect(run.changes.violations).toEqual([
+      `${join(h.repo, '.git', 'modules', 'vendor', 'lib', 'config')} [core.fsmonitor] (written in the source checkout)`,
+    ]);
   });
 
   it('a read-only task planting core.fsmonitor in the checkout config, or arming a dormant hook, is caught', async () => {
