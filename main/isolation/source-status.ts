@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { existsSync, lstatSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, lstatSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { commonGitDir, git, gitTry, splitZ } from './git-exec.js';
 
@@ -85,8 +85,31 @@ function configFiles(gitDir: string, prefix = '', depth = 0): string[] {
   return out;
 }
 
+/**
+ * Parsed config files by path, with the file's identity when read: a snapshot runs twice per task, and a
+ * `git config` spawn costs as much as the `git status` itself. An unchanged inode, size, mtime and ctime
+ * (git rewrites config by renaming a new file in; a worker cannot set ctime) means unchanged content.
+ * Files with includes are always read again: an included file can change on its own.
+ */
+const parsedConfigs = new Map<string, { identity: string; keys: Record<string, string> }>();
+
+function identityOf(path: string): string | null {
+  try {
+    const s = statSync(path);
+    return `${s.ino}:${s.size}:${s.mtimeMs}:${s.ctimeMs}`;
+  } catch {
+    return null;
+  }
+}
+
 async function readConfig(gitDir: string, file: string, entries: Record<string, string>): Promise<void> {
   const path = join(gitDir, file);
+  const identity = identityOf(path);
+  const known = parsedConfigs.get(path);
+  if (identity && known?.identity === identity) {
+    Object.assign(entries, known.keys);
+    return;
+  }
   const r = await gitTry(gitDir, ['config', '--file', path, '--includes', '--list', '-z'], { raw: true });
   if (r.exitCode !== 0) {
     // Unparseable: git refuses to run with it too; compare the raw bytes so any change still shows.
@@ -100,7 +123,11 @@ async function readConfig(gitDir: string, file: string, entries: Record<string, 
     if (OWN_CONFIG_KEY.test(key)) continue;
     values.set(key, [...(values.get(key) ?? []), nl === -1 ? '(no value)' : rec.slice(nl + 1)]);
   }
-  for (const [key, vals] of values) entries[`.git/${file} [${key}]`] = `G:${hashOf(vals.join('\0'))}`;
+  const keys: Record<string, string> = {};
+  for (const [key, vals] of values) keys[`.git/${file} [${key}]`] = `G:${hashOf(vals.join('\0'))}`;
+  Object.assign(entries, keys);
+  const includes = [...values.keys()].some((k) => /^include(if\..*)?\.path$/.test(k));
+  if (identity && !includes) parsedConfigs.set(path, { identity, keys });
 }
 
 /** True for the keys `configEntries` makes (`.git/<config file> [<key>]`): they name a setting, not a path. */
