@@ -67,6 +67,18 @@ describe('boundary check: git config and hooks by content', () => {
     expect(run.task.status).toBe('failed');
   });
 
+  it('a setting planted in a file the config includes is caught though config itself is unchanged', async () => {
+    h = makeHome();
+    const extra = join(h.repo, '.git', 'extra.conf');
+    writeFileSync(extra, '[user]\n\tname = Someone\n');
+    git(h.repo, 'config', 'include.path', 'extra.conf');
+    const run = await simulateRun(h, await newExecuteTask(h), (dir) => {
+      writeFileSync(join(dir, 'x.txt'), 'x\n');
+      writeFileSync(extra, '[user]\n\tname = Someone\n[core]\n\thooksPath = /tmp/evil\n');
+    });
+    expect(run.changes.violations).toEqual([`${join(h.repo, '.git', 'config')} [core.hookspath] (written in the source checkout)`]);
+  });
+
   it("a worker setting core.fsmonitor in a submodule's config (git status runs it) is a violation", async () => {
     h = makeHome();
     const lib = makeRepo(join(h.root, 'lib'));
