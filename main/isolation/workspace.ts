@@ -9,7 +9,8 @@ import { inspectReadOnly, inspectWorktree } from './changes.js';
 import { repoRoot } from './git-exec.js';
 import { allocatePorts, portEnv } from './ports.js';
 import { readSetup, runSetup } from './setup.js';
-import { snapshotSource, type SourceSnapshot } from './source-status.js';
+import { watchSource } from './attribution.js';
+import type { SourceSnapshot } from './source-status.js';
 import { verifyIn } from './verify.js';
 import { allocateWorktree, planAllocation, removeWorktree } from './worktree.js';
 
@@ -76,7 +77,7 @@ function stateOf(ws: PreparedWorkspace): WorkspaceState {
 export async function prepareWorkspace(engine: Engine, task: Task): Promise<PreparedWorkspace> {
   const repo = await repoRoot(task.workspace);
   if (task.kind !== 'execute') {
-    return { workdir: task.workspace, env: {}, state: { repo, source: await snapshotSource(repo) } satisfies WorkspaceState };
+    return { workdir: task.workspace, env: {}, state: { repo, source: await watchSource(engine, repo, task) } satisfies WorkspaceState };
   }
   const t0 = performance.now();
   const plan = await planAllocation(engine, task, repo);
@@ -84,7 +85,7 @@ export async function prepareWorkspace(engine: Engine, task: Task): Promise<Prep
   // The source snapshot (for the boundary check) and the allocation are independent: run them together.
   let statusMs = 0;
   const [snap, made] = await Promise.allSettled([
-    snapshotSource(repo).then((s) => ((statusMs = performance.now() - t1), s)),
+    watchSource(engine, repo, task).then((s) => ((statusMs = performance.now() - t1), s)),
     allocateWorktree(engine, task, plan),
   ]);
   if (made.status === 'rejected') throw made.reason;
