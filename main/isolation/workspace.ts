@@ -6,6 +6,7 @@ import { unsealTask } from '../tasks/secrets.js';
 import type { Task } from '../tasks/types.js';
 import { getAllocation } from './allocations.js';
 import { inspectReadOnly, inspectWorktree } from './changes.js';
+import { treeMarkerEnv } from '../runner/lifecycle.js';
 import { repoRoot } from './git-exec.js';
 import { allocatePorts, portEnv } from './ports.js';
 import { readSetup, runSetup } from './setup.js';
@@ -120,7 +121,7 @@ export async function prepareWorkspace(engine: Engine, task: Task): Promise<Prep
     repo,
     alloc.path,
     readSetup(engine, repo),
-    env,
+    { ...env, ...treeMarkerEnv(engine.home.root, task.id, task.attempt) },
     join(engine.home.artifacts, task.id, `setup-${task.attempt}.log`),
   );
   if (setup.copied.length || setup.command) {
