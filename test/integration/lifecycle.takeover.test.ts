@@ -35,6 +35,16 @@ function kill9(pid: number): void {
   }
 }
 
+/** Start a standby, then kill -9 the leader and the process it recorded (worker or verify command). */
+async function crashLeaderAndChild(leader: ReturnType<typeof startCli>, child: number): Promise<ReturnType<typeof startCli>> {
+  const standby = lead();
+  kill9(leader.pid!);
+  await exited(leader);
+  kill9(child);
+  await until(() => !isAlive(child), 5000, 'the recorded child process to die');
+  return standby;
+}
+
 const status = (id: string) => getTask(h.engine.db, id)!.status;
 
 describe('takeover after the leader and its worker were both killed', () => {
@@ -47,11 +57,7 @@ describe('takeover after the leader and its worker were both killed', () => {
       const survivors = [await pidFrom(`${dir}-gc.pid`, 30_000), ...(linux ? [await pidFrom(`${dir}-esc.pid`)] : [])];
       await until(() => status(task.id) === 'running' && Boolean(getTask(h.engine.db, task.id)!.pid), 20_000, 'the worker pid to be recorded');
       const worker = getTask(h.engine.db, task.id)!.pid!;
-      const standby = lead();
-      kill9(leader.pid!);
-      await exited(leader);
-      kill9(worker);
-      await until(() => !isAlive(worker), 5000, 'the worker to die');
+      const standby = await crashLeaderAndChild(leader, worker);
       expect(survivors.filter(isAlive)).toEqual(survivors); // orphans now, PPID 1
       await until(() => status(task.id) === 'orphaned', 20_000, 'the standby to take over');
       expect(survivors.filter(isAlive)).toEqual([]);
@@ -64,7 +70,7 @@ describe('takeover after the leader and its worker were both killed', () => {
   }, 120_000);
 
   it('sweeps what a killed verify command left behind', async () => {
-    let leader = lead();
+    const leader = lead();
     const { task } = await h.call('delegate_task', {
       objective: 'verify hangs',
       kind: 'execute',
@@ -76,16 +82,11 @@ describe('takeover after the leader and its worker were both killed', () => {
     const bg = await pidFrom(join(h.root, 'bg.pid'), 30_000);
     expect(status(task.id)).toBe('verifying');
     const verifyShell = getTask(h.engine.db, task.id)!.pid!;
-    const standby = lead();
-    kill9(leader.pid!);
-    await exited(leader);
-    kill9(verifyShell);
-    await until(() => !isAlive(verifyShell), 5000, 'the verify shell to die');
+    const standby = await crashLeaderAndChild(leader, verifyShell);
     expect(isAlive(bg)).toBe(true);
     await until(() => status(task.id) === 'orphaned', 20_000, 'the standby to take over');
     expect(isAlive(bg)).toBe(false);
-    leader = standby;
-    leader.kill('SIGTERM');
-    await exited(leader);
+    standby.kill('SIGTERM');
+    await exited(standby);
   }, 60_000);
 });
