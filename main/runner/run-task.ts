@@ -65,7 +65,7 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
   const task = unsealTask(engine.db, engine.home.root, stored);
   try {
     const adapter = resolveAdapter(engine, task.worker);
-    const ws = await prepareWorkspace(engine, task);
+    const ws = await prepareWorkspace(engine, task, ctx.signal);
     checkAbort(ctx);
     const runDir = join(engine.home.artifacts, task.id, `attempt-${task.attempt}`);
     mkdirSync(runDir, { recursive: true });

@@ -1,4 +1,5 @@
-import { chmodSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../main/core/config.js';
@@ -94,5 +95,20 @@ describe('timeout and cancel end a tree whose worker never exits', () => {
     expect(await ended(id)).toBe('cancelled');
     expect(pids.filter(isAlive)).toEqual([]);
     if (linux) expect(markedBy(h.engine.home.root)).toEqual([]);
+  });
+
+  it('cancel during a setup command that never ends → cancelled and the setup process is dead', async () => {
+    const pidfile = join(h.root, 'setup.pid');
+    mkdirSync(join(h.repo, '.lightworker'), { recursive: true });
+    writeFileSync(join(h.repo, '.lightworker', 'setup.toml'), `setup = ${JSON.stringify(`echo $$ > '${pidfile}'; exec sleep 600`)}\n`);
+    execFileSync('git', ['add', '.lightworker/setup.toml'], { cwd: h.repo });
+    execFileSync('git', ['commit', '-qm', 'setup'], { cwd: h.repo });
+    const id = await runMock({}, { kind: 'execute' });
+    if (getTask(h.engine.db, id)!.status === 'awaiting_approval') await h.call('approve_task', { id });
+    const setup = await pidFrom(pidfile);
+    const c = await runCli(['cancel', id], { home: h.home });
+    expect(c.code, c.stderr).toBe(0);
+    expect(await ended(id)).toBe('cancelled');
+    expect(isAlive(setup)).toBe(false);
   });
 });
