@@ -49,6 +49,17 @@ export function markerOf(env: Record<string, string>): Record<string, string> | 
   return m;
 }
 
+/**
+ * `env` without a tree marker: for LightWorker's own long-lived processes started from inside a task
+ * (the background runner of an MCP session an agent launched), which serve the whole home and must not
+ * be swept as part of that task once it re-parented to init.
+ */
+export function withoutTreeMarker(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const out = { ...env };
+  for (const k of MARKER_KEYS) delete out[k];
+  return out;
+}
+
 /** What is known of a spawned tree: its leader (also its process group id) and its marker. */
 export interface Tree {
   /** Leader PID and process group id; ≤ 0 when the leader never existed or is unknown. */

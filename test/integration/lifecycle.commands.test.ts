@@ -1,9 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { prepareWorkspace } from '../../main/isolation/workspace.js';
 import { runBounded } from '../../main/isolation/bounded-run.js';
+import { spawnBackgroundRunner } from '../../main/scheduler/background.js';
 import { sweepTree, treeMarkerEnv } from '../../main/runner/lifecycle.js';
 import { processStartTime } from '../../main/runner/process.js';
 import { makeHome, type TestHome } from '../helpers/env.js';
@@ -83,5 +84,24 @@ describe('a sweep kills only its own tree', () => {
     expect(r).toMatchObject({ exitCode: 0, timedOut: false, aborted: false });
     expect(r.output).toContain('out');
     expect(isAlive(Number(readFileSync(file, 'utf8')))).toBe(false);
+  });
+});
+
+describe('LightWorker’s own background runner', () => {
+  it('started from inside a task (an agent’s MCP session) does not carry the task marker, so a task sweep spares it', async () => {
+    h = makeHome();
+    const script = join(h.root, 'dump-env.mjs');
+    const out = join(h.root, 'env.json');
+    writeFileSync(script, `import { writeFileSync } from 'node:fs'; writeFileSync(${JSON.stringify(out)}, JSON.stringify(process.env));`);
+    const marker = treeMarkerEnv(h.engine.home.root, '01TASKOFTHEAGENT', 1);
+    Object.assign(process.env, marker);
+    try {
+      spawnBackgroundRunner(h.engine.home, script);
+    } finally {
+      for (const k of Object.keys(marker)) delete process.env[k];
+    }
+    await until(() => existsSync(out) && readFileSync(out, 'utf8').endsWith('}'), 20_000, 'the runner to start');
+    const env = JSON.parse(readFileSync(out, 'utf8')) as Record<string, string>;
+    expect(Object.keys(env).filter((k) => k in marker)).toEqual([]);
   });
 });
