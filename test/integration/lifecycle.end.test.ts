@@ -21,6 +21,8 @@ beforeEach(() => {
   h.engine.config = loadConfig(h.engine.home.config);
 });
 afterEach(async () => {
+  // Kill leftovers first, so a failed assertion cannot leave stop() waiting on them.
+  if (linux) killMarked(h.engine.home.root);
   await svc?.stop();
   svc = null;
   if (linux) killMarked(h.engine.home.root);
