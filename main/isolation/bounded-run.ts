@@ -62,7 +62,6 @@ export function tailBytes(s: string, max: number): string {
  * ignores SIGTERM, an escaped process carrying the task marker) is swept before this resolves.
  */
 export async function runBounded(cmd: UserCommand, opts: BoundedRunOptions): Promise<BoundedRunResult> {
-  const started = Date.now();
   const tailMax = opts.tailBytes ?? 8 * 1024;
   const keepMax = opts.keepBytes ?? 1024 * 1024;
   const tail = new TailBuffer(tailMax);
@@ -90,7 +89,7 @@ export async function runBounded(cmd: UserCommand, opts: BoundedRunOptions): Pro
   return {
     exitCode: end.exitCode,
     signal: end.exitSignal,
-    durationMs: Date.now() - started,
+    durationMs: end.durationMs,
     timedOut: end.timedOut,
     aborted: end.aborted !== null,
     output: Buffer.concat(kept).toString('utf8'),

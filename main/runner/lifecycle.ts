@@ -205,6 +205,8 @@ export interface TreeEnd {
   timedOut: boolean;
   /** The abort reason, when the run was aborted from outside. */
   aborted: string | null;
+  /** From spawn to the process's exit (the drain and the sweep afterwards are not the command's time). */
+  durationMs: number;
 }
 
 /** Default drain after exit: output already written arrives at once; only a held pipe waits this long. */
@@ -217,6 +219,7 @@ export const DRAIN_MS = 500;
  * started outlives it, and a background child holding stdout cannot keep it open.
  */
 export async function runTree(command: string, args: string[], opts: RunTreeOptions): Promise<TreeEnd> {
+  const started = Date.now();
   const child = spawn(command, args, {
     cwd: opts.cwd,
     env: opts.env,
@@ -249,6 +252,7 @@ export async function runTree(command: string, args: string[], opts: RunTreeOpti
   else opts.signal?.addEventListener('abort', onAbort, { once: true });
 
   const end = await exitOf(child);
+  const durationMs = Date.now() - started;
   if (timer) clearTimeout(timer);
   opts.signal?.removeEventListener('abort', onAbort);
   if (!end.spawnError) await drain(child, opts.drainMs ?? DRAIN_MS);
@@ -257,7 +261,7 @@ export async function runTree(command: string, args: string[], opts: RunTreeOpti
   if (stopping) await stopping;
   // Every end sweeps: whatever the process left behind (group members, escaped marked processes).
   await sweepTree(tree, opts.graceMs);
-  return { ...end, pid, timedOut, aborted };
+  return { ...end, pid, timedOut, aborted, durationMs };
 }
 
 function exitOf(child: ChildProcess): Promise<{ exitCode: number | null; exitSignal: NodeJS.Signals | null; spawnError: string | null }> {
