@@ -71,6 +71,8 @@ export interface Tree {
 interface Scan {
   /** Per tree: the processes found. */
   members: number[][];
+  /** Per tree: those of them in its process group (one group signal reaches them). */
+  grouped: Set<number>[];
   /** Per tree: whether its process group may be signalled as a whole. */
   groups: boolean[];
 }
@@ -88,11 +90,16 @@ function scanTrees(trees: Tree[]): Scan {
   const procs = listProcesses();
   const linux = process.platform === 'linux';
   const members = trees.map(() => [] as number[]);
+  const grouped = trees.map(() => new Set<number>());
   const groups = trees.map(groupUsable);
   trees.forEach((t, i) => {
     const found = new Set<number>();
     if (groups[i]) {
-      for (const p of procs) if (p.pgrp === t.pid) found.add(p.pid);
+      for (const p of procs) {
+        if (p.pgrp !== t.pid) continue;
+        found.add(p.pid);
+        grouped[i].add(p.pid);
+      }
       if (isSameProcess(t.pid, t.startTime)) for (const d of descendantsIn(procs, t.pid)) found.add(d);
     }
     if (t.marker) for (const p of procs) if (!found.has(p.pid) && environHas(p.pid, t.marker)) found.add(p.pid);
@@ -103,7 +110,7 @@ function scanTrees(trees: Tree[]): Scan {
     if (groups[i] && !linux) groups[i] = probeGroup(t.pid);
     else if (groups[i]) groups[i] = procs.some((p) => p.pgrp === t.pid);
   });
-  return { members, groups };
+  return { members, grouped, groups };
 }
 
 function probeGroup(pgid: number): boolean {
@@ -115,9 +122,15 @@ function probeGroup(pgid: number): boolean {
   }
 }
 
-function signalScan(trees: Tree[], scan: Scan, signal: NodeJS.Signals, seen: Set<number>[]): void {
+/**
+ * Signal what a scan found. With `onlyNew`, processes already signalled (in `seen`) and groups already
+ * signalled are skipped: a second SIGTERM means "hurry, skip cleanup" to many programs.
+ */
+function signalScan(trees: Tree[], scan: Scan, signal: NodeJS.Signals, seen: Set<number>[], groupsDone: boolean[], onlyNew: boolean): void {
   trees.forEach((t, i) => {
-    if (scan.groups[i]) {
+    let viaGroup = false;
+    if (scan.groups[i] && !(onlyNew && groupsDone[i])) {
+      groupsDone[i] = viaGroup = true;
       try {
         process.kill(-t.pid, signal);
       } catch {
@@ -125,6 +138,11 @@ function signalScan(trees: Tree[], scan: Scan, signal: NodeJS.Signals, seen: Set
       }
     }
     for (const pid of scan.members[i]) {
+      if (onlyNew && seen[i].has(pid)) continue;
+      if (viaGroup && scan.grouped[i].has(pid)) {
+        seen[i].add(pid);
+        continue;
+      }
       seen[i].add(pid);
       try {
         process.kill(pid, signal);
@@ -146,22 +164,21 @@ const isEmpty = (scan: Scan) => scan.members.every((m) => m.length === 0) && sca
 export async function sweepTrees(trees: Tree[], graceMs: number): Promise<number[]> {
   if (process.platform === 'win32') return trees.map(taskkill);
   const seen = trees.map(() => new Set<number>());
+  const groupsDone = trees.map(() => false);
   let scan = scanTrees(trees);
-  const groupsSeen = scan.groups.slice();
   const deadline = Date.now() + graceMs;
   while (!isEmpty(scan) && Date.now() < deadline) {
-    signalScan(trees, scan, 'SIGTERM', seen);
+    signalScan(trees, scan, 'SIGTERM', seen, groupsDone, true);
     await sleep(Math.max(1, Math.min(100, deadline - Date.now())));
     scan = scanTrees(trees);
-    scan.groups.forEach((g, i) => (groupsSeen[i] ||= g));
   }
   // SIGKILL cannot be ignored; a few rounds catch what was forked between a scan and its signal.
   for (let round = 0; round < 40 && !isEmpty(scan); round++) {
-    signalScan(trees, scan, 'SIGKILL', seen);
+    signalScan(trees, scan, 'SIGKILL', seen, groupsDone, false);
     await sleep(25);
     scan = scanTrees(trees);
   }
-  return seen.map((s, i) => s.size || (groupsSeen[i] ? 1 : 0));
+  return seen.map((s, i) => s.size || (groupsDone[i] ? 1 : 0));
 }
 
 /** Sweep one tree; see {@link sweepTrees}. */

@@ -77,6 +77,16 @@ describe('a sweep kills only its own tree', () => {
     expect([retry, otherHome, noHome].map((c) => isAlive(c.pid!))).toEqual([true, true, true]);
   });
 
+  it('a leftover that ignores SIGTERM gets it exactly once (a second one means "force quit" to many servers), then SIGKILL', async () => {
+    h = makeHome();
+    const counter = join(h.root, 'counter.cjs');
+    const log = join(h.root, 'terms.log');
+    writeFileSync(counter, `process.on('SIGTERM', () => require('fs').appendFileSync(${JSON.stringify(log)}, 'TERM\\n')); require('fs').writeFileSync(${JSON.stringify(log)}, ''); setInterval(() => {}, 1000);`);
+    const r = await runBounded(['sh', '-c', `node ${counter} & while [ ! -e ${log} ]; do sleep 0.05; done; echo ok`], { cwd: h.root, env: { PATH: process.env.PATH! }, timeoutMs: 60_000, graceMs: 800 });
+    expect(r.exitCode).toBe(0);
+    expect(readFileSync(log, 'utf8')).toBe('TERM\n');
+  });
+
   it('a bounded command that exits while its background child holds the pipe ends at its own exit', async () => {
     h = makeHome();
     const file = join(h.root, 'bg.pid');
