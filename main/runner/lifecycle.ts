@@ -2,7 +2,7 @@ import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { realpathSync } from 'node:fs';
 import type { Readable } from 'node:stream';
-import { descendantsIn, environHas, isSameProcess, listProcesses, pidExists, processStartTime, sleep } from './process.js';
+import { descendantsIn, environOf, isSameProcess, listProcesses, pidExists, processStartTime, sleep } from './process.js';
 
 /**
  * The one owner of every process tree LightWorker starts (worker turns, setup and verify commands):
@@ -92,6 +92,13 @@ function scanTrees(trees: Tree[]): Scan {
   const members = trees.map(() => [] as number[]);
   const grouped = trees.map(() => new Set<number>());
   const groups = trees.map(groupUsable);
+  // Each environment is read at most once per scan, however many trees are swept together.
+  const envs = new Map<number, Set<string> | null>();
+  const carries = (pid: number, marker: Record<string, string>) => {
+    if (!envs.has(pid)) envs.set(pid, environOf(pid));
+    const env = envs.get(pid);
+    return Boolean(env) && Object.entries(marker).every(([k, v]) => env!.has(`${k}=${v}`));
+  };
   trees.forEach((t, i) => {
     const found = new Set<number>();
     if (groups[i]) {
@@ -102,7 +109,7 @@ function scanTrees(trees: Tree[]): Scan {
       }
       if (isSameProcess(t.pid, t.startTime)) for (const d of descendantsIn(procs, t.pid)) found.add(d);
     }
-    if (t.marker) for (const p of procs) if (!found.has(p.pid) && environHas(p.pid, t.marker)) found.add(p.pid);
+    if (t.marker) for (const p of procs) if (!found.has(p.pid) && carries(p.pid, t.marker)) found.add(p.pid);
     found.delete(process.pid);
     found.delete(1);
     members[i] = [...found];

@@ -101,18 +101,15 @@ export function descendantsIn(procs: ProcEntry[], pid: number): number[] {
 }
 
 /**
- * True when the initial environment of `pid` (Linux /proc/PID/environ) holds every `KEY=value` of
- * `marker` exactly. Other users' processes are unreadable, so they never match.
+ * The initial environment of `pid` as a set of `KEY=value` strings (Linux /proc/PID/environ), or null
+ * when it cannot be read: other users' processes are unreadable, so nothing of theirs ever matches.
  */
-export function environHas(pid: number, marker: Record<string, string>): boolean {
-  let env: string;
+export function environOf(pid: number): Set<string> | null {
   try {
-    env = readFileSync(`/proc/${pid}/environ`, 'latin1');
+    return new Set(readFileSync(`/proc/${pid}/environ`, 'latin1').split('\0'));
   } catch {
-    return false;
+    return null;
   }
-  const vars = new Set(env.split('\0'));
-  return Object.entries(marker).every(([k, v]) => vars.has(`${k}=${v}`));
 }
 
 export function sleep(ms: number): Promise<void> {
