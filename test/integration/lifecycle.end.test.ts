@@ -55,6 +55,15 @@ describe('a normal end sweeps the tree', () => {
     expect(isAlive(await pidFrom(pidfile))).toBe(false);
   });
 
+  it('`run --until-idle` (the real CLI) ends after such a task instead of hanging on it', async () => {
+    const pidfile = join(h.root, 'bg.pid');
+    const { task } = await h.call('delegate_task', { objective: 'dev server', workspace: h.repo, metadata: { mock: { background: true, background_pidfile: pidfile } } });
+    const r = await runCli(['run', '--until-idle'], { home: h.home, timeoutMs: 45_000 });
+    expect(r.code, r.stderr).toBe(0);
+    expect(getTask(h.engine.db, task.id)!.status).toBe('completed');
+    expect(isAlive(await pidFrom(pidfile))).toBe(false);
+  });
+
   it('a linked shell worker running `sleep 600 &` completes with its answer, and the sleep is dead', async () => {
     const script = join(h.root, 'agent.sh');
     const pidfile = join(h.root, 'sleep.pid');
