@@ -252,12 +252,11 @@ export async function runTree(command: string, args: string[], opts: RunTreeOpti
     windowsHide: true,
     shell: false,
   });
+  const exited = exitOf(child);
   const pid = child.pid ?? -1;
   const tree: Tree = { pid, startTime: null, marker: markerOf(opts.env) };
-  if (pid > 0) {
-    tree.startTime = processStartTime(pid);
-    opts.onSpawn?.(pid, tree.startTime);
-  }
+  let hookError: unknown = null;
+  if (pid > 0) tree.startTime = processStartTime(pid);
   if (opts.onStdout) child.stdout?.on('data', opts.onStdout);
   else child.stdout?.resume();
   if (opts.onStderr) child.stderr?.on('data', opts.onStderr);
@@ -274,8 +273,15 @@ export async function runTree(command: string, args: string[], opts: RunTreeOpti
   };
   if (opts.signal?.aborted) onAbort();
   else opts.signal?.addEventListener('abort', onAbort, { once: true });
+  try {
+    if (pid > 0) opts.onSpawn?.(pid, tree.startTime);
+  } catch (err) {
+    // Recording failed (e.g. the task was moved meanwhile): this tree must not run unrecorded.
+    hookError = err;
+    void stop();
+  }
 
-  const end = await exitOf(child);
+  const end = await exited;
   const durationMs = Date.now() - started;
   if (timer) clearTimeout(timer);
   opts.signal?.removeEventListener('abort', onAbort);
@@ -285,12 +291,14 @@ export async function runTree(command: string, args: string[], opts: RunTreeOpti
   if (stopping) await stopping;
   // Every end sweeps: whatever the process left behind (group members, escaped marked processes).
   await sweepTree(tree, opts.graceMs);
+  if (hookError) throw hookError;
   return { ...end, pid, timedOut, aborted, durationMs };
 }
 
 function exitOf(child: ChildProcess): Promise<{ exitCode: number | null; exitSignal: NodeJS.Signals | null; spawnError: string | null }> {
   return new Promise((resolve) => {
-    child.once('error', (e) => resolve({ exitCode: null, exitSignal: null, spawnError: e.message }));
+    // A failed spawn is the only 'error' that matters here; later ones (none expected) must not crash.
+    child.on('error', (e) => resolve({ exitCode: null, exitSignal: null, spawnError: e.message }));
     child.once('exit', (code, sig) => resolve({ exitCode: code, exitSignal: sig, spawnError: null }));
   });
 }
