@@ -47,6 +47,13 @@ describe('a normal end sweeps the tree', () => {
     expect(isAlive(await pidFrom(pidfile))).toBe(false);
   });
 
+  it('a failing worker leaves nothing either: failed, and its SIGTERM-ignoring grandchild is dead', async () => {
+    const pidfile = join(h.root, 'gc.pid');
+    const id = await runMock({ grandchild: true, grandchild_pidfile: pidfile, fail_message: 'gave up' });
+    expect(await ended(id)).toBe('failed');
+    expect(isAlive(await pidFrom(pidfile))).toBe(false);
+  });
+
   it('a worker that leaves a background child holding its stdout completes, and the child is dead', async () => {
     const pidfile = join(h.root, 'bg.pid');
     const id = await runMock({ background: true, background_pidfile: pidfile });
