@@ -6,6 +6,7 @@ import { unsealTask } from '../tasks/secrets.js';
 import type { Task } from '../tasks/types.js';
 import { getAllocation } from './allocations.js';
 import { inspectReadOnly, inspectWorktree } from './changes.js';
+import { treeMarkerEnv } from '../runner/lifecycle.js';
 import { repoRoot } from './git-exec.js';
 import { allocatePorts, portEnv } from './ports.js';
 import { readSetup, runSetup } from './setup.js';
@@ -72,9 +73,9 @@ function stateOf(ws: PreparedWorkspace): WorkspaceState {
  * disk-reserve checks, two-phase allocation under the repository lock, a 10-port block
  * (LIGHTWORKER_PORT, LIGHTWORKER_PORT_COUNT), then `.lightworker/setup.toml` copy + setup command.
  * Throws AppError (disk_full, invalid_input, git_failed, timed_out, worker_failed…) with nothing half-made
- * left unrecorded.
+ * left unrecorded. Aborting `signal` (cancel, timeout, shutdown) stops a running setup command.
  */
-export async function prepareWorkspace(engine: Engine, task: Task): Promise<PreparedWorkspace> {
+export async function prepareWorkspace(engine: Engine, task: Task, signal?: AbortSignal): Promise<PreparedWorkspace> {
   const repo = await repoRoot(task.workspace);
   if (task.kind !== 'execute') {
     return { workdir: task.workspace, env: {}, state: { repo, source: await watchSource(engine, repo, task) } satisfies WorkspaceState };
@@ -121,8 +122,9 @@ export async function prepareWorkspace(engine: Engine, task: Task): Promise<Prep
     repo,
     alloc.path,
     readSetup(engine, repo),
-    env,
+    { ...env, ...treeMarkerEnv(engine.home.root, task.id, task.attempt) },
     join(engine.home.artifacts, task.id, `setup-${task.attempt}.log`),
+    signal,
   );
   if (setup.copied.length || setup.command) {
     engine.write(() =>

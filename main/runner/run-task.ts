@@ -15,6 +15,7 @@ import { resolveRoute } from '../workers/routing.js';
 import { parseResult, resultJsonSchema } from '../workers/result-schemas.js';
 import { recordPrompt } from '../cachelab/prompt-record.js';
 import { buildPrompt, buildRepairPrompt } from './prompt.js';
+import { treeMarkerEnv } from './lifecycle.js';
 import { runTurn, type TurnResult } from './turn.js';
 
 export interface RunContext {
@@ -64,7 +65,7 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
   const task = unsealTask(engine.db, engine.home.root, stored);
   try {
     const adapter = resolveAdapter(engine, task.worker);
-    const ws = await prepareWorkspace(engine, task);
+    const ws = await prepareWorkspace(engine, task, ctx.signal);
     checkAbort(ctx);
     const runDir = join(engine.home.artifacts, task.id, `attempt-${task.attempt}`);
     mkdirSync(runDir, { recursive: true });
@@ -84,8 +85,7 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
       gateway: route.gateway,
       baseEnv: minimalEnv({
         LIGHTWORKER_DEPTH: String(task.depth + 1),
-        LIGHTWORKER_TASK_ID: task.id,
-        LIGHTWORKER_ATTEMPT: String(task.attempt),
+        ...treeMarkerEnv(engine.home.root, task.id, task.attempt),
         ...ws.env,
       }),
     };
