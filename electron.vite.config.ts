@@ -5,6 +5,9 @@ import { defineConfig } from 'electron-vite';
 
 const r = (p: string) => fileURLToPath(new URL(p, import.meta.url));
 
+/** Runtime dependencies bundled into out/main (see package.json: they are devDependencies for that reason). */
+const BUNDLED_DEPS = ['@modelcontextprotocol/sdk', 'commander', 'smol-toml', 'zod'];
+
 /**
  * The desktop app: main (main/desktop/index.ts, with the whole engine bundled; native better-sqlite3
  * and the other dependencies stay external), the sandboxed preload (CommonJS, as sandboxed preloads
@@ -24,9 +27,17 @@ export default defineConfig({
     ],
     build: {
       outDir: r('out/main'),
+      // Pure-JS dependencies are bundled: one file set to load is what makes `lightworker` start fast
+      // under plain Node (module resolution of zod's hundreds of files costs more than parsing them).
+      // Only the native addon, electron and vite (used by `serve --dev`) stay external.
+      externalizeDeps: { exclude: BUNDLED_DEPS },
       rollupOptions: {
-        input: { index: r('main/desktop/index.ts'), cli: r('main/desktop/cli-entry.ts') },
+        input: { index: r('main/desktop/index.ts'), cli: r('main/desktop/cli-entry.ts'), lib: r('main/lib/index.ts') },
         external: ['better-sqlite3', 'electron', 'vite'],
+        // Chunks sit next to the entries (out/main/*.js), so every bundled module is two folders below the
+        // package root, as its source is (main/<folder>/x.ts): paths built from import.meta.url (the mock
+        // agent, the package root, the CLI entry) resolve the same from source and from the bundle.
+        output: { chunkFileNames: '[name]-[hash].js' },
       },
     },
   },
