@@ -25,7 +25,7 @@ export class Engine {
   readonly home: HomePaths;
   readonly db: Db;
   config: Config;
-  readonly events = new EventEmitter();
+  readonly events: EventEmitter = new EventEmitter();
   private cursor: number;
   private pollTimer: NodeJS.Timeout | null = null;
   private dataVersion = 0;

@@ -101,7 +101,7 @@ export class LightWorker {
 }
 
 // Declaration merging: the class's type gains one typed method per command (see methods.ts).
-// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging, @typescript-eslint/no-empty-object-type
 export interface LightWorker extends CommandMethods {}
 
 for (const name of COMMANDS.keys()) {
