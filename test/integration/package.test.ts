@@ -106,9 +106,9 @@ describe('the packed lightworker, installed in a project of its own', () => {
     const client = new Client({ name: 'package-test', version: '1' });
     await client.connect(transport);
     try {
-      const created = (await client.callTool({ name: 'delegate_task', arguments: { objective: 'via mcp', kind: 'explore', workspace: repo, worker: 'mock' } })) as { structuredContent: { task: { id: string } } };
+      const created = (await client.callTool({ name: 'delegate_task', arguments: { objective: 'via mcp', kind: 'explore', workspace: repo, worker: 'mock' } })) as unknown as { structuredContent: { task: { id: string } } };
       const id = created.structuredContent.task.id;
-      const waited = (await client.callTool({ name: 'wait_tasks', arguments: { ids: [id], timeout_s: 55 } })) as { structuredContent: { reason: string; tasks: { status: string }[] } };
+      const waited = (await client.callTool({ name: 'wait_tasks', arguments: { ids: [id], timeout_s: 55 } })) as unknown as { structuredContent: { reason: string; tasks: { status: string }[] } };
       expect(waited.structuredContent).toMatchObject({ reason: 'settled', tasks: [{ status: 'completed' }] });
     } finally {
       await client.close();
