@@ -6,7 +6,14 @@ import { defineConfig } from 'electron-vite';
 const r = (p: string) => fileURLToPath(new URL(p, import.meta.url));
 
 /** Runtime dependencies bundled into out/main (see package.json: they are devDependencies for that reason). */
-const BUNDLED_DEPS = ['@modelcontextprotocol/sdk', 'commander', 'smol-toml', 'zod'];
+const BUNDLED_DEPS = ['@modelcontextprotocol/sdk', 'commander', 'execa', 'smol-toml', 'zod'];
+
+/**
+ * A rebuild of a stale checkout (scripts/build-state.js) keeps the previous files: processes already
+ * running (an MCP server, `serve`, a page in a browser) load chunks and assets lazily by their hashed
+ * names, which must not vanish under them. `npm run build` / `prepare` start clean.
+ */
+const emptyOutDir = process.env.LIGHTWORKER_BUILD_KEEP_OLD !== '1';
 
 /**
  * The desktop app: main (main/desktop/index.ts, with the whole engine bundled; native better-sqlite3
@@ -27,6 +34,7 @@ export default defineConfig({
     ],
     build: {
       outDir: r('out/main'),
+      emptyOutDir,
       // Pure-JS dependencies are bundled: one file set to load is what makes `lightworker` start fast
       // under plain Node (module resolution of zod's hundreds of files costs more than parsing them).
       // Only the native addon, electron and vite (used by `serve --dev`) stay external.
@@ -44,6 +52,7 @@ export default defineConfig({
   preload: {
     build: {
       outDir: r('out/preload'),
+      emptyOutDir,
       rollupOptions: {
         input: { index: r('preload/index.ts') },
         external: ['electron'],
@@ -57,6 +66,7 @@ export default defineConfig({
     plugins: [vue()],
     build: {
       outDir: r('out/renderer'),
+      emptyOutDir,
       rollupOptions: { input: { index: r('renderer/index.html') } },
       chunkSizeWarningLimit: 1500,
     },

@@ -2,5 +2,5 @@
 export const ROOT: string;
 export function isCheckout(root?: string): boolean;
 export function buildState(root?: string): { current: boolean; reason: string; hash?: string; fingerprint: string };
-export function build(root?: string): Promise<void>;
-export function ensureBuild(opts?: { root?: string; say?: (s: string) => void }): Promise<boolean>;
+export function build(root?: string, opts?: { keepOld?: boolean }): Promise<void>;
+export function ensureBuild(opts?: { root?: string; say?: (s: string) => void; keepOld?: boolean }): Promise<boolean>;

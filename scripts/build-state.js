@@ -90,17 +90,20 @@ function writeStamp(root, stamp) {
   renameSync(tmp, stampPath(root));
 }
 
-function runStep(root, args) {
+function runStep(root, args, env = {}) {
   return new Promise((resolve, reject) => {
     // Output to stderr: a stale-build rebuild can happen under `lightworker mcp`, whose stdout is the protocol.
-    const child = spawn(process.execPath, args, { cwd: root, stdio: ['ignore', 2, 2] });
+    const child = spawn(process.execPath, args, { cwd: root, stdio: ['ignore', 2, 2], env: { ...process.env, ...env } });
     child.on('error', reject);
     child.on('exit', (code, signal) => (code === 0 ? resolve() : reject(new Error(`${args.slice(0, 2).join(' ')} failed (${signal ?? `exit ${code}`})`))));
   });
 }
 
-/** Build everything (bundle with electron-vite, library declarations with tsc, in parallel) and stamp it. */
-export async function build(root = ROOT) {
+/**
+ * Build everything (bundle with electron-vite, library declarations with tsc, in parallel) and stamp it.
+ * `keepOld` leaves the previous build's files in place (see electron.vite.config.ts) for processes running it.
+ */
+export async function build(root = ROOT, { keepOld = false } = {}) {
   const files = listSources(root);
   const hash = contentHashOf(root, files);
   const fingerprint = fingerprintOf(root, files);
@@ -110,7 +113,7 @@ export async function build(root = ROOT) {
   }
   rmSync(stampPath(root), { force: true });
   await Promise.all([
-    runStep(root, [bin('electron-vite', 'bin/electron-vite.js'), 'build', '--logLevel', 'warn']),
+    runStep(root, [bin('electron-vite', 'bin/electron-vite.js'), 'build', '--logLevel', 'warn'], { LIGHTWORKER_BUILD_KEEP_OLD: keepOld ? '1' : '' }),
     runStep(root, [bin('typescript', 'bin/tsc'), '-p', join(root, 'tsconfig.lib.json')]),
   ]);
   writeStamp(root, { hash, fingerprint, builtAt: new Date().toISOString() });
@@ -130,9 +133,10 @@ function isAlive(pid) {
 /**
  * Build unless current. Several processes may find the build stale at once (parallel tests, an MCP
  * client starting many servers): one builds under a lock directory, the others wait and re-check.
- * `say` reports to the user (stderr). Returns true when this call built.
+ * `say` reports to the user (stderr); `keepOld` (default) keeps the previous build's files for processes
+ * still running it. Returns true when this call built.
  */
-export async function ensureBuild({ root = ROOT, say = (s) => process.stderr.write(`lightworker: ${s}\n`) } = {}) {
+export async function ensureBuild({ root = ROOT, say = (s) => process.stderr.write(`lightworker: ${s}\n`), keepOld = true } = {}) {
   let state = buildState(root);
   if (state.current) return false;
   const lock = join(root, 'out', '.build-lock');
@@ -164,7 +168,7 @@ export async function ensureBuild({ root = ROOT, say = (s) => process.stderr.wri
     if (state.current) return false;
     say(`${state.reason}: building (npm run build) …`);
     const t0 = Date.now();
-    await build(root);
+    await build(root, { keepOld });
     say(`built in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
     return true;
   } finally {

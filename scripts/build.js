@@ -8,7 +8,7 @@ const say = (s) => process.stderr.write(`lightworker build: ${s}\n`);
 try {
   if (!isCheckout(ROOT)) say('not a source checkout: nothing to build');
   else if (process.argv.includes('--if-stale')) {
-    if (!(await ensureBuild({ say }))) say('the build is current');
+    if (!(await ensureBuild({ say, keepOld: false }))) say('the build is current');
   } else {
     const t0 = Date.now();
     await build(ROOT);

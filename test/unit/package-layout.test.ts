@@ -17,6 +17,8 @@ describe('package layout', () => {
     expect(pkg.private).toBeUndefined();
     expect(pkg.bin.lightworker).toBe('bin/lightworker.js');
     expect(readFileSync(join(ROOT, pkg.bin.lightworker), 'utf8')).toContain("import('../out/main/cli.js')");
+    // `main` is what Electron starts (`electron .`, electron-builder); Node's `import 'lightworker'` uses `exports`.
+    expect(pkg.main).toBe('out/main/index.js');
     expect(pkg.exports['.']).toEqual({ types: './out/types/lib/index.d.ts', import: './out/main/lib.js' });
     for (const f of [pkg.exports['.'].types, pkg.exports['.'].import]) expect(existsSync(join(ROOT, f))).toBe(true);
     expect(Object.keys(pkg.dependencies)).not.toContain('tsx');
