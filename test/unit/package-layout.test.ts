@@ -2,6 +2,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { PACKAGED_CLI } from '../../main/mcp/launch.js';
+import { runCli } from '../helpers/cli.js';
+import { tempDir } from '../helpers/env.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 
@@ -23,5 +25,16 @@ describe('package layout', () => {
     for (const f of [pkg.exports['.'].types, pkg.exports['.'].import]) expect(existsSync(join(ROOT, f))).toBe(true);
     expect(Object.keys(pkg.dependencies)).not.toContain('tsx');
     expect(pkg.scripts.prepare).toMatch(/scripts\/build\.js --if-stale/);
+  });
+
+  it('--version is package.json\'s, on the fast path and through the full CLI alike', async () => {
+    const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
+    const t = tempDir();
+    try {
+      expect((await runCli(['--version'], { home: t.dir })).stdout.trim()).toBe(version);
+      expect((await runCli(['--home', t.dir, '--version'], { home: t.dir })).stdout.trim()).toBe(version);
+    } finally {
+      t.cleanup();
+    }
   });
 });
