@@ -75,12 +75,13 @@ export function buildState(root = ROOT) {
   const missing = OUTPUTS.find((o) => !existsSync(join(root, o)));
   if (!stamp) return { current: false, reason: 'never built (no out/build-stamp.json)', files, fingerprint };
   if (missing) return { current: false, reason: `${missing} is missing`, files, fingerprint };
-  if (stamp.fingerprint === fingerprint) return { current: true, reason: 'fingerprint matches', hash: stamp.hash, fingerprint };
+  const keptOld = stamp.keptOld === true;
+  if (stamp.fingerprint === fingerprint) return { current: true, reason: 'fingerprint matches', hash: stamp.hash, fingerprint, keptOld };
   const hash = contentHashOf(root, files);
   if (stamp.hash !== hash) return { current: false, reason: 'sources changed since the last build', hash, fingerprint, files };
   // Same content, new mtimes: remember the fingerprint so the next check is a stat again.
   writeStamp(root, { ...stamp, fingerprint });
-  return { current: true, reason: 'content hash matches', hash, fingerprint };
+  return { current: true, reason: 'content hash matches', hash, fingerprint, keptOld };
 }
 
 function writeStamp(root, stamp) {
@@ -112,11 +113,12 @@ export async function build(root = ROOT, { keepOld = false } = {}) {
     if (!existsSync(tool)) throw new Error(`${tool} is missing: run \`npm install\` in ${root} first`);
   }
   rmSync(stampPath(root), { force: true });
+  if (!keepOld) rmSync(join(root, 'out', 'types'), { recursive: true, force: true }); // tsc never deletes
   await Promise.all([
     runStep(root, [bin('electron-vite', 'bin/electron-vite.js'), 'build', '--logLevel', 'warn'], { LIGHTWORKER_BUILD_KEEP_OLD: keepOld ? '1' : '' }),
     runStep(root, [bin('typescript', 'bin/tsc'), '-p', join(root, 'tsconfig.lib.json')]),
   ]);
-  writeStamp(root, { hash, fingerprint, builtAt: new Date().toISOString() });
+  writeStamp(root, { hash, fingerprint, keptOld: keepOld, builtAt: new Date().toISOString() });
 }
 
 const LOCK_STALE_MS = 5 * 60_000;
@@ -137,8 +139,10 @@ function isAlive(pid) {
  * still running it. Returns true when this call built.
  */
 export async function ensureBuild({ root = ROOT, say = (s) => process.stderr.write(`lightworker: ${s}\n`), keepOld = true } = {}) {
+  // A build that kept older files is current for running it, not for packing it (`npm pack` runs prepare).
+  const usable = (st) => st.current && (keepOld || !st.keptOld);
   let state = buildState(root);
-  if (state.current) return false;
+  if (usable(state)) return false;
   const lock = join(root, 'out', '.build-lock');
   mkdirSync(join(root, 'out'), { recursive: true });
   let waited = false;
@@ -165,8 +169,8 @@ export async function ensureBuild({ root = ROOT, say = (s) => process.stderr.wri
   }
   try {
     state = buildState(root);
-    if (state.current) return false;
-    say(`${state.reason}: building (npm run build) …`);
+    if (usable(state)) return false;
+    say(`${state.current ? 'the build holds files of earlier builds' : state.reason}: building (npm run build) …`);
     const t0 = Date.now();
     await build(root, { keepOld });
     say(`built in ${((Date.now() - t0) / 1000).toFixed(1)} s`);

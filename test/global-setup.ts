@@ -6,6 +6,8 @@ import { ensureBuild } from '../scripts/build-state.js';
  * cannot trigger a rebuild under running tests (the next run picks it up).
  */
 export default async function setup(): Promise<void> {
-  await ensureBuild({ say: (s) => process.stderr.write(`test setup: ${s}\n`) });
+  // Clean (no earlier build's files): nothing runs the bundle yet, and the packaging test's `npm pack`
+  // (whose `prepare` would otherwise rebuild clean under the running tests) finds the build current.
+  await ensureBuild({ say: (s) => process.stderr.write(`test setup: ${s}\n`), keepOld: false });
   process.env.LIGHTWORKER_NO_BUILD_CHECK = '1';
 }

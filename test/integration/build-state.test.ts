@@ -71,4 +71,14 @@ describe('a checkout never runs a stale build', () => {
     // The previous build's files are still there for processes that run it.
     for (const f of [...before, 'previous-chunk-x1.js']) expect(existsSync(join(copy, 'out', 'main', f))).toBe(true);
   });
+
+  it('prepare (what npm install and npm pack run) rebuilds such a build clean, so a tarball holds one build', async () => {
+    expect(buildState(copy)).toMatchObject({ current: true, keptOld: true });
+    const r = await exec(process.execPath, [join(copy, 'scripts', 'build.js'), '--if-stale'], { timeout: 300_000 });
+    expect(r.stderr).toMatch(/earlier builds: building/);
+    expect(existsSync(join(copy, 'out', 'main', 'previous-chunk-x1.js'))).toBe(false);
+    expect(buildState(copy)).toMatchObject({ current: true, keptOld: false });
+    const again = await exec(process.execPath, [join(copy, 'scripts', 'build.js'), '--if-stale'], { timeout: 300_000 });
+    expect(again.stderr).toMatch(/the build is current/);
+  });
 });
