@@ -26,7 +26,7 @@ export class Engine {
   readonly home: HomePaths;
   readonly db: Db;
   private currentConfig!: Config;
-  readonly events = new EventEmitter();
+  readonly events: EventEmitter = new EventEmitter();
   private cursor: number;
   private pollTimer: NodeJS.Timeout | null = null;
   private dataVersion = 0;

@@ -7,10 +7,10 @@ import { allWorkerNames } from '../workers/registry.js';
 import { approveTask, cancelTask, RETRY_STRATEGIES, retryTask, waitingOn } from '../tasks/ops.js';
 import { batchInputSchema, TASK_ID, taskInputSchema } from '../tasks/schema.js';
 import { STATUSES, type Task } from '../tasks/types.js';
-import { defineCommand, requirePersonOrAllowed, type CommandContext } from './table.js';
+import { defineCommand, FACE_LABELS, requirePersonOrAllowed, type CommandContext } from './table.js';
 
 function byWho(ctx: CommandContext): string {
-  return ctx.face === 'mcp' ? 'an MCP client' : ctx.face === 'cli' ? 'the CLI' : 'the console';
+  return FACE_LABELS[ctx.face];
 }
 
 /** A task as shown to callers: plus `waiting_on` when something upstream needs approval. */

@@ -37,6 +37,12 @@ export class AppError extends Error {
     this.details = details;
   }
 
+  /** The offending input field (`details.field`) when the error is about one, e.g. `objective`. */
+  get field(): string | undefined {
+    const field = this.details?.field;
+    return typeof field === 'string' ? field : undefined;
+  }
+
   toJSON(): { code: ErrorCode; message: string; details?: Record<string, unknown> } {
     return { code: this.code, message: this.message, ...(this.details ? { details: this.details } : {}) };
   }

@@ -74,7 +74,7 @@ async function copyMcpConfig(): Promise<void> {
 }
 
 async function start(): Promise<void> {
-  engine = new Engine({ nativeBinding: electronSqliteBinding(root, app.isPackaged) });
+  engine = new Engine({ nativeBinding: electronSqliteBinding() });
   engine.watch();
   scheduler = await startScheduler(engine);
   lockDownSession();
