@@ -185,10 +185,18 @@ function persistEvents(engine: Engine, id: string, events: NormalizedEvent[]): v
   });
 }
 
+const ABORT_MESSAGE: Record<string, string> = {
+  timeout: 'the task hit its timeout; its process tree was killed',
+  cancel: 'cancelled on request; its process tree was killed',
+  shutdown: 'stopped by a shutdown of the LightWorker process that ran it; its process tree was killed. Continue it with `lightworker retry <id> --strategy resume`',
+  leader_lost: 'its runner lost the scheduler lease; its process tree was killed',
+};
+/** The error code a stop records: a shutdown has its own, so a resume can tell it from a person's cancel. */
+const ABORT_CODE: Record<string, string> = { timeout: 'timed_out', cancel: 'cancelled', shutdown: 'shutdown', leader_lost: 'orphaned' };
+
 function abortError(reason: string): StopTask {
   const status = ABORT_STATUS[reason] ?? 'cancelled';
-  const message = reason === 'timeout' ? 'the task hit its timeout; its process tree was killed' : reason === 'cancel' ? 'cancelled on request; its process tree was killed' : `stopped: ${reason}`;
-  return new StopTask(status, status === 'timed_out' ? 'timed_out' : status === 'orphaned' ? 'orphaned' : 'cancelled', message);
+  return new StopTask(status, ABORT_CODE[reason] ?? 'cancelled', ABORT_MESSAGE[reason] ?? `stopped: ${reason}`);
 }
 
 function checkAbort(ctx: RunContext): void {
@@ -212,6 +220,7 @@ function finishWithError(ctx: RunContext, task: Task, err: unknown): TaskStatus 
     engine.write(() => {
       const cur = getTask(engine.db, task.id);
       if (!cur || !['starting', 'running', 'verifying'].includes(cur.status)) return;
+      if (code === 'shutdown') message = message.replace('<id>', task.id);
       transition(engine.db, task.id, cur.status, status, { reason: message.split('\n')[0].slice(0, 300), fields: { errorCode: code, errorMessage: message, pid: null } });
       endAttempt(engine, task, status, code);
     });
