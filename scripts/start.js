@@ -42,6 +42,16 @@ function run(cmd, args) {
   if (r.status !== 0) process.exit(r.status ?? 1);
 }
 
+/**
+ * Stay until the app exits and pass signals on: a first Ctrl-C lets running tasks finish, a second
+ * cancels them (the app's graceful shutdown). A terminal Ctrl-C reaches the app directly too; the app
+ * counts signals that close together as one, so forwarding never turns one keypress into two.
+ */
+function followSignals(child) {
+  for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => child.kill(sig));
+  child.on('exit', (code, signal) => process.exit(code ?? (signal ? 128 + (signal === 'SIGINT' ? 2 : 15) : 0)));
+}
+
 const passthrough = process.argv.slice(2);
 const electron = findElectron();
 const display = findDisplay();
@@ -49,14 +59,11 @@ if (electron.path && display.ok) {
   say('building the desktop app …');
   run(process.execPath, [join(root, 'node_modules', 'electron-vite', 'bin', 'electron-vite.js'), 'build']);
   say(`launching ${electron.path}`);
-  const child = spawn(electron.path, [root, ...passthrough], { cwd: root, stdio: 'inherit' });
-  child.on('exit', (code) => process.exit(code ?? 0));
+  followSignals(spawn(electron.path, [root, ...passthrough], { cwd: root, stdio: 'inherit' }));
 } else {
   say(electron.why ? `no Electron binary: ${electron.why}` : `no display: ${display.why}`);
   say('starting the headless console instead (lightworker serve); open the URL it prints, which carries its token …');
   run(process.execPath, [join(root, 'node_modules', 'vite', 'bin', 'vite.js'), 'build', '-c', join(root, 'renderer', 'vite.config.ts'), '--logLevel', 'warn']);
   const args = [join(root, 'bin', 'lightworker.js'), 'serve', ...(passthrough.length ? passthrough : [])];
-  const child = spawn(process.execPath, args, { cwd: root, stdio: 'inherit' });
-  for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => child.kill(sig));
-  child.on('exit', (code) => process.exit(code ?? 0));
+  followSignals(spawn(process.execPath, args, { cwd: root, stdio: 'inherit' }));
 }

@@ -1,6 +1,6 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../main/core/config.js';
 import { currentLease } from '../../main/scheduler/lease.js';
@@ -82,14 +82,6 @@ describe('graceful shutdown of a leading process', () => {
     expect(currentLease(h.engine.db)).toBeNull();
   });
 
-  it('run: one Ctrl-C delivered twice at once (terminal + npm) does not cancel', async () => {
-    const { id, child, stderr } = await leaderWithRunningTask(['run'], { sleep_ms: 4000 });
-    child.kill('SIGINT');
-    child.kill('SIGINT');
-    expect(await exited(child), stderr()).toBe(0);
-    expect(status(id)).toBe('completed');
-  });
-
   it('run: with nothing running, the first signal exits at once', async () => {
     const child = startCli(['run'], { home: h.home });
     children.push(child);
@@ -118,6 +110,28 @@ describe('graceful shutdown of a leading process', () => {
     const { id, child, stderr } = await leaderWithRunningTask(args, { sleep_ms: 3000 }, env);
     child.kill('SIGINT');
     await until(() => /1 task running/.test(stderr()), 10_000, 'the shutdown message');
+    expect(await exited(child), stderr()).toBe(0);
+    expect(status(id)).toBe('completed');
+  });
+});
+
+describe('npm start (headless fallback)', () => {
+  it('a terminal Ctrl-C (to the whole process group, forwarded again by the script) lets the running task finish', async () => {
+    const id = await submit({ sleep_ms: 6000 });
+    const script = join(import.meta.dirname, '..', '..', 'scripts', 'start.js');
+    // Its own process group, as a terminal's foreground job: a Ctrl-C reaches the script and serve at once.
+    const child = spawn(process.execPath, [script, '--port', '0', '--no-open'], {
+      env: { ...process.env, LIGHTWORKER_HOME: h.home, ELECTRON_OVERRIDE_DIST_PATH: join(h.root, 'no-electron') },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
+    children.push(child);
+    const stderr = captureStderr(child);
+    await until(() => status(id) === 'running', 60_000, 'the task to run under npm start');
+    process.kill(-child.pid!, 'SIGINT');
+    await until(() => /1 task running/.test(stderr()), 10_000, 'the shutdown message');
+    await pause(SAME_SIGNAL_MS + 200);
+    expect(status(id)).toBe('running');
     expect(await exited(child), stderr()).toBe(0);
     expect(status(id)).toBe('completed');
   });
