@@ -144,16 +144,16 @@ describe('run --timeout is a hard bound', () => {
     const pidfile = join(h.root, 'grandchild.pid');
     const id = await submit({ sleep_ms: 60_000, grandchild: true, ignore_sigterm: true, grandchild_pidfile: pidfile });
     const started = Date.now();
-    const child = startCli(['run', '--timeout', '8'], { home: h.home });
+    const child = startCli(['run', '--timeout', '12'], { home: h.home });
     children.push(child);
     const stderr = captureStderr(child);
-    await until(() => status(id) === 'running' && (() => { try { return readFileSync(pidfile, 'utf8').length > 0; } catch { return false; } })(), 8000, 'the worker and its grandchild');
+    await until(() => status(id) === 'running' && (() => { try { return readFileSync(pidfile, 'utf8').length > 0; } catch { return false; } })(), 12_000, 'the worker and its grandchild');
     const pids = [getTask(h.engine.db, id)!.pid!, Number(readFileSync(pidfile, 'utf8'))];
     const code = await exited(child);
     const elapsedS = (Date.now() - started) / 1000;
     expect(code, stderr()).toBe(1);
-    // N = 8 s from the process start; the 20 s grace must not come on top (generous slack for a busy machine).
-    expect(elapsedS).toBeLessThan(8 + 5);
+    // N = 12 s from the process start; the 20 s grace must not come on top (generous slack for a busy machine).
+    expect(elapsedS).toBeLessThan(12 + 5);
     await until(() => pids.every((p) => !isAlive(p)), 1000, 'the tree to be dead when run exits');
     const t = getTask(h.engine.db, id)!;
     expect(t.status).toBe('cancelled');
