@@ -82,6 +82,32 @@ describe('graceful shutdown of a leading process', () => {
     expect(currentLease(h.engine.db)).toBeNull();
   });
 
+  it('run --drain-timeout: the running task is cancelled that long after the first signal', async () => {
+    const { id, child, stderr } = await leaderWithRunningTask(['run', '--drain-timeout', '1'], { sleep_ms: 60_000 });
+    child.kill('SIGTERM');
+    await until(() => /cancelled in 1 s otherwise/.test(stderr()), 10_000, 'the shutdown message');
+    expect(await exited(child), stderr()).toBe(143);
+    expect(stderr()).toMatch(/--drain-timeout 1 s reached/);
+    expect(getTask(h.engine.db, id)!.error?.code).toBe('shutdown');
+  });
+
+  it('run: a third Ctrl-C kills at once instead of waiting out the kill grace', async () => {
+    writeFileSync(h.engine.home.config, '[scheduler]\nkill_grace_ms = 60000\n');
+    const { id, child, stderr } = await leaderWithRunningTask(['run'], { sleep_ms: 120_000, ignore_sigterm: true });
+    const pid = getTask(h.engine.db, id)!.pid!;
+    child.kill('SIGINT');
+    await until(() => /Ctrl-C again to cancel/.test(stderr()), 10_000, 'the shutdown message');
+    await pause(SAME_SIGNAL_MS + 200);
+    child.kill('SIGINT');
+    await until(() => /cancelling 1 task/.test(stderr()), 10_000, 'the cancel message');
+    await pause(SAME_SIGNAL_MS + 200);
+    expect(isAlive(pid)).toBe(true); // it ignores SIGTERM and the grace is a minute
+    child.kill('SIGINT');
+    expect(await exited(child), stderr()).toBe(130);
+    expect(isAlive(pid)).toBe(false);
+    expect(getTask(h.engine.db, id)!.status).toBe('cancelled');
+  });
+
   it('run: with nothing running, the first signal exits at once', async () => {
     const child = startCli(['run'], { home: h.home });
     children.push(child);
