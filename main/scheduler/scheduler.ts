@@ -78,10 +78,6 @@ export class Scheduler extends EventEmitter {
     return this.paused;
   }
 
-  get isDraining(): boolean {
-    return this.draining;
-  }
-
   /** The tasks this process runs now (id, name, worker), oldest first. */
   runningTasks(): RunningTask[] {
     return [...this.running.values()].map(({ id, name, worker }) => ({ id, name, worker }));

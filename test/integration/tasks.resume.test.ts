@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../main/core/config.js';
+import { releaseWorkspace } from '../../main/isolation/workspace.js';
 import { SAME_SIGNAL_MS } from '../../main/scheduler/shutdown.js';
 import { listEvents } from '../../main/store/events.js';
 import { getTask } from '../../main/store/tasks.js';
@@ -44,6 +45,26 @@ async function shutDownTwice(child: ChildProcess, stderr: () => string): Promise
 }
 
 /**
+ * An execute task whose first attempt writes first.txt and then works for a minute (its resumed turn
+ * writes second.txt and finishes), running under a `run` leader.
+ */
+async function startWritingTask() {
+  const r = await h.call('delegate_task', {
+    objective: 'write two files',
+    workspace: h.repo,
+    kind: 'execute',
+    mode: 'auto_execute',
+    metadata: { mock: { write_files: { 'first.txt': 'attempt one\n' }, sleep_ms: 60_000, followup: { sleep_ms: 0, write_files: { 'second.txt': 'resumed\n' } } } },
+  });
+  const id = r.task.id as string;
+  const child = startCli(['run'], { home: h.home });
+  children.push(child);
+  const stderr = captureStderr(child);
+  await until(() => task(id).status === 'running' && !!task(id).worktreePath && existsSync(join(task(id).worktreePath!, 'first.txt')), 30_000, 'the first attempt to write');
+  return { id, child, stderr };
+}
+
+/**
  * A linked agent CLI that records each call (mode, session, cwd, whether the earlier work is there) and
  * behaves like an agent that works for a long time on its first turn and finishes on a later one.
  */
@@ -73,18 +94,7 @@ const calls = (log: string) => (existsSync(log) ? readFileSync(log, 'utf8').trim
 
 describe('retry --strategy resume', () => {
   it('continues a task stopped by a shutdown in its native session and the same worktree', async () => {
-    const r = await h.call('delegate_task', {
-      objective: 'write two files',
-      workspace: h.repo,
-      kind: 'execute',
-      mode: 'auto_execute',
-      metadata: { mock: { write_files: { 'first.txt': 'attempt one\n' }, sleep_ms: 60_000, followup: { sleep_ms: 0, write_files: { 'second.txt': 'resumed\n' } } } },
-    });
-    const id = r.task.id as string;
-    const child = startCli(['run'], { home: h.home });
-    children.push(child);
-    const stderr = captureStderr(child);
-    await until(() => task(id).status === 'running' && !!task(id).worktreePath && existsSync(join(task(id).worktreePath!, 'first.txt')), 30_000, 'the first attempt to write');
+    const { id, child, stderr } = await startWritingTask();
     const session = task(id).sessionId;
     const worktree = task(id).worktreePath!;
     expect(session).toBeTruthy();
@@ -112,6 +122,22 @@ describe('retry --strategy resume', () => {
     expect(changes.changedFiles).toEqual(expect.arrayContaining(['first.txt', 'second.txt']));
     expect(events(id, 'worktree.kept')).toHaveLength(1);
     expect(events(id, 'worktree.allocated')).toHaveLength(1);
+  });
+
+  it('re-attaches the worktree from its branch when the folder was removed meanwhile', async () => {
+    const { id, child, stderr } = await startWritingTask();
+    const worktree = task(id).worktreePath!;
+    await shutDownTwice(child, stderr);
+    // As prune would: the folder goes (its uncommitted work is committed to the branch first).
+    await releaseWorkspace(h.engine, id, 'test: removed before the resume');
+    expect(existsSync(worktree)).toBe(false);
+    expect((await cli(['retry', id, '--strategy', 'resume'])).code).toBe(0);
+    await runUntilIdle();
+    expect(task(id).status, JSON.stringify(task(id).error)).toBe('completed');
+    expect(events(id, 'worktree.kept')[0].payload).toMatchObject({ path: worktree, reattached: true });
+    expect(readFileSync(join(worktree, 'first.txt'), 'utf8')).toBe('attempt one\n');
+    expect(readFileSync(join(worktree, 'second.txt'), 'utf8')).toBe('resumed\n');
+    expect(events(id, 'task.changes').at(-1)!.payload.changedFiles).toEqual(expect.arrayContaining(['first.txt', 'second.txt']));
   });
 
   it('continues a task orphaned by kill -9 of its leader: the resume template gets the session, in the same worktree', async () => {
