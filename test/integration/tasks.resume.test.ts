@@ -198,6 +198,8 @@ describe('retry --strategy resume', () => {
     const refused = await cli(['retry', id, '--strategy', 'resume']);
     expect(refused.code).toBe(2);
     expect(refused.stderr).toMatch(/strategy: resume continues a run that was interrupted/);
+    // The same answer through the command table as MCP's retry_task calls it.
+    await expect(h.call('retry_task', { id, strategy: 'resume' }, 'mcp')).rejects.toMatchObject({ code: 'invalid_input', details: { field: 'strategy' } });
     expect(task(id)).toMatchObject({ status: 'failed', attempt: 1 });
   });
 });
