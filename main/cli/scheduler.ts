@@ -16,6 +16,9 @@ export function seconds(name: string) {
   };
 }
 
+/** How long past `run --timeout` the process may take to record the ends of what it killed. */
+const DEADLINE_SLACK_MS = 1500;
+
 export function registerSchedulerCommands(program: Command): void {
   program
     .command('run')
@@ -66,6 +69,12 @@ export function registerSchedulerCommands(program: Command): void {
             const n = svc.runningTasks().length;
             err(`--timeout ${o.timeout}s reached; ${n ? `killing ${n} running task${n === 1 ? '' : 's'} at once` : 'stopping'}`);
             void svc.stop({ killNow: true }).then(() => finish(1));
+            // Backstop: a run that still cannot record its end (e.g. a pipe held by an escaped process)
+            // must not keep the command past its deadline; the next leader orphans what it left.
+            setTimeout(() => {
+              err(`--timeout ${o.timeout}s: could not stop cleanly within ${DEADLINE_SLACK_MS} ms; exiting (the next leader marks what was left as orphaned)`);
+              process.exit(1);
+            }, DEADLINE_SLACK_MS).unref();
           }, Math.max(0, o.timeout * 1000 - process.uptime() * 1000)) : null;
           onChange();
         });

@@ -137,7 +137,7 @@ async function start(): Promise<void> {
     exitApp(0);
   });
   // Ctrl-C in the terminal that started the app (`npm start`): the same graceful shutdown as `run`/`serve`.
-  installGracefulShutdown({ svc: scheduler, say: (line) => process.stderr.write(`lightworker: ${line}\n`), onStopped: (code) => exitApp(code) });
+  installGracefulShutdown({ svc: scheduler, say: (line) => process.stderr.write(`lightworker: ${line}\n`), onStopped: (code) => exitApp(code), exitNow: (code) => app.exit(code) });
 }
 
 if (claimSingleInstance(app, () => show())) {

@@ -22,6 +22,8 @@ export interface GracefulShutdownOptions {
   drainTimeoutMs?: number | null;
   /** Called once, after the service stopped, with the exit code to use. */
   onStopped: (code: number) => void;
+  /** A fourth signal: leave without waiting for anything (default process.exit). */
+  exitNow?: (code: number) => void;
   /** Listen to these process signals (default SIGINT and SIGTERM); [] for a face that has its own trigger. */
   signals?: NodeJS.Signals[];
 }
@@ -55,6 +57,7 @@ export function listTasks(tasks: RunningTask[]): string[] {
  * nothing new and let running tasks finish (saying which, and how to cancel them); exit 0 once they
  * have. Second signal (or the drain timeout): cancel them — their trees are killed, they end `cancelled`
  * with code `shutdown` and can be continued with `retry --strategy resume`. Third: SIGKILL at once.
+ * Fourth: exit without waiting.
  * With nothing running, the first signal stops at once.
  */
 export function installGracefulShutdown(opts: GracefulShutdownOptions): GracefulShutdown {
@@ -131,9 +134,12 @@ export function installGracefulShutdown(opts: GracefulShutdownOptions): Graceful
     }
     if (stage === 2) {
       stage = 3;
-      say('killing the remaining process trees at once');
+      say(`killing the remaining process trees at once (${signal ? 'Ctrl-C again' : 'ask again'} to exit without waiting)`);
       void svc.stop({ killNow: true });
+      return;
     }
+    say('exiting now; tasks left running here are marked orphaned by the next leader');
+    (opts.exitNow ?? ((code) => process.exit(code)))(exitFor(signal));
   };
 
   const handlers = signals.map((sig) => {
