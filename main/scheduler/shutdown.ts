@@ -96,7 +96,7 @@ export function installGracefulShutdown(opts: GracefulShutdownOptions): Graceful
     void svc.stop().then(() => {
       if (cancelled.length) {
         say(`stopped by the shutdown: ${cancelled.map((t) => t.id).join(', ')}`);
-        say(`continue ${cancelled.length === 1 ? 'it' : 'one'} later with: lightworker retry ${cancelled[0].id} --strategy resume`);
+        say(`continue ${cancelled.length === 1 ? `it later with: lightworker retry ${cancelled[0].id}` : 'each later with: lightworker retry <id>'} --strategy resume`);
       }
       finish(exitFor(signal));
     });
@@ -117,7 +117,7 @@ export function installGracefulShutdown(opts: GracefulShutdownOptions): Graceful
       svc.on('drained', onDrained);
       const n = running.length;
       const it = n === 1 ? 'it' : 'them';
-      say(`shutting down: ${countTasks(n)} running; claiming nothing new and waiting for ${n === 1 ? 'it' : 'them'} to finish:`);
+      say(`shutting down: ${countTasks(n)} running; claiming nothing new and waiting for ${it} to finish:`);
       for (const line of listTasks(running)) say(line);
       const timeoutS = opts.drainTimeoutMs ? Math.round(opts.drainTimeoutMs / 1000) : null;
       say(`${signal ? 'Ctrl-C again' : 'Quit again'} to cancel ${it} now${timeoutS !== null ? `; ${it} will be cancelled in ${timeoutS} s otherwise` : ''} (a cancelled task can be continued with \`lightworker retry <id> --strategy resume\`).`);
