@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type { Engine } from '../engine.js';
-import { killTree } from '../runner/process.js';
+import { sweepTrees, treeMarkerEnv, type Tree } from '../runner/lifecycle.js';
 import { runTask } from '../runner/run-task.js';
 import { deleteSetting, getSetting, setSetting, settingsWithPrefix } from '../store/settings.js';
 import type { EventRow } from '../store/events.js';
@@ -126,17 +126,17 @@ export class Scheduler extends EventEmitter {
   }
 
   /**
-   * SIGKILL, without a grace, the tree of the process recorded on each running task (the worker, or
-   * the verify command running now): its group and its descendants. Call after aborting (stop), so
-   * each run records why it ended.
+   * SIGKILL, without a grace, what each running task has left: the group of the process recorded on it
+   * (the worker, or the verify command running now), that process's descendants and, on Linux, every
+   * process carrying the attempt's marker. Call after aborting (stop), so each run records why it ended.
    */
   async killNow(): Promise<void> {
-    const kills: Promise<boolean>[] = [];
+    const trees: Tree[] = [];
     for (const r of this.running.values()) {
       const t = getTask(this.engine.db, r.id);
-      if (t?.pid && t.pid > 0) kills.push(killTree(t.pid, t.pidStart, 0));
+      if (t) trees.push({ pid: t.pid && t.pid > 0 ? t.pid : -1, startTime: t.pidStart, marker: treeMarkerEnv(this.engine.home.root, t.id, t.attempt) });
     }
-    await Promise.allSettled(kills);
+    if (trees.length) await sweepTrees(trees, 0);
   }
 
   /** Abort every running task with `reason` (e.g. `run --timeout`), without stopping. */
