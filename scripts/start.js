@@ -47,6 +47,16 @@ function findBinding(electronPath) {
   return probed.ok ? { path: found.path } : { why: `${probed.why}; build it with \`${FIX_COMMAND}\` (or set LIGHTWORKER_SQLITE_BINDING)` };
 }
 
+/**
+ * Stay until the app exits and pass signals on: a first Ctrl-C lets running tasks finish, a second
+ * cancels them (the app's graceful shutdown). A terminal Ctrl-C reaches the app directly too; the app
+ * counts signals that close together as one, so forwarding never turns one keypress into two.
+ */
+function followSignals(child) {
+  for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => child.kill(sig));
+  child.on('exit', (code, signal) => process.exit(code ?? (signal ? 128 + (signal === 'SIGINT' ? 2 : 15) : 0)));
+}
+
 const passthrough = process.argv.slice(2);
 try {
   await ensureBuild({ root, say });
@@ -60,13 +70,10 @@ const binding = electron.path && display.ok ? findBinding(electron.path) : null;
 if (electron.path && display.ok && binding?.path) {
   say(`launching ${electron.path}`);
   const env = { ...process.env, LIGHTWORKER_SQLITE_BINDING: binding.path };
-  const child = spawn(electron.path, [root, ...passthrough], { cwd: root, stdio: 'inherit', env });
-  child.on('exit', (code) => process.exit(code ?? 0));
+  followSignals(spawn(electron.path, [root, ...passthrough], { cwd: root, stdio: 'inherit', env }));
 } else {
   say(electron.why ? `no Electron binary: ${electron.why}` : display.why ? `no display: ${display.why}` : `not the desktop app: ${binding.why}`);
   say('starting the headless console instead (lightworker serve); open the URL it prints, which carries its token …');
   const args = [join(root, 'bin', 'lightworker.js'), 'serve', ...passthrough];
-  const child = spawn(process.execPath, args, { cwd: root, stdio: 'inherit', env: { ...process.env, LIGHTWORKER_NO_BUILD_CHECK: '1' } });
-  for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => child.kill(sig));
-  child.on('exit', (code) => process.exit(code ?? 0));
+  followSignals(spawn(process.execPath, args, { cwd: root, stdio: 'inherit', env: { ...process.env, LIGHTWORKER_NO_BUILD_CHECK: '1' } }));
 }

@@ -4,6 +4,7 @@ import { type Command, Option } from 'commander';
 import { AppError } from '../core/errors.js';
 import type { TreeNode, VerificationSummary } from '../commands/tasks.js';
 import { STATUSES, type Task } from '../tasks/types.js';
+import { RETRY_STRATEGIES } from '../tasks/ops.js';
 import { collect, splitList, withEngine } from './context.js';
 import { ago, out, printJson, table } from './output.js';
 
@@ -216,7 +217,7 @@ export function registerTaskCommands(program: Command): void {
     .command('retry')
     .description('run an ended task again as a new attempt')
     .argument('<id>')
-    .addOption(new Option('--strategy <s>', 'same | fallback_gateway | deeper_profile').choices(['same', 'fallback_gateway', 'deeper_profile']).default('same'))
+    .addOption(new Option('--strategy <s>', 'same | fallback_gateway | deeper_profile | resume (continue an interrupted run in its session and worktree)').choices([...RETRY_STRATEGIES]).default('same'))
     .option('--json')
     .action(async (id: string, o, cmd: Command) => {
       await withEngine(cmd, async (call) => {

@@ -161,7 +161,7 @@ export const cancelTaskCommand = defineCommand({
 
 export const retryTaskCommand = defineCommand({
   name: 'retry_task',
-  description: 'Run an ended task again as a new attempt (same route, fallback gateway or deeper profile).',
+  description: 'Run an ended task again as a new attempt: same route, fallback gateway, deeper profile, or resume (an interrupted run continues in its session and worktree).',
   input: z.strictObject({ id: TASK_ID, strategy: z.enum(RETRY_STRATEGIES).default('same') }),
   readOnly: false,
   handler(ctx, input) {

@@ -2,9 +2,11 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { globals } from '../cli/context.js';
+import { seconds } from '../cli/scheduler.js';
 import { err, out } from '../cli/output.js';
 import { AppError } from '../core/errors.js';
 import { Engine } from '../engine.js';
+import { installGracefulShutdown } from '../scheduler/shutdown.js';
 import { newSecret } from './auth.js';
 import { openBrowser } from './open-browser.js';
 import { startScheduler } from './scheduler-link.js';
@@ -43,7 +45,8 @@ export function registerServeCommand(program: Command): void {
     .option('--port <n>', 'TCP port (0 picks a free one)', parsePort, 8766)
     .option('--no-open', 'do not open a browser')
     .option('--paused', 'start with the scheduler paused')
-    .action(async (o: { host: string; port: number; open: boolean; paused?: boolean }, cmd: Command) => {
+    .option('--drain-timeout <seconds>', 'after a first Ctrl-C/SIGTERM, cancel running tasks after this long (default: wait until they end)', seconds('drain-timeout'))
+    .action(async (o: { host: string; port: number; open: boolean; paused?: boolean; drainTimeout?: number }, cmd: Command) => {
       const host = requireLoopbackHost(o.host);
       const dir = rendererDir();
       await ensureRenderer(dir);
@@ -61,15 +64,23 @@ export function registerServeCommand(program: Command): void {
       }
       // The tokened URL is the only way in: print it (only this user's terminal sees it) and open it.
       out(`LightWorker console: ${server.loginUrl}`);
-      err(`listening on ${server.host} port ${server.port}; home ${engine.home.root}; scheduler ${scheduler.status().role}${o.paused ? ' (paused)' : ''}; Ctrl-C stops`);
+      err(`listening on ${server.host} port ${server.port}; home ${engine.home.root}; scheduler ${scheduler.status().role}${o.paused ? ' (paused)' : ''}; Ctrl-C stops (running tasks finish first; a second Ctrl-C cancels them)`);
       if (o.open) openBrowser(server.loginUrl, engine.home.root);
-      await new Promise<void>((done) => {
-        process.once('SIGINT', done);
-        process.once('SIGTERM', done);
+      const svc = scheduler;
+      const code = await new Promise<number>((done) => {
+        const shutdown = installGracefulShutdown({
+          svc,
+          say: err,
+          drainTimeoutMs: o.drainTimeout !== undefined ? o.drainTimeout * 1000 : null,
+          onStopped: (c) => {
+            shutdown.dispose();
+            done(c);
+          },
+        });
       });
       err('stopping …');
-      await scheduler?.stop();
       await server.close();
       engine.close();
+      process.exitCode = code;
     });
 }
