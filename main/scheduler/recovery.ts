@@ -26,7 +26,7 @@ export async function recoverOrphans(engine: Engine, holder: string, graceMs: nu
       engine.write(() => {
         transition(engine.db, t.id, t.status, 'orphaned', {
           reason: `runner ${t.runnerId ?? '?'} was lost`,
-          fields: { errorCode: 'orphaned', errorMessage: `the runner of this task died; ${killed ? `${signalled[i]} leftover process(es) of it were killed` : 'no live process was found'}` },
+          fields: { errorCode: 'orphaned', errorMessage: `the runner of this task died; ${killed ? `${signalled[i]} leftover process(es) of it were killed` : 'no live process was found'}; \`lightworker retry ${t.id} --strategy resume\` continues it` },
           event: { killedPid: killed ? t.pid : null, killedProcesses: signalled[i] },
         });
         engine.db.prepare(`UPDATE attempts SET status = 'orphaned', ended_at = ? WHERE task_id = ? AND attempt = ?`).run(Date.now(), t.id, t.attempt);

@@ -65,9 +65,13 @@ async function launchServe(home: string, host: string, port: number): Promise<{ 
 
 async function stopProc(proc: ChildProcess, exited: Promise<number | null>): Promise<void> {
   if (proc.exitCode !== null) return;
+  // serve shuts down gracefully: a first SIGTERM drains running tasks, a second (0.5 s later, so it is
+  // not merged with the first) cancels them; SIGKILL only if it still hangs.
   proc.kill('SIGTERM');
+  const again = setTimeout(() => proc.kill('SIGTERM'), 700);
   const t = setTimeout(() => proc.kill('SIGKILL'), 10_000);
   await exited;
+  clearTimeout(again);
   clearTimeout(t);
 }
 
