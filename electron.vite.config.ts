@@ -5,6 +5,16 @@ import { defineConfig } from 'electron-vite';
 
 const r = (p: string) => fileURLToPath(new URL(p, import.meta.url));
 
+/** Runtime dependencies bundled into out/main (see package.json: they are devDependencies for that reason). */
+const BUNDLED_DEPS = ['@modelcontextprotocol/sdk', 'commander', 'execa', 'smol-toml', 'zod'];
+
+/**
+ * A rebuild of a stale checkout (scripts/build-state.js) keeps the previous files: processes already
+ * running (an MCP server, `serve`, a page in a browser) load chunks and assets lazily by their hashed
+ * names, which must not vanish under them. `npm run build` / `prepare` start clean.
+ */
+const emptyOutDir = process.env.LIGHTWORKER_BUILD_KEEP_OLD !== '1';
+
 /**
  * The desktop app: main (main/desktop/index.ts, with the whole engine bundled; native better-sqlite3
  * and the other dependencies stay external), the sandboxed preload (CommonJS, as sandboxed preloads
@@ -24,15 +34,25 @@ export default defineConfig({
     ],
     build: {
       outDir: r('out/main'),
+      emptyOutDir,
+      // Pure-JS dependencies are bundled: one file set to load is what makes `lightworker` start fast
+      // under plain Node (module resolution of zod's hundreds of files costs more than parsing them).
+      // Only the native addon, electron and vite (used by `serve --dev`) stay external.
+      externalizeDeps: { exclude: BUNDLED_DEPS },
       rollupOptions: {
-        input: { index: r('main/desktop/index.ts'), cli: r('main/desktop/cli-entry.ts') },
+        input: { index: r('main/desktop/index.ts'), cli: r('main/desktop/cli-entry.ts'), lib: r('main/lib/index.ts') },
         external: ['better-sqlite3', 'electron', 'vite'],
+        // Chunks sit next to the entries (out/main/*.js), so every bundled module is two folders below the
+        // package root, as its source is (main/<folder>/x.ts): paths built from import.meta.url (the mock
+        // agent, the package root, the CLI entry) resolve the same from source and from the bundle.
+        output: { chunkFileNames: '[name]-[hash].js' },
       },
     },
   },
   preload: {
     build: {
       outDir: r('out/preload'),
+      emptyOutDir,
       rollupOptions: {
         input: { index: r('preload/index.ts') },
         external: ['electron'],
@@ -46,6 +66,7 @@ export default defineConfig({
     plugins: [vue()],
     build: {
       outDir: r('out/renderer'),
+      emptyOutDir,
       rollupOptions: { input: { index: r('renderer/index.html') } },
       chunkSizeWarningLimit: 1500,
     },

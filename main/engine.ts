@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { loadConfig, type Config } from './core/config.js';
+import { registerSecretValues, secretValuesOfEnv } from './core/secret-values.js';
 import { ensureHomeDirs, resolveHome, type HomePaths } from './core/home.js';
 import { openDb, writeTx, type Db } from './store/db.js';
 import { latestSeq, listEvents, type EventRow } from './store/events.js';
@@ -24,8 +25,8 @@ export interface EngineOptions {
 export class Engine {
   readonly home: HomePaths;
   readonly db: Db;
-  config: Config;
-  readonly events = new EventEmitter();
+  private currentConfig!: Config;
+  readonly events: EventEmitter = new EventEmitter();
   private cursor: number;
   private pollTimer: NodeJS.Timeout | null = null;
   private dataVersion = 0;
@@ -41,6 +42,19 @@ export class Engine {
     this.cursor = latestSeq(this.db);
     this.pollMs = opts.pollMs ?? 25;
     this.events.setMaxListeners(1000);
+  }
+
+  get config(): Config {
+    return this.currentConfig;
+  }
+
+  /**
+   * Replace the configuration. Every secret it lets LightWorker know by value (gateway keys from their
+   * `key_env`, secret-named variables of this process's environment) is registered with the redactor.
+   */
+  set config(config: Config) {
+    registerSecretValues(secretValuesOfEnv(process.env, Object.values(config.gateways).map((g) => g.key_env)));
+    this.currentConfig = config;
   }
 
   /** Run `fn` as one IMMEDIATE transaction, then publish what it appended. */

@@ -1,11 +1,14 @@
 #!/usr/bin/env node
-// `npm start`: build, then launch the desktop app when an Electron binary and a display exist;
-// otherwise say why and start the headless console (`lightworker serve`) instead.
-import { spawn, spawnSync } from 'node:child_process';
+// `npm start`: build what is stale (nothing, usually), then launch the desktop app when an Electron
+// binary, a display and an Electron build of better-sqlite3 exist; otherwise say why (and how to fix it)
+// and start the headless console (`lightworker serve`) instead.
+import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ensureBuild } from './build-state.js';
+import { electronBinding, FIX_COMMAND, probeBinding } from './electron-sqlite.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(import.meta.url);
@@ -37,26 +40,40 @@ function findDisplay() {
   return { why: 'neither DISPLAY nor WAYLAND_DISPLAY is set' };
 }
 
-function run(cmd, args) {
-  const r = spawnSync(cmd, args, { cwd: root, stdio: 'inherit' });
-  if (r.status !== 0) process.exit(r.status ?? 1);
+/** The Electron build of better-sqlite3 the app can load, or why there is none (with the fix). */
+function findBinding(electronPath) {
+  const found = electronBinding(root);
+  const probed = found.path ? probeBinding(electronPath, found.path, root) : found;
+  return probed.ok ? { path: found.path } : { why: `${probed.why}; build it with \`${FIX_COMMAND}\` (or set LIGHTWORKER_SQLITE_BINDING)` };
+}
+
+/**
+ * Stay until the app exits and pass signals on: a first Ctrl-C lets running tasks finish, a second
+ * cancels them (the app's graceful shutdown). A terminal Ctrl-C reaches the app directly too; the app
+ * counts signals that close together as one, so forwarding never turns one keypress into two.
+ */
+function followSignals(child) {
+  for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => child.kill(sig));
+  child.on('exit', (code, signal) => process.exit(code ?? (signal ? 128 + (signal === 'SIGINT' ? 2 : 15) : 0)));
 }
 
 const passthrough = process.argv.slice(2);
+try {
+  await ensureBuild({ root, say });
+} catch (err) {
+  say(err instanceof Error ? err.message : String(err));
+  process.exit(1);
+}
 const electron = findElectron();
 const display = findDisplay();
-if (electron.path && display.ok) {
-  say('building the desktop app …');
-  run(process.execPath, [join(root, 'node_modules', 'electron-vite', 'bin', 'electron-vite.js'), 'build']);
+const binding = electron.path && display.ok ? findBinding(electron.path) : null;
+if (electron.path && display.ok && binding?.path) {
   say(`launching ${electron.path}`);
-  const child = spawn(electron.path, [root, ...passthrough], { cwd: root, stdio: 'inherit' });
-  child.on('exit', (code) => process.exit(code ?? 0));
+  const env = { ...process.env, LIGHTWORKER_SQLITE_BINDING: binding.path };
+  followSignals(spawn(electron.path, [root, ...passthrough], { cwd: root, stdio: 'inherit', env }));
 } else {
-  say(electron.why ? `no Electron binary: ${electron.why}` : `no display: ${display.why}`);
-  say('starting the headless console instead (lightworker serve) …');
-  run(process.execPath, [join(root, 'node_modules', 'vite', 'bin', 'vite.js'), 'build', '-c', join(root, 'renderer', 'vite.config.ts'), '--logLevel', 'warn']);
-  const args = [join(root, 'bin', 'lightworker.js'), 'serve', ...(passthrough.length ? passthrough : [])];
-  const child = spawn(process.execPath, args, { cwd: root, stdio: 'inherit' });
-  for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => child.kill(sig));
-  child.on('exit', (code) => process.exit(code ?? 0));
+  say(electron.why ? `no Electron binary: ${electron.why}` : display.why ? `no display: ${display.why}` : `not the desktop app: ${binding.why}`);
+  say('starting the headless console instead (lightworker serve); open the URL it prints, which carries its token …');
+  const args = [join(root, 'bin', 'lightworker.js'), 'serve', ...passthrough];
+  followSignals(spawn(process.execPath, args, { cwd: root, stdio: 'inherit', env: { ...process.env, LIGHTWORKER_NO_BUILD_CHECK: '1' } }));
 }

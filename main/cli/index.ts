@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Command, CommanderError } from 'commander';
 import { isAppError, toErrorPayload } from '../core/errors.js';
 import { err } from './output.js';
@@ -6,9 +8,15 @@ import { registerTaskCommands } from './tasks.js';
 import { registerIsolationCommands } from './isolation.js';
 import { registerSchedulerCommands } from './scheduler.js';
 import { registerServeCommand } from '../http/serve-command.js';
+import { findPackageRoot } from '../http/static.js';
 import { registerMcpCommands } from './mcp.js';
 import { registerWorkerCommands } from './workers.js';
 import { registerCachelabCommands } from './cachelab.js';
+
+/** The version in package.json: the one number `npm pack` and bin/lightworker.js's fast `--version` use too. */
+function packageVersion(): string {
+  return (JSON.parse(readFileSync(join(findPackageRoot(), 'package.json'), 'utf8')) as { version: string }).version;
+}
 
 /** Exit codes: 0 ok, 1 the operation failed, 2 bad usage or input. */
 const USAGE_CODES = new Set(['invalid_input', 'not_found']);
@@ -16,7 +24,7 @@ const USAGE_CODES = new Set(['invalid_input', 'not_found']);
 export function buildProgram(): Command {
   const program = new Command('lightworker')
     .description('LightWorker: hand bounded coding tasks to agent CLIs, safely.')
-    .version('0.1.0')
+    .version(packageVersion())
     .option('--home <dir>', 'home folder (default: $LIGHTWORKER_HOME or the platform state folder)')
     .showHelpAfterError()
     .exitOverride();

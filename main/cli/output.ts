@@ -1,9 +1,13 @@
+import { redactText } from '../core/redact.js';
+
 /** The CLI's only writers: stdout for results, stderr for diagnostics. */
 export function out(text: string): void {
   process.stdout.write(text.endsWith('\n') ? text : text + '\n');
 }
 
+/** Diagnostics are redacted: they may quote a worker's output, and `run`'s stderr is kept in logs/runner.log. */
 export function err(text: string): void {
+  text = redactText(text);
   process.stderr.write(text.endsWith('\n') ? text : text + '\n');
 }
 

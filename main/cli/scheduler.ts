@@ -5,8 +5,10 @@ import { waitTasks } from '../scheduler/wait.js';
 import { withEngine } from './context.js';
 import { err, out, printJson } from './output.js';
 import { isIdle } from '../scheduler/idle.js';
+import { installGracefulShutdown } from '../scheduler/shutdown.js';
 
-function seconds(name: string) {
+/** A commander parser for an option given in seconds (≥ 0); bad input names the option (exit 2). */
+export function seconds(name: string) {
   return (v: string) => {
     const n = Number(v);
     if (!Number.isFinite(n) || n < 0) throw new AppError('invalid_input', `${name}: expected a number of seconds, got "${v}"`, { field: name });
@@ -14,12 +16,16 @@ function seconds(name: string) {
   };
 }
 
+/** How long past `run --timeout` the process may take to record the ends of what it killed. */
+const DEADLINE_SLACK_MS = 1500;
+
 export function registerSchedulerCommands(program: Command): void {
   program
     .command('run')
     .description('run the scheduler in the foreground (leads, or waits as standby while another process leads)')
     .option('--until-idle', 'exit once nothing runs and nothing queued can run')
-    .option('--timeout <seconds>', 'hard bound: cancel what still runs and exit', seconds('timeout'))
+    .option('--timeout <seconds>', 'hard bound from the start of the process: SIGKILL what still runs and exit (code 1)', seconds('timeout'))
+    .option('--drain-timeout <seconds>', 'after a first Ctrl-C/SIGTERM, cancel running tasks after this long (default: wait until they end)', seconds('drain-timeout'))
     .action(async (o, cmd: Command) => {
       await withEngine(cmd, async (_call, ctx) => {
         const engine = ctx.engine;
@@ -47,6 +53,7 @@ export function registerSchedulerCommands(program: Command): void {
             clearInterval(idlePoll);
             if (hardTimer) clearTimeout(hardTimer);
             engine.events.off('change', onChange);
+            shutdown.dispose();
             resolve(code);
           };
           const onChange = () => {
@@ -55,12 +62,20 @@ export function registerSchedulerCommands(program: Command): void {
           engine.events.on('change', onChange);
           // Catches idleness that no event announces (e.g. an empty queue at start).
           const idlePoll = setInterval(onChange, 250);
+          const shutdown = installGracefulShutdown({ svc, say: err, drainTimeoutMs: o.drainTimeout !== undefined ? o.drainTimeout * 1000 : null, onStopped: finish });
+          // A deadline is a deadline: counted from the start of this process, and what still runs at it is
+          // SIGKILLed at once (no SIGTERM grace on top), so the process ends within about a second of it.
           const hardTimer = o.timeout !== undefined ? setTimeout(() => {
-            err(`--timeout ${o.timeout}s reached; cancelling what still runs`);
-            finish(1);
-          }, o.timeout * 1000) : null;
-          process.once('SIGINT', () => finish(130));
-          process.once('SIGTERM', () => finish(143));
+            const n = svc.runningTasks().length;
+            err(`--timeout ${o.timeout}s reached; ${n ? `killing ${n} running task${n === 1 ? '' : 's'} at once` : 'stopping'}`);
+            void svc.stop({ killNow: true }).then(() => finish(1));
+            // Backstop: a run that still cannot record its end (e.g. a pipe held by an escaped process)
+            // must not keep the command past its deadline; the next leader orphans what it left.
+            setTimeout(() => {
+              err(`--timeout ${o.timeout}s: could not stop cleanly within ${DEADLINE_SLACK_MS} ms; exiting (the next leader marks what was left as orphaned)`);
+              process.exit(1);
+            }, DEADLINE_SLACK_MS).unref();
+          }, Math.max(0, o.timeout * 1000 - process.uptime() * 1000)) : null;
           onChange();
         });
         await svc.stop();

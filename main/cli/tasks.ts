@@ -4,6 +4,7 @@ import { type Command, Option } from 'commander';
 import { AppError } from '../core/errors.js';
 import type { TreeNode, VerificationSummary } from '../commands/tasks.js';
 import { STATUSES, type Task } from '../tasks/types.js';
+import { RETRY_STRATEGIES } from '../tasks/ops.js';
 import { collect, splitList, withEngine } from './context.js';
 import { ago, out, printJson, table } from './output.js';
 
@@ -96,18 +97,19 @@ export function registerTaskCommands(program: Command): void {
     .action(async (words: string[], o, cmd: Command) => {
       await withEngine(cmd, async (call) => {
         if (o.batch) {
+          const text = readOptionFile('batch', o.batch);
           let batch: unknown;
           try {
-            batch = JSON.parse(readFileSync(resolve(o.batch), 'utf8'));
+            batch = JSON.parse(text);
           } catch (e) {
-            throw new AppError('invalid_input', `--batch: cannot read ${o.batch}: ${(e as Error).message}`, { field: 'batch' });
+            throw new AppError('invalid_input', `--batch: ${o.batch} is not JSON: ${(e as Error).message}`, { field: 'batch' });
           }
           const r = await call('delegate_batch', batch);
           if (o.json) printJson(r);
           else out(table(['ID', 'STATUS', 'KIND', 'WORKER', 'CREATED', 'NAME'], r.tasks.map(taskLine)));
           return;
         }
-        const objective = o.objectiveFile ? readFileSync(resolve(o.objectiveFile), 'utf8') : words.join(' ');
+        const objective = o.objectiveFile ? readOptionFile('objective-file', o.objectiveFile) : words.join(' ');
         const input = {
           objective,
           kind: o.kind,
@@ -215,7 +217,7 @@ export function registerTaskCommands(program: Command): void {
     .command('retry')
     .description('run an ended task again as a new attempt')
     .argument('<id>')
-    .addOption(new Option('--strategy <s>', 'same | fallback_gateway | deeper_profile').choices(['same', 'fallback_gateway', 'deeper_profile']).default('same'))
+    .addOption(new Option('--strategy <s>', 'same | fallback_gateway | deeper_profile | resume (continue an interrupted run in its session and worktree)').choices([...RETRY_STRATEGIES]).default('same'))
     .option('--json')
     .action(async (id: string, o, cmd: Command) => {
       await withEngine(cmd, async (call) => {
@@ -224,4 +226,16 @@ export function registerTaskCommands(program: Command): void {
         else out(`${r.task.id}  ${r.task.status}  attempt ${r.task.attempt}`);
       });
     });
+}
+
+/** The text of a file named by `--<flag>`, or `invalid_input` naming the flag, the path and why. */
+function readOptionFile(flag: string, path: string): string {
+  const full = resolve(path);
+  try {
+    return readFileSync(full, 'utf8');
+  } catch (e) {
+    const err = e as NodeJS.ErrnoException;
+    const why = err.code === 'ENOENT' ? 'no such file' : err.code === 'EISDIR' ? 'is a directory' : err.code === 'EACCES' ? 'permission denied' : err.message;
+    throw new AppError('invalid_input', `--${flag}: cannot read ${full}: ${why}`, { field: flag, path: full });
+  }
 }

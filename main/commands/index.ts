@@ -10,9 +10,13 @@ import { SCHEDULER_COMMANDS } from './scheduler.js';
 import { TASK_COMMANDS } from './tasks.js';
 import { WORKER_COMMANDS } from './workers.js';
 
-/** The one table of operations: IPC, HTTP, MCP and the CLI all dispatch through it. */
-export const COMMANDS: ReadonlyMap<string, CommandDef> = new Map(
-  ([...TASK_COMMANDS, ...SCHEDULER_COMMANDS, ...EVENT_COMMANDS, runDoctor, ...SETTINGS_COMMANDS, ...ORCHESTRATION_COMMANDS, ...ISOLATION_COMMANDS, mcpConfigCommand, ...WORKER_COMMANDS, ...CACHELAB_COMMANDS] as CommandDef[]).map((c) => [c.name, c]),
-);
+/** Every command with its own types (literal name, zod input, handler output): the library's methods come from it. */
+export const COMMAND_LIST = [...TASK_COMMANDS, ...SCHEDULER_COMMANDS, ...EVENT_COMMANDS, runDoctor, ...SETTINGS_COMMANDS, ...ORCHESTRATION_COMMANDS, ...ISOLATION_COMMANDS, mcpConfigCommand, ...WORKER_COMMANDS, ...CACHELAB_COMMANDS] as const;
+
+/** One entry of the table, as a union over every command's own type. */
+export type AnyCommand = (typeof COMMAND_LIST)[number];
+
+/** The one table of operations: IPC, HTTP, MCP, the CLI and the library all dispatch through it. */
+export const COMMANDS: ReadonlyMap<string, CommandDef> = new Map((COMMAND_LIST as readonly CommandDef[]).map((c) => [c.name, c]));
 
 export const COMMAND_NAMES = [...COMMANDS.keys()];

@@ -3,7 +3,7 @@ import { acceptTask } from '../isolation/accept.js';
 import { DIFF_CAP_BYTES, taskDiff } from '../isolation/diff.js';
 import { pruneWorkspaces } from '../isolation/prune.js';
 import { TASK_ID } from '../tasks/schema.js';
-import { defineCommand, requirePersonOrAllowed } from './table.js';
+import { defineCommand, FACE_LABELS, requirePersonOrAllowed } from './table.js';
 
 export const acceptTaskCommand = defineCommand({
   name: 'accept_task',
@@ -21,7 +21,7 @@ export const acceptTaskCommand = defineCommand({
   readOnly: false,
   async handler(ctx, input) {
     requirePersonOrAllowed(ctx, 'accept_task');
-    const by = ctx.face === 'mcp' ? 'an MCP client' : ctx.face === 'cli' ? 'the CLI' : 'the console';
+    const by = FACE_LABELS[ctx.face];
     const r = await acceptTask(ctx.engine, input.id, { branch: input.branch, unverified: input.unverified, by });
     return { task: r.task, commit: r.commit, branch: r.branch, files: r.files };
   },

@@ -4,10 +4,10 @@ import { isAppError } from '../core/errors.js';
 import { createComparison, compareReport } from '../orchestration/compare.js';
 import { installPlanHandler } from '../orchestration/plan-hook.js';
 import { chainReviews } from '../orchestration/review.js';
-import { createTasks, type CreateContext } from '../tasks/create.js';
-import { MAX_OBJECTIVE_BYTES, TASK_ID, taskInputSchema } from '../tasks/schema.js';
-import { presentTask } from './tasks.js';
-import { defineCommand, runCommand, type CommandContext } from './table.js';
+import { createTasks } from '../tasks/create.js';
+import { MAX_OBJECTIVE_BYTES, noNul, TASK_ID, taskInputSchema } from '../tasks/schema.js';
+import { createContext, presentTask } from './tasks.js';
+import { defineCommand, runCommand } from './table.js';
 
 // Every process that loads the command table (CLI, MCP, HTTP, desktop) may lead the scheduler: each
 // must turn completed plans into child tasks.
@@ -15,16 +15,13 @@ installPlanHandler();
 
 const WORKER = z.string().min(1).max(64).regex(/^[a-z0-9][a-z0-9_-]*$/, 'a worker name');
 
-function createCtx(ctx: CommandContext): CreateContext {
-  return { db: ctx.engine.db, config: ctx.engine.config, homeRoot: ctx.engine.home.root, depth: ctx.depth };
-}
 
 export const orchestrateGoal = defineCommand({
   name: 'orchestrate_goal',
   description: 'Queue a planner that splits a goal into a DAG of up to 12 tasks (children inherit workspace and mode).',
   input: z.strictObject({
-    goal: z.string().min(1, 'goal must not be empty').refine((s) => Buffer.byteLength(s) <= MAX_OBJECTIVE_BYTES, `goal is larger than ${MAX_OBJECTIVE_BYTES} bytes`),
-    workspace: z.string().min(1).max(4096).describe('absolute path inside a git repository'),
+    goal: noNul(z.string().min(1, 'goal must not be empty')).refine((s) => Buffer.byteLength(s) <= MAX_OBJECTIVE_BYTES, `goal is larger than ${MAX_OBJECTIVE_BYTES} bytes`),
+    workspace: noNul(z.string().min(1).max(4096)).describe('absolute path inside a git repository'),
     mode: z.enum(MODES).optional(),
     worker: WORKER.optional().describe('worker of the planner'),
     reasoning_effort: z.enum(EFFORTS).optional(),
@@ -36,7 +33,7 @@ export const orchestrateGoal = defineCommand({
   readOnly: false,
   handler(ctx, input) {
     const [task] = ctx.engine.write(() =>
-      createTasks(createCtx(ctx), [
+      createTasks(createContext(ctx), [
         {
           kind: 'plan',
           profile: 'planner',
@@ -65,7 +62,7 @@ export const delegateReviewed = defineCommand({
   handler(ctx, input) {
     const { review_by, ...task } = input;
     const out = ctx.engine.write(() => {
-      const c = createCtx(ctx);
+      const c = createContext(ctx);
       const [exec] = createTasks(c, [{ ...task, kind: 'execute' }]);
       const [review] = chainReviews(c, [exec], review_by);
       return { task: exec, review };
@@ -84,7 +81,7 @@ export const compareWorkers = defineCommand({
   readOnly: false,
   handler(ctx, input) {
     const { workers, review_by, ...task } = input;
-    const r = ctx.engine.write(() => createComparison(createCtx(ctx), { task: { ...task, kind: 'execute' }, workers, reviewBy: review_by }));
+    const r = ctx.engine.write(() => createComparison(createContext(ctx), { task: { ...task, kind: 'execute' }, workers, reviewBy: review_by }));
     return {
       rootId: r.candidates[0].rootId,
       candidates: r.candidates.map((t) => presentTask(ctx, t)),
@@ -110,7 +107,7 @@ export const compareReportCommand = defineCommand({
         throw e;
       }
     };
-    return compareReport(createCtx(ctx), input.id, diffOf);
+    return compareReport(createContext(ctx), input.id, diffOf);
   },
 });
 

@@ -3,7 +3,10 @@ import { AppError } from '../core/errors.js';
 import type { Engine } from '../engine.js';
 
 /** Which face a call came through. Approvals and accepts from 'mcp' need approvals.allow_mcp. */
-export type Face = 'cli' | 'mcp' | 'http' | 'ipc';
+export type Face = 'cli' | 'mcp' | 'http' | 'ipc' | 'library';
+
+/** Who a face is, in event records ("approved by the CLI"). */
+export const FACE_LABELS: Record<Face, string> = { cli: 'the CLI', mcp: 'an MCP client', http: 'the console', ipc: 'the console', library: 'a program (library)' };
 
 export interface CommandContext {
   engine: Engine;
@@ -14,8 +17,9 @@ export interface CommandContext {
   signal?: AbortSignal;
 }
 
-export interface CommandDef<S extends z.ZodType = z.ZodType, O = unknown> {
-  name: string;
+export interface CommandDef<S extends z.ZodType = z.ZodType, O = unknown, N extends string = string> {
+  /** Literal in each definition: the library derives its typed method names from it. */
+  name: N;
   /** One short sentence: shown in `--help`, MCP tools/list and the console. */
   description: string;
   input: S;
@@ -27,7 +31,7 @@ export interface CommandDef<S extends z.ZodType = z.ZodType, O = unknown> {
 }
 
 /** Identity helper that keeps the schema's types flowing into the handler. */
-export function defineCommand<S extends z.ZodType, O>(def: CommandDef<S, O>): CommandDef<S, O> {
+export function defineCommand<const N extends string, S extends z.ZodType, O>(def: CommandDef<S, O, N>): CommandDef<S, O, N> {
   return def;
 }
 

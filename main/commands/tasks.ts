@@ -2,14 +2,15 @@ import { z } from 'zod';
 import { AppError } from '../core/errors.js';
 import { listEvents } from '../store/events.js';
 import { listTasks, requireTask } from '../store/tasks.js';
-import { createTasks } from '../tasks/create.js';
+import { createTasks, type CreateContext } from '../tasks/create.js';
+import { allWorkerNames } from '../workers/registry.js';
 import { approveTask, cancelTask, RETRY_STRATEGIES, retryTask, waitingOn } from '../tasks/ops.js';
 import { batchInputSchema, TASK_ID, taskInputSchema } from '../tasks/schema.js';
 import { STATUSES, type Task } from '../tasks/types.js';
-import { defineCommand, requirePersonOrAllowed, type CommandContext } from './table.js';
+import { defineCommand, FACE_LABELS, requirePersonOrAllowed, type CommandContext } from './table.js';
 
 function byWho(ctx: CommandContext): string {
-  return ctx.face === 'mcp' ? 'an MCP client' : ctx.face === 'cli' ? 'the CLI' : 'the console';
+  return FACE_LABELS[ctx.face];
 }
 
 /** A task as shown to callers: plus `waiting_on` when something upstream needs approval. */
@@ -19,6 +20,11 @@ export function presentTask(ctx: CommandContext, t: Task): Task & { waitingOn?: 
   return w.length ? { ...t, waitingOn: w } : t;
 }
 
+/** What task creation needs from a command call, including the workers that can run. */
+export function createContext(ctx: CommandContext): CreateContext {
+  return { db: ctx.engine.db, config: ctx.engine.config, homeRoot: ctx.engine.home.root, depth: ctx.depth, knownWorkers: allWorkerNames(ctx.engine) };
+}
+
 export const delegateTask = defineCommand({
   name: 'delegate_task',
   description: 'Queue one task (plan, explore, review or execute) for a worker.',
@@ -26,7 +32,7 @@ export const delegateTask = defineCommand({
   readOnly: false,
   handler(ctx, input) {
     const [task] = ctx.engine.write(() =>
-      createTasks({ db: ctx.engine.db, config: ctx.engine.config, homeRoot: ctx.engine.home.root, depth: ctx.depth }, [input]),
+      createTasks(createContext(ctx), [input]),
     );
     return { task: presentTask(ctx, task) };
   },
@@ -39,7 +45,7 @@ export const delegateBatch = defineCommand({
   readOnly: false,
   handler(ctx, input) {
     const tasks = ctx.engine.write(() =>
-      createTasks({ db: ctx.engine.db, config: ctx.engine.config, homeRoot: ctx.engine.home.root, depth: ctx.depth }, input.tasks),
+      createTasks(createContext(ctx), input.tasks),
     );
     return { tasks: tasks.map((t) => presentTask(ctx, t)) };
   },
@@ -155,7 +161,7 @@ export const cancelTaskCommand = defineCommand({
 
 export const retryTaskCommand = defineCommand({
   name: 'retry_task',
-  description: 'Run an ended task again as a new attempt (same route, fallback gateway or deeper profile).',
+  description: 'Run an ended task again as a new attempt: same route, fallback gateway, deeper profile, or resume (an interrupted run continues in its session and worktree).',
   input: z.strictObject({ id: TASK_ID, strategy: z.enum(RETRY_STRATEGIES).default('same') }),
   readOnly: false,
   handler(ctx, input) {

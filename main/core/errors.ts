@@ -1,3 +1,5 @@
+import { redactText } from './redact.js';
+
 /**
  * The one error type that crosses faces. Each face (CLI, HTTP, IPC, MCP) translates it once.
  * Anything that is not an AppError is a bug and stays a plain Error.
@@ -35,6 +37,12 @@ export class AppError extends Error {
     this.details = details;
   }
 
+  /** The offending input field (`details.field`) when the error is about one, e.g. `objective`. */
+  get field(): string | undefined {
+    const field = this.details?.field;
+    return typeof field === 'string' ? field : undefined;
+  }
+
   toJSON(): { code: ErrorCode; message: string; details?: Record<string, unknown> } {
     return { code: this.code, message: this.message, ...(this.details ? { details: this.details } : {}) };
   }
@@ -44,9 +52,12 @@ export function isAppError(err: unknown): err is AppError {
   return err instanceof AppError;
 }
 
-/** Shape every face uses for an error reply. Non-AppErrors become `internal` with their message. */
+/**
+ * Shape every face uses for an error reply. Non-AppErrors become `internal` with their message. The
+ * message is redacted: it may quote a worker's or a command's output.
+ */
 export function toErrorPayload(err: unknown): { code: string; message: string; details?: Record<string, unknown> } {
-  if (isAppError(err)) return err.toJSON();
+  if (isAppError(err)) return { ...err.toJSON(), message: redactText(err.message) };
   const message = err instanceof Error ? err.message : String(err);
-  return { code: 'internal', message };
+  return { code: 'internal', message: redactText(message) };
 }

@@ -40,9 +40,19 @@ export function homePaths(root: string): HomePaths {
   };
 }
 
-/** Create the home's folders (idempotent). */
+/**
+ * Create the home's folders (idempotent). In a home this user may not write, a missing folder is left
+ * missing: reads still work, and a write names what it could not write.
+ */
 export function ensureHomeDirs(home: HomePaths): void {
-  for (const dir of [home.root, home.worktrees, home.artifacts, home.logs]) mkdirSync(dir, { recursive: true });
+  for (const dir of [home.root, home.worktrees, home.artifacts, home.logs]) {
+    try {
+      mkdirSync(dir, { recursive: true });
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code !== 'EACCES' && code !== 'EPERM' && code !== 'EROFS') throw err;
+    }
+  }
 }
 
 export function isWritable(dir: string): boolean {

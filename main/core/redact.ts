@@ -3,15 +3,17 @@
  * The runner keeps the caller's real text in memory; only copies headed for disk or a screen pass here.
  */
 
+import { redactKnownValues } from './secret-values.js';
+
 export const REDACTED = '[REDACTED]';
 
 interface Rule {
   name: string;
   pattern: RegExp;
   /** Replacement; `$1` etc. keep the non-secret part of a match (a key name, a URL scheme). */
-  replace: string;
+  replace: string | ((match: string, ...groups: string[]) => string);
   /** A cheap test that must pass before the full pattern runs (keeps long lines linear). */
-  hint?: RegExp;
+  hint?: RegExp | ((text: string) => boolean);
 }
 
 const KEY_HINT = /pass|pwd|secret|token|key|credential/i;
@@ -23,7 +25,8 @@ const RULES: Rule[] = [
     pattern: /-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY-----[\s\S]*?(?:-----END \1PRIVATE KEY-----|$)/g,
     replace: REDACTED,
   },
-  { name: 'jwt', pattern: /\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g, replace: REDACTED },
+  // A JWT, or what is left of one cut short (header and the start of its payload).
+  { name: 'jwt', hint: /eyJ/, pattern: /\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]*)?/g, replace: REDACTED },
   { name: 'anthropic', pattern: /\bsk-ant-[A-Za-z0-9_-]{16,}/g, replace: REDACTED },
   { name: 'openai', pattern: /\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}/g, replace: REDACTED },
   { name: 'stripe', pattern: /\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}/g, replace: REDACTED },
@@ -38,6 +41,15 @@ const RULES: Rule[] = [
     hint: /aws_secret/i,
     pattern: /(aws_secret_access_key\s*[=:]\s*["']?)[A-Za-z0-9/+=]{40}/gi,
     replace: `$1${REDACTED}`,
+  },
+  {
+    // An unlabelled AWS secret access key: 40 base64 characters standing alone (longer base64, such as
+    // sha512 integrity hashes, is not one). Git SHAs (hex) and identifiers are left alone: see
+    // `looksLikeAwsSecret`.
+    name: 'aws-secret-unlabelled',
+    hint: hasBase64Run40,
+    pattern: /(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])/g,
+    replace: (m) => (looksLikeAwsSecret(m) ? REDACTED : m),
   },
   { name: 'bearer', hint: /Bearer|Token/, pattern: /(\b(?:Bearer|Token)\s+)[A-Za-z0-9._~+/=-]{12,}/g, replace: `$1${REDACTED}` },
   {
@@ -69,12 +81,62 @@ const RULES: Rule[] = [
   },
 ];
 
-/** Replace every secret shape in `text` with `[REDACTED]`. Idempotent. */
+/**
+ * Random base64 switches between upper case, lower case and digits about 23 times in 40
+ * characters; words, paths and camelCase identifiers rarely 14 times (10 when the value has a `/`
+ * or `+` and no plain-word path segment). Hex (git SHAs) has no upper
+ * case and never matches.
+ */
+function looksLikeAwsSecret(s: string): boolean {
+  if (!/[A-Z]/.test(s) || !/[a-z]/.test(s) || !/[0-9]/.test(s)) return false;
+  // `/` and `+` are skipped: a path's separators are not randomness.
+  let switches = 0;
+  let prev = -1;
+  for (let i = 0; i < s.length; i++) {
+    const c = charClass(s.charCodeAt(i));
+    if (c === 3) continue;
+    if (prev !== -1 && c !== prev) switches++;
+    prev = c;
+  }
+  // A key with `/` or `+` (as most are) needs fewer switches, unless a segment is a plain word (a path).
+  if (/[/+]/.test(s)) return switches >= 10 && !s.split('/').some((seg) => /^[a-z]{4,}$/.test(seg));
+  return switches >= 14;
+}
+
+/**
+ * Does `text` hold a run of exactly 40 base64 characters? One linear pass over char codes: the
+ * pattern itself would rescan every word up to 40 times, and this rule runs on every line of output.
+ */
+function hasBase64Run40(text: string): boolean {
+  let run = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if ((c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || c === 43 || c === 47) run++;
+    else {
+      if (run === 40) return true;
+      run = 0;
+    }
+  }
+  return run === 40;
+}
+
+function charClass(c: number): number {
+  if (c >= 65 && c <= 90) return 0;
+  if (c >= 97 && c <= 122) return 1;
+  if (c >= 48 && c <= 57) return 2;
+  return 3;
+}
+
+/**
+ * Replace every secret in `text` with `[REDACTED]`: the values registered in core/secret-values
+ * (gateway keys, tokens, secret-named environment variables) whatever their shape, then every known
+ * secret shape. Idempotent.
+ */
 export function redactText(text: string): string {
-  let out = text;
+  let out = redactKnownValues(text, REDACTED);
   for (const rule of RULES) {
-    if (rule.hint && !rule.hint.test(out)) continue;
-    out = out.replace(rule.pattern, rule.replace);
+    if (rule.hint && !(typeof rule.hint === 'function' ? rule.hint(out) : rule.hint.test(out))) continue;
+    out = out.replace(rule.pattern, rule.replace as string);
   }
   return out;
 }

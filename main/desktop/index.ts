@@ -2,16 +2,18 @@
 // plain modules beside it (tray-state, tray-menu, notifier, ipc, sender-check, single-instance).
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { app, BrowserWindow, clipboard, ipcMain, Menu, nativeImage, Notification, Tray } from 'electron';
+import { app, BrowserWindow, clipboard, dialog, ipcMain, Menu, nativeImage, Notification, Tray } from 'electron';
 import { COMMANDS } from '../commands/index.js';
 import { runCommand } from '../commands/table.js';
 import { Engine } from '../engine.js';
 import { startScheduler, type SchedulerService } from '../http/scheduler-link.js';
 import { findPackageRoot } from '../http/static.js';
+import { installGracefulShutdown } from '../scheduler/shutdown.js';
 import { requireTask } from '../store/tasks.js';
 import { registerIpcHandlers } from './ipc.js';
 import { electronSqliteBinding } from './native-binding.js';
 import { createNotifier } from './notifier.js';
+import { createQuitGuard } from './quit-guard.js';
 import { claimSingleInstance } from './single-instance.js';
 import { buildTrayMenu } from './tray-menu.js';
 import { computeTrayState } from './tray-state.js';
@@ -74,7 +76,7 @@ async function copyMcpConfig(): Promise<void> {
 }
 
 async function start(): Promise<void> {
-  engine = new Engine({ nativeBinding: electronSqliteBinding(root, app.isPackaged) });
+  engine = new Engine({ nativeBinding: electronSqliteBinding() });
   engine.watch();
   scheduler = await startScheduler(engine);
   lockDownSession();
@@ -107,19 +109,35 @@ async function start(): Promise<void> {
   refreshTray();
   show('#/tasks');
 
-  app.on('before-quit', () => {
-    quitting = true;
+  // Quitting with running work asks first: stop them, keep running in the tray, or cancel.
+  const guard = createQuitGuard({
+    dialog,
+    running: () => scheduler.runningTasks(),
+    keepInTray: () => {
+      for (const w of BrowserWindow.getAllWindows()) w.close();
+    },
+    quit: () => app.quit(),
   });
-  app.on('will-quit', (e) => {
+  app.on('before-quit', (e) => {
+    guard.beforeQuit(e);
+    if (guard.confirmed) quitting = true;
+  });
+  const exitApp = (code: number) => {
     if (!engine) return;
-    e.preventDefault();
     notifier.dispose();
     void scheduler.stop().finally(() => {
       engine.close();
       engine = undefined as unknown as Engine;
-      app.exit(0);
+      app.exit(code);
     });
+  };
+  app.on('will-quit', (e) => {
+    if (!engine) return;
+    e.preventDefault();
+    exitApp(0);
   });
+  // Ctrl-C in the terminal that started the app (`npm start`): the same graceful shutdown as `run`/`serve`.
+  installGracefulShutdown({ svc: scheduler, say: (line) => process.stderr.write(`lightworker: ${line}\n`), onStopped: (code) => exitApp(code), exitNow: (code) => app.exit(code) });
 }
 
 if (claimSingleInstance(app, () => show())) {

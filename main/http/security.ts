@@ -75,11 +75,3 @@ export function statusForCode(code: string): number {
       return 500;
   }
 }
-
-/** Constant-time comparison of the per-start token. */
-export function tokenMatches(given: string | undefined, token: string): boolean {
-  if (!given || given.length !== token.length) return false;
-  let diff = 0;
-  for (let i = 0; i < token.length; i++) diff |= given.charCodeAt(i) ^ token.charCodeAt(i);
-  return diff === 0;
-}

@@ -1,12 +1,14 @@
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { globals } from '../cli/context.js';
+import { seconds } from '../cli/scheduler.js';
 import { err, out } from '../cli/output.js';
 import { AppError } from '../core/errors.js';
-import { newToken } from '../core/ids.js';
 import { Engine } from '../engine.js';
+import { installGracefulShutdown } from '../scheduler/shutdown.js';
+import { newSecret } from './auth.js';
+import { openBrowser } from './open-browser.js';
 import { startScheduler } from './scheduler-link.js';
 import { requireLoopbackHost } from './security.js';
 import { startConsoleServer } from './server.js';
@@ -28,18 +30,6 @@ async function ensureRenderer(dir: string): Promise<void> {
   if (!existsSync(join(dir, 'index.html'))) throw new AppError('unavailable', `the console build did not produce ${dir}/index.html; run \`npm run build:renderer\``);
 }
 
-function openBrowser(url: string): void {
-  const [cmd, args] =
-    process.platform === 'darwin' ? ['open', [url]] : process.platform === 'win32' ? ['cmd', ['/c', 'start', '', url]] : ['xdg-open', [url]];
-  try {
-    const child = spawn(cmd, args as string[], { detached: true, stdio: 'ignore' });
-    child.on('error', () => err(`could not open a browser (${cmd}); open ${url} yourself`));
-    child.unref();
-  } catch {
-    err(`could not open a browser; open ${url} yourself`);
-  }
-}
-
 function parsePort(v: string): number {
   const n = Number(v);
   if (!Number.isInteger(n) || n < 0 || n > 65535) throw new AppError('invalid_input', `--port: expected 0–65535, got "${v}"`, { field: 'port' });
@@ -55,7 +45,8 @@ export function registerServeCommand(program: Command): void {
     .option('--port <n>', 'TCP port (0 picks a free one)', parsePort, 8766)
     .option('--no-open', 'do not open a browser')
     .option('--paused', 'start with the scheduler paused')
-    .action(async (o: { host: string; port: number; open: boolean; paused?: boolean }, cmd: Command) => {
+    .option('--drain-timeout <seconds>', 'after a first Ctrl-C/SIGTERM, cancel running tasks after this long (default: wait until they end)', seconds('drain-timeout'))
+    .action(async (o: { host: string; port: number; open: boolean; paused?: boolean; drainTimeout?: number }, cmd: Command) => {
       const host = requireLoopbackHost(o.host);
       const dir = rendererDir();
       await ensureRenderer(dir);
@@ -64,23 +55,32 @@ export function registerServeCommand(program: Command): void {
       let server: Awaited<ReturnType<typeof startConsoleServer>> | undefined;
       let scheduler: Awaited<ReturnType<typeof startScheduler>> | undefined;
       try {
-        server = await startConsoleServer({ engine, host, port: o.port, token: newToken(), rendererDir: dir });
+        server = await startConsoleServer({ engine, host, port: o.port, token: newSecret(), rendererDir: dir });
         scheduler = await startScheduler(engine, { paused: o.paused });
       } catch (e) {
         await server?.close();
         engine.close();
         throw e;
       }
-      out(`LightWorker console: ${server.url}`);
-      err(`listening on ${server.host} port ${server.port}; home ${engine.home.root}; scheduler ${scheduler.status().role}${o.paused ? ' (paused)' : ''}; Ctrl-C stops`);
-      if (o.open) openBrowser(server.url);
-      await new Promise<void>((done) => {
-        process.once('SIGINT', done);
-        process.once('SIGTERM', done);
+      // The tokened URL is the only way in: print it (only this user's terminal sees it) and open it.
+      out(`LightWorker console: ${server.loginUrl}`);
+      err(`listening on ${server.host} port ${server.port}; home ${engine.home.root}; scheduler ${scheduler.status().role}${o.paused ? ' (paused)' : ''}; Ctrl-C stops (running tasks finish first; a second Ctrl-C cancels them)`);
+      if (o.open) openBrowser(server.loginUrl, engine.home.root);
+      const svc = scheduler;
+      const code = await new Promise<number>((done) => {
+        const shutdown = installGracefulShutdown({
+          svc,
+          say: err,
+          drainTimeoutMs: o.drainTimeout !== undefined ? o.drainTimeout * 1000 : null,
+          onStopped: (c) => {
+            shutdown.dispose();
+            done(c);
+          },
+        });
       });
       err('stopping …');
-      await scheduler?.stop();
       await server.close();
       engine.close();
+      process.exitCode = code;
     });
 }

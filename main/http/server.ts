@@ -5,28 +5,20 @@ import { COMMANDS } from '../commands/index.js';
 import { runCommand, type CommandDef } from '../commands/table.js';
 import { AppError, toErrorPayload } from '../core/errors.js';
 import type { Engine } from '../engine.js';
+import { authenticate, CSRF_HEADER, handleLogin, newConsoleSecrets, sendSignInPage, unauthenticatedBody } from './auth.js';
 import { resumeCursor, streamEvents } from './events-stream.js';
-import {
-  hostPort,
-  isAllowedHostHeader,
-  isAllowedOrigin,
-  requireLoopbackHost,
-  SECURITY_HEADERS,
-  statusForCode,
-  tokenMatches,
-  type LoopbackHost,
-} from './security.js';
+import { hostPort, isAllowedHostHeader, isAllowedOrigin, requireLoopbackHost, SECURITY_HEADERS, statusForCode, type LoopbackHost } from './security.js';
 import { serveStatic } from './static.js';
 
 /** A batch of 100 tasks with 64 KiB objectives fits; anything bigger is refused unread. */
 const MAX_BODY_BYTES = 8 * 1024 * 1024;
-export const TOKEN_HEADER = 'x-lightworker-token';
 
 export interface ConsoleServerOptions {
   engine: Engine;
   host?: string;
   /** 0 picks a free port. */
   port?: number;
+  /** The per-start secret of the printed URL (`?token=`) and of `Authorization: Bearer`. */
   token: string;
   /** The built renderer (index.html and assets). */
   rendererDir: string;
@@ -37,7 +29,10 @@ export interface ConsoleServer {
   server: Server;
   host: LoopbackHost;
   port: number;
+  /** The bare address, useless without a session. */
   url: string;
+  /** The address to print and open: carries the token, signs a browser in. */
+  loginUrl: string;
   close(): Promise<void>;
 }
 
@@ -83,13 +78,15 @@ export function describeCommands(table: ReadonlyMap<string, CommandDef>): unknow
 
 /**
  * The headless console: the built renderer plus a JSON API over the command table, on literal loopback.
- * Every request must carry a Host header naming this server; every non-read command needs the per-start
- * token (header `x-lightworker-token`), which reaches the page only inside the served index.html.
+ * Every request must carry a Host header naming this server. Everything but the login exchange needs the
+ * session cookie that `/?token=<per-start token>` sets, or `Authorization: Bearer <token>` (auth.ts);
+ * cookie-authenticated POSTs also need the CSRF header and, when a browser sends one, our own Origin.
  */
 export async function startConsoleServer(opts: ConsoleServerOptions): Promise<ConsoleServer> {
   const host = requireLoopbackHost(opts.host ?? '127.0.0.1');
   const table = opts.commands ?? COMMANDS;
   let port = opts.port ?? 8766;
+  const secrets = newConsoleSecrets(opts.token);
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     if (!isAllowedHostHeader(req.headers.host, host, port)) {
@@ -100,14 +97,17 @@ export async function startConsoleServer(opts: ConsoleServerOptions): Promise<Co
     }
     const url = new URL(req.url ?? '/', `http://${hostPort(host, port)}`);
     const path = url.pathname;
+    if (handleLogin(req, res, url, secrets, port)) return;
+    const auth = authenticate(req, secrets, port);
+    if (!auth) return path.startsWith('/api/') ? sendJson(res, 401, unauthenticatedBody()) : sendSignInPage(res, 401);
+    if (path === '/api/session' && req.method === 'GET') return sendJson(res, 200, { ok: true, data: { signedIn: true, by: auth.by } });
     if (path === '/api/commands' && req.method === 'GET') return sendJson(res, 200, { ok: true, data: { commands: describeCommands(table) } });
     if (path === '/api/events' && req.method === 'GET') return streamEvents(req, res, opts.engine, resumeCursor(req, url, opts.engine));
     const m = /^\/api\/commands\/([a-z0-9_]+)$/.exec(path);
     if (m && req.method === 'POST') {
       const name = m[1];
-      const def = table.get(name);
-      if (def && !def.readOnly && !tokenMatches(req.headers[TOKEN_HEADER] as string | undefined, opts.token)) {
-        return sendJson(res, 403, { ok: false, error: { code: 'forbidden', message: `${name} changes state: send the console token in the ${TOKEN_HEADER} header` } });
+      if (auth.by === 'cookie' && !req.headers[CSRF_HEADER]) {
+        return sendJson(res, 403, { ok: false, error: { code: 'forbidden', message: `POST from a browser session needs the ${CSRF_HEADER} header` } });
       }
       const body = await readJsonBody(req);
       const abort = new AbortController();
@@ -119,7 +119,7 @@ export async function startConsoleServer(opts: ConsoleServerOptions): Promise<Co
     }
     if (path.startsWith('/api/')) return sendJson(res, 404, { ok: false, error: { code: 'not_found', message: `no route ${req.method} ${path}` } });
     if (req.method !== 'GET' && req.method !== 'HEAD') return sendJson(res, 405, { ok: false, error: { code: 'invalid_input', message: `method ${req.method} not allowed` } });
-    serveStatic(res, opts.rendererDir, path, opts.token);
+    serveStatic(res, opts.rendererDir, path);
   };
 
   const server = createServer((req, res) => {
@@ -151,6 +151,7 @@ export async function startConsoleServer(opts: ConsoleServerOptions): Promise<Co
     host,
     port,
     url: `http://${hostPort(host, port)}/`,
+    loginUrl: `http://${hostPort(host, port)}/?token=${encodeURIComponent(opts.token)}`,
     close: () =>
       new Promise<void>((resolveClose) => {
         server.close(() => resolveClose());

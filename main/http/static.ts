@@ -40,17 +40,11 @@ export function rendererDir(env: NodeJS.ProcessEnv = process.env): string {
   return env.LIGHTWORKER_RENDERER_DIR ? resolve(env.LIGHTWORKER_RENDERER_DIR) : join(findPackageRoot(), 'out', 'renderer');
 }
 
-/** index.html with the per-start token in a meta tag, so only a page loaded from this server can write. */
-export function injectToken(html: string, token: string): string {
-  const tag = `<meta name="lightworker-token" content="${token}">`;
-  return html.includes('</head>') ? html.replace('</head>', `  ${tag}\n</head>`) : tag + html;
-}
-
 /**
  * Serve one file of the built renderer. Unknown paths without an extension get index.html (the console
  * routes by hash, but a bookmarked path still lands on the app). Paths never escape `root`.
  */
-export function serveStatic(res: ServerResponse, root: string, urlPath: string, token: string): void {
+export function serveStatic(res: ServerResponse, root: string, urlPath: string): void {
   let rel: string;
   try {
     rel = decodeURIComponent(urlPath);
@@ -68,12 +62,7 @@ export function serveStatic(res: ServerResponse, root: string, urlPath: string, 
     return;
   }
   const type = TYPES[extname(target)] ?? 'application/octet-stream';
-  if (target.endsWith('index.html')) {
-    const body = injectToken(readFileSync(target, 'utf8'), token);
-    res.writeHead(200, { ...SECURITY_HEADERS, 'content-type': type, 'cache-control': 'no-store' });
-    res.end(body);
-    return;
-  }
-  res.writeHead(200, { ...SECURITY_HEADERS, 'content-type': type, 'cache-control': 'no-cache' });
+  // no-store: the console is served only to a signed-in session; nothing of it stays in a shared cache.
+  res.writeHead(200, { ...SECURITY_HEADERS, 'content-type': type, 'cache-control': target.endsWith('index.html') ? 'no-store' : 'no-cache, private' });
   res.end(readFileSync(target));
 }

@@ -1,4 +1,5 @@
-import { killTree, spawnGroup } from '../runner/process.js';
+import { StringDecoder } from 'node:string_decoder';
+import { runTree } from '../runner/lifecycle.js';
 import { TailBuffer } from '../runner/lines.js';
 import { pickEnv } from '../workers/env.js';
 
@@ -44,16 +45,6 @@ function argvOf(cmd: UserCommand): [string, string[]] {
   return process.platform === 'win32' ? ['cmd.exe', ['/d', '/s', '/c', cmd]] : ['/bin/sh', ['-c', cmd]];
 }
 
-/** SIGKILL whatever is left of the process group led by `pid` (already-gone groups are fine). */
-function killGroup(pid: number): void {
-  if (pid <= 0 || process.platform === 'win32') return;
-  try {
-    process.kill(-pid, 'SIGKILL');
-  } catch {
-    // no such group: nothing left
-  }
-}
-
 /** Last `max` bytes of `s` as valid UTF-8. */
 export function tailBytes(s: string, max: number): string {
   const buf = Buffer.from(s, 'utf8');
@@ -65,74 +56,44 @@ export function tailBytes(s: string, max: number): string {
 }
 
 /**
- * Run one user command in its own process group with a hard timeout: at the deadline (or on abort)
- * the whole tree gets SIGTERM, then SIGKILL after `graceMs`. Resolves when the child has exited.
+ * Run one user command as a tree (runner/lifecycle.ts) with a hard timeout: at the deadline (or on
+ * abort) the whole tree gets SIGTERM, then SIGKILL after `graceMs`. The command's own exit is its
+ * verdict; whatever it left running (a background server holding its output, a grandchild that
+ * ignores SIGTERM, an escaped process carrying the task marker) is swept before this resolves.
  */
 export async function runBounded(cmd: UserCommand, opts: BoundedRunOptions): Promise<BoundedRunResult> {
-  const started = Date.now();
   const tailMax = opts.tailBytes ?? 8 * 1024;
   const keepMax = opts.keepBytes ?? 1024 * 1024;
   const tail = new TailBuffer(tailMax);
+  const decoder = new StringDecoder('utf8');
   const kept: Buffer[] = [];
   let keptBytes = 0;
-  const [file, args] = argvOf(cmd);
-  const { child, pid, startTime } = spawnGroup(file, args, { cwd: opts.cwd, env: opts.env });
-  if (pid > 0) opts.onSpawn?.(pid, startTime);
-  let timedOut = false;
-  let aborted = false;
-  let spawnError: string | null = null;
   const onData = (b: Buffer) => {
-    tail.push(b.toString('utf8'));
+    tail.push(decoder.write(b));
     if (keptBytes < keepMax) {
       kept.push(b.subarray(0, keepMax - keptBytes));
       keptBytes += Math.min(b.length, keepMax - keptBytes);
     }
   };
-  child.stdout?.on('data', onData);
-  child.stderr?.on('data', onData);
-  const grace = opts.graceMs ?? 2000;
-  const kill = () => {
-    if (pid > 0) void killTree(pid, startTime, grace);
-  };
-  const timer = setTimeout(() => {
-    timedOut = true;
-    kill();
-  }, opts.timeoutMs);
-  const onAbort = () => {
-    aborted = true;
-    kill();
-  };
-  if (opts.signal?.aborted) onAbort();
-  else opts.signal?.addEventListener('abort', onAbort, { once: true });
-  const { code, signal } = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-    child.once('error', (e) => {
-      spawnError = e.message;
-      resolve({ code: null, signal: null });
-    });
-    child.once('close', (code, signal) => resolve({ code, signal }));
-    // The command itself ended but something it started in the background still holds the output
-    // pipes: give it a moment, then end the whole group so the command's own verdict stands.
-    child.once('exit', (code, signal) => {
-      setTimeout(() => {
-        killGroup(pid);
-        child.stdout?.destroy();
-        child.stderr?.destroy();
-        resolve({ code, signal });
-      }, 500).unref();
-    });
+  const [file, args] = argvOf(cmd);
+  const end = await runTree(file, args, {
+    cwd: opts.cwd,
+    env: opts.env,
+    graceMs: opts.graceMs ?? 2000,
+    timeoutMs: opts.timeoutMs,
+    signal: opts.signal,
+    onSpawn: opts.onSpawn,
+    onStdout: onData,
+    onStderr: onData,
   });
-  clearTimeout(timer);
-  opts.signal?.removeEventListener('abort', onAbort);
-  // Nothing a user command started outlives it (background servers, a grandchild that ignored SIGTERM).
-  killGroup(pid);
   return {
-    exitCode: code,
-    signal,
-    durationMs: Date.now() - started,
-    timedOut,
-    aborted,
+    exitCode: end.exitCode,
+    signal: end.exitSignal,
+    durationMs: end.durationMs,
+    timedOut: end.timedOut,
+    aborted: end.aborted !== null,
     output: Buffer.concat(kept).toString('utf8'),
-    tail: tailBytes(tail.toString(), tailMax),
-    spawnError,
+    tail: tailBytes(tail.toString() + decoder.end(), tailMax),
+    spawnError: end.spawnError,
   };
 }

@@ -10,11 +10,8 @@ import { git, gitTry, splitZ } from './git-exec.js';
 import { matchAny } from './globs.js';
 import { isInside } from './guards.js';
 import { withRepoLock } from './repo-lock.js';
-import { diffSnapshots, snapshotSource, type SourceSnapshot } from './source-status.js';
-
-function describeSource(repo: string, p: string): string {
-  return p.startsWith('HEAD (') ? `${repo} ${p}` : join(repo, p);
-}
+import { attributeSourceChanges } from './attribution.js';
+import type { SourceSnapshot } from './source-status.js';
 
 export interface InspectInput {
   repo: string;
@@ -78,8 +75,8 @@ export async function inspectWorktree(engine: Engine, task: Task, input: Inspect
   if (onBranch.stdout.trim() !== `refs/heads/${input.branch}`) {
     violations.push(`${input.worktree} (HEAD left the task branch ${input.branch}: now ${onBranch.stdout.trim() || 'detached'})`);
   }
-  const after = await snapshotSource(input.repo);
-  for (const p of diffSnapshots(input.source, after)) violations.push(`${describeSource(input.repo, p)} (written in the source checkout)`);
+  const source = await attributeSourceChanges(engine, task, input.repo, input.source);
+  violations.push(...source.violations);
   const patch = await git(input.worktree, ['diff', '--binary', '--no-color', input.baseCommit, head], { raw: true });
   const diffArtifact = join(engine.home.artifacts, task.id, `diff-${task.attempt}.patch`);
   mkdirSync(dirname(diffArtifact), { recursive: true });
@@ -91,6 +88,7 @@ export async function inspectWorktree(engine: Engine, task: Task, input: Inspect
       changedFiles: changedFiles.slice(0, 200),
       changedCount: changedFiles.length,
       violations,
+      ...(source.attributed.length ? { sourceChangesByOthers: source.attributed } : {}),
       empty: changedFiles.length === 0,
       diffArtifact,
     });
@@ -100,10 +98,14 @@ export async function inspectWorktree(engine: Engine, task: Task, input: Inspect
 
 /** Read-only kinds: only the source-checkout comparison applies. */
 export async function inspectReadOnly(engine: Engine, task: Task, repo: string, before: SourceSnapshot): Promise<string[]> {
-  const after = await snapshotSource(repo);
-  const violations = diffSnapshots(before, after).map(
-    (p) => `${describeSource(repo, p)} (written in the source checkout by a read-only task)`,
+  const { violations, attributed } = await attributeSourceChanges(engine, task, repo, before);
+  engine.write(() =>
+    appendEvent(engine.db, task.id, 'changes.inspected', {
+      readOnly: true,
+      violations,
+      ...(attributed.length ? { sourceChangesByOthers: attributed } : {}),
+      empty: true,
+    }),
   );
-  engine.write(() => appendEvent(engine.db, task.id, 'changes.inspected', { readOnly: true, violations, empty: true }));
   return violations;
 }

@@ -6,6 +6,7 @@ import { appendEvent, listEvents } from '../store/events.js';
 import { updateTaskFields } from '../store/tasks.js';
 import type { Task, VerifyCommand } from '../tasks/types.js';
 import { getAllocation, setVerifyOutcome } from './allocations.js';
+import { treeMarkerEnv } from '../runner/lifecycle.js';
 import { commandEnv, runBounded } from './bounded-run.js';
 import { gitTry } from './git-exec.js';
 
@@ -53,7 +54,7 @@ export async function verifyIn(
     const command = commands[i];
     const r = await runBounded(command, {
       cwd,
-      env: commandEnv(env),
+      env: commandEnv({ ...env, ...treeMarkerEnv(engine.home.root, task.id, task.attempt) }),
       timeoutMs,
       signal,
       graceMs: Math.min(engine.config.scheduler.kill_grace_ms, 5000),

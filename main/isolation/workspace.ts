@@ -1,17 +1,23 @@
+import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { AppError } from '../core/errors.js';
 import type { Engine } from '../engine.js';
 import { appendEvent } from '../store/events.js';
 import { unsealTask } from '../tasks/secrets.js';
 import type { Task } from '../tasks/types.js';
-import { getAllocation } from './allocations.js';
+import { updateTaskFields } from '../store/tasks.js';
+import { getAllocation, markReady } from './allocations.js';
+import { branchTip } from './branches.js';
 import { inspectReadOnly, inspectWorktree } from './changes.js';
-import { repoRoot } from './git-exec.js';
+import { treeMarkerEnv } from '../runner/lifecycle.js';
+import { git, gitTry, repoRoot } from './git-exec.js';
 import { allocatePorts, portEnv } from './ports.js';
 import { readSetup, runSetup } from './setup.js';
-import { snapshotSource, type SourceSnapshot } from './source-status.js';
+import { watchSource } from './attribution.js';
+import type { SourceSnapshot } from './source-status.js';
 import { verifyIn } from './verify.js';
-import { allocateWorktree, planAllocation, removeWorktree } from './worktree.js';
+import { withRepoLock } from './repo-lock.js';
+import { allocateWorktree, planAllocation, recordAllocation, removeWorktree } from './worktree.js';
 
 /**
  * The runner's view of isolation (SPEC §6). The runner calls, in order:
@@ -24,6 +30,17 @@ export interface PreparedWorkspace {
   env: Record<string, string>;
   /** Opaque state the later steps need (source status before the run, base commit…). */
   state: Record<string, unknown>;
+  /** True when an execute task kept the worktree (and branch) of its interrupted attempt. */
+  kept?: boolean;
+}
+
+export interface PrepareOptions {
+  /**
+   * Execute tasks: continue in the worktree and branch of the interrupted attempt (`retry --strategy
+   * resume`) instead of a fresh one from the base; re-attached from the branch if the folder was pruned.
+   * Falls back to a fresh allocation when neither is left.
+   */
+  keepWorktree?: boolean;
 }
 
 export interface ChangeReport {
@@ -71,12 +88,17 @@ function stateOf(ws: PreparedWorkspace): WorkspaceState {
  * disk-reserve checks, two-phase allocation under the repository lock, a 10-port block
  * (LIGHTWORKER_PORT, LIGHTWORKER_PORT_COUNT), then `.lightworker/setup.toml` copy + setup command.
  * Throws AppError (disk_full, invalid_input, git_failed, timed_out, worker_failed…) with nothing half-made
- * left unrecorded.
+ * left unrecorded. Aborting `signal` (cancel, timeout, shutdown) stops a running setup command.
  */
-export async function prepareWorkspace(engine: Engine, task: Task): Promise<PreparedWorkspace> {
+export async function prepareWorkspace(engine: Engine, task: Task, signal?: AbortSignal, opts: PrepareOptions = {}): Promise<PreparedWorkspace> {
   const repo = await repoRoot(task.workspace);
   if (task.kind !== 'execute') {
-    return { workdir: task.workspace, env: {}, state: { repo, source: await snapshotSource(repo) } satisfies WorkspaceState };
+    return { workdir: task.workspace, env: {}, state: { repo, source: await watchSource(engine, repo, task) } satisfies WorkspaceState };
+  }
+  if (opts.keepWorktree) {
+    const kept = await keepWorktree(engine, task, repo);
+    if (kept) return kept;
+    engine.write(() => appendEvent(engine.db, task.id, 'worktree.not_kept', { reason: 'neither the worktree nor the branch of the earlier attempt is left; starting from the base' }));
   }
   const t0 = performance.now();
   const plan = await planAllocation(engine, task, repo);
@@ -84,7 +106,7 @@ export async function prepareWorkspace(engine: Engine, task: Task): Promise<Prep
   // The source snapshot (for the boundary check) and the allocation are independent: run them together.
   let statusMs = 0;
   const [snap, made] = await Promise.allSettled([
-    snapshotSource(repo).then((s) => ((statusMs = performance.now() - t1), s)),
+    watchSource(engine, repo, task).then((s) => ((statusMs = performance.now() - t1), s)),
     allocateWorktree(engine, task, plan),
   ]);
   if (made.status === 'rejected') throw made.reason;
@@ -120,8 +142,9 @@ export async function prepareWorkspace(engine: Engine, task: Task): Promise<Prep
     repo,
     alloc.path,
     readSetup(engine, repo),
-    env,
+    { ...env, ...treeMarkerEnv(engine.home.root, task.id, task.attempt) },
     join(engine.home.artifacts, task.id, `setup-${task.attempt}.log`),
+    signal,
   );
   if (setup.copied.length || setup.command) {
     engine.write(() =>
@@ -139,6 +162,56 @@ export async function prepareWorkspace(engine: Engine, task: Task): Promise<Prep
     env,
     state: { repo, source, baseCommit: plan.baseCommit, branch: plan.branch, copied: setup.copied } satisfies WorkspaceState,
   };
+}
+
+/**
+ * The interrupted attempt's worktree, as it was (uncommitted changes included), or re-attached from its
+ * branch when the folder is gone; its original base commit stays the base of the diff and the boundary
+ * check, so the task's changes are judged as a whole. Setup is not run again. Null when nothing is left.
+ */
+async function keepWorktree(engine: Engine, task: Task, repo: string): Promise<PreparedWorkspace | null> {
+  const alloc = getAllocation(engine.db, task.id);
+  if (!alloc || alloc.repo !== repo) return null;
+  let reattached = false;
+  if (alloc.state !== 'ready' || !existsSync(join(alloc.path, '.git'))) {
+    if (!(await branchTip(repo, alloc.branch))) return null;
+    const plan = { repo, path: alloc.path, branch: alloc.branch, baseRef: alloc.baseRef, baseCommit: alloc.baseCommit };
+    recordAllocation(engine, task, plan);
+    await withRepoLock(repo, `re-attach the worktree of ${task.id}`, async () => {
+      rmSync(alloc.path, { recursive: true, force: true });
+      await gitTry(repo, ['worktree', 'prune']);
+      await git(repo, ['worktree', 'add', '--quiet', alloc.path, alloc.branch]);
+    });
+    engine.write(() => {
+      markReady(engine.db, task.id);
+      updateTaskFields(engine.db, task.id, { worktreePath: alloc.path, branch: alloc.branch });
+    });
+    reattached = true;
+  }
+  const [source, block] = await Promise.all([watchSource(engine, repo, task), allocatePorts(engine, task.id)]);
+  const copied = lastSetupCopied(engine, task.id);
+  engine.write(() =>
+    appendEvent(engine.db, task.id, 'worktree.kept', {
+      path: alloc.path,
+      branch: alloc.branch,
+      baseCommit: alloc.baseCommit,
+      reattached,
+      ports: { first: block.base, count: block.size },
+    }),
+  );
+  return {
+    workdir: alloc.path,
+    env: portEnv(block),
+    state: { repo, source, baseCommit: alloc.baseCommit, branch: alloc.branch, copied } satisfies WorkspaceState,
+    kept: true,
+  };
+}
+
+/** Files the setup of an earlier attempt copied into the worktree (they are not the worker's changes). */
+function lastSetupCopied(engine: Engine, taskId: string): string[] {
+  const row = engine.db.prepare(`SELECT payload FROM events WHERE task_id = ? AND type = 'worktree.setup' ORDER BY seq DESC LIMIT 1`).get(taskId) as { payload: string } | undefined;
+  const copied = row ? (JSON.parse(row.payload) as { copied?: unknown }).copied : undefined;
+  return Array.isArray(copied) ? copied.filter((c): c is string => typeof c === 'string') : [];
 }
 
 /**

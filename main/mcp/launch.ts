@@ -6,11 +6,11 @@ import { fileURLToPath } from 'node:url';
  * How an MCP client starts `lightworker mcp`. The one place that knows both layouts:
  *
  * - source checkout: `node <checkout>/bin/lightworker.js mcp`
- * - packaged app:    `ELECTRON_RUN_AS_NODE=1 <app binary> <resources>/app.asar/out/cli.js mcp`
+ * - packaged app:    `ELECTRON_RUN_AS_NODE=1 <app binary> <resources>/app.asar/out/main/cli.js mcp`
  *   (electron-builder puts the app bundle at `<resources>/app.asar`; the CLI entry is built to
- *   `out/cli.js` inside it; the app binary runs as plain Node with ELECTRON_RUN_AS_NODE=1).
+ *   `out/main/cli.js` inside it; the app binary runs as plain Node with ELECTRON_RUN_AS_NODE=1).
  */
-export const PACKAGED_CLI = ['app.asar', 'out', 'cli.js'] as const;
+export const PACKAGED_CLI = ['app.asar', 'out', 'main', 'cli.js'] as const;
 
 /** Default install locations of the packaged app (electron-builder defaults, productName LightWorker). */
 export const DEFAULT_INSTALLS: Record<string, { binary: string; resources: string }> = {

@@ -4,6 +4,7 @@ import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, typ
 import { COMMANDS } from '../commands/index.js';
 import { runCommand, type CommandContext, type CommandDef } from '../commands/table.js';
 import { AppError, isAppError } from '../core/errors.js';
+import { redactText } from '../core/redact.js';
 import type { Engine } from '../engine.js';
 import { MutationLimiter } from './rate-limit.js';
 import { buildTools, listedTools, serverInstructions, toolSetFromEnv, type ToolSet } from './tools.js';
@@ -89,6 +90,6 @@ function okResult(result: unknown): CallToolResult {
 }
 
 function errorResult(code: string, message: string): CallToolResult {
-  const error = { code, message };
+  const error = { code, message: redactText(message) };
   return { isError: true, content: [{ type: 'text', text: JSON.stringify(error) }], structuredContent: error };
 }

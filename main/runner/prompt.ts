@@ -1,2 +1,24 @@
 // The prompt protocol lives with the Cache Lab (main/cachelab/prompt.ts); the runner builds prompts here.
 export { buildPrompt, buildRepairPrompt, PROMPT_PROTOCOL, type BuiltPrompt, type PromptOptions } from '../cachelab/prompt.js';
+
+/**
+ * The first turn of a resumed attempt (`retry --strategy resume`), sent into the worker's own session:
+ * the session already holds the task and the work so far, so this only says what happened.
+ */
+export function buildResumePrompt(opts: { interruptedBy: string; kind: string }): string {
+  const why =
+    opts.interruptedBy === 'shutdown'
+      ? 'LightWorker was shut down'
+      : opts.interruptedBy === 'timed_out'
+        ? 'the task hit its time limit'
+        : 'the LightWorker process running it stopped';
+  const kept = opts.kind === 'execute' ? ' Your changes so far are still in this worktree, on the same branch.' : '';
+  return `Your previous turn on this task was interrupted before it finished (${why}); its processes were stopped.${kept} Continue where you left off: check what is already done, finish the task, then answer with the result contract.\n`;
+}
+
+/** Appended to a fresh prompt when an interrupted attempt cannot be continued in its own session. */
+export function freshAfterInterruptNote(kind: string): string {
+  return kind === 'execute'
+    ? '\n\n# Note\nAn earlier attempt of this task was interrupted. Its changes are kept in this worktree: check them and continue from them rather than starting over.\n'
+    : '\n\n# Note\nAn earlier attempt of this task was interrupted before it finished.\n';
+}

@@ -6,6 +6,7 @@ import { inspectChanges, prepareWorkspace, runVerification, type VerifyReport } 
 import { appendEvent } from '../store/events.js';
 import { getTask, updateTaskFields } from '../store/tasks.js';
 import { unsealTask } from '../tasks/secrets.js';
+import { resumeRequestOf, type ResumeRequest } from '../tasks/ops.js';
 import { transition } from '../tasks/state.js';
 import type { Task, TaskStatus } from '../tasks/types.js';
 import type { NormalizedEvent, WorkerAdapter, WorkerTurn } from '../workers/adapter.js';
@@ -14,7 +15,8 @@ import { resolveAdapter } from '../workers/registry.js';
 import { resolveRoute } from '../workers/routing.js';
 import { parseResult, resultJsonSchema } from '../workers/result-schemas.js';
 import { recordPrompt } from '../cachelab/prompt-record.js';
-import { buildPrompt, buildRepairPrompt } from './prompt.js';
+import { buildPrompt, buildRepairPrompt, buildResumePrompt, freshAfterInterruptNote } from './prompt.js';
+import { treeMarkerEnv } from './lifecycle.js';
 import { runTurn, type TurnResult } from './turn.js';
 
 export interface RunContext {
@@ -64,7 +66,8 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
   const task = unsealTask(engine.db, engine.home.root, stored);
   try {
     const adapter = resolveAdapter(engine, task.worker);
-    const ws = await prepareWorkspace(engine, task);
+    const resume = resumeRequestOf(engine.db, task);
+    const ws = await prepareWorkspace(engine, task, ctx.signal, { keepWorktree: resume !== null });
     checkAbort(ctx);
     const runDir = join(engine.home.artifacts, task.id, `attempt-${task.attempt}`);
     mkdirSync(runDir, { recursive: true });
@@ -84,14 +87,13 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
       gateway: route.gateway,
       baseEnv: minimalEnv({
         LIGHTWORKER_DEPTH: String(task.depth + 1),
-        LIGHTWORKER_TASK_ID: task.id,
-        LIGHTWORKER_ATTEMPT: String(task.attempt),
+        ...treeMarkerEnv(engine.home.root, task.id, task.attempt),
         ...ws.env,
       }),
     };
     engine.write(() => recordPrompt(engine, task, prompt, baseTurn));
 
-    let turn = await runWorkerTurn(ctx, adapter, baseTurn, 'starting');
+    let turn = await runWorkerTurn(ctx, adapter, resume ? resumedTurn(engine, adapter, baseTurn, resume, ws.kept === true) : baseTurn, 'starting');
     let repairsLeft = engine.config.verify.auto_repair;
     for (;;) {
       engine.write(() => transition(engine.db, task.id, 'running', 'verifying', { reason: 'worker finished' }));
@@ -127,6 +129,28 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
   } catch (err) {
     return finishWithError(ctx, task, err);
   }
+}
+
+/**
+ * The first turn of a resumed attempt: a follow-up in the interrupted native session when the worker
+ * can continue one, else the task's fresh prompt with a note; either way a `task.resumed` event says which.
+ */
+function resumedTurn(engine: Engine, adapter: WorkerAdapter, base: WorkerTurn, resume: ResumeRequest, keptWorktree: boolean): WorkerTurn {
+  const { task } = base;
+  const why = !resume.sessionId ? 'the interrupted attempt never reported a session' : adapter.resumable === false ? `worker ${adapter.name} cannot continue a session (no resume template)` : null;
+  engine.write(() =>
+    appendEvent(engine.db, task.id, 'task.resumed', {
+      mode: why ? 'fresh' : 'session',
+      sessionId: why ? null : resume.sessionId,
+      fromAttempt: resume.fromAttempt,
+      interruptedBy: resume.interruptedBy,
+      workdir: base.workdir,
+      keptWorktree,
+      ...(why ? { reason: `${why}; starting a fresh session${keptWorktree ? ' in the same worktree' : ''}` } : {}),
+    }),
+  );
+  if (why) return { ...base, prompt: base.prompt + freshAfterInterruptNote(task.kind) };
+  return { ...base, prompt: buildResumePrompt({ interruptedBy: resume.interruptedBy, kind: task.kind }), resumeSessionId: resume.sessionId };
 }
 
 /** One worker turn, with the task moved to running once the process exists. */
@@ -185,10 +209,18 @@ function persistEvents(engine: Engine, id: string, events: NormalizedEvent[]): v
   });
 }
 
+const ABORT_MESSAGE: Record<string, string> = {
+  timeout: 'the task hit its timeout; its process tree was killed',
+  cancel: 'cancelled on request; its process tree was killed',
+  shutdown: 'stopped by a shutdown of the LightWorker process that ran it; its process tree was killed. Continue it with `lightworker retry <id> --strategy resume`',
+  leader_lost: 'its runner lost the scheduler lease; its process tree was killed',
+};
+/** The error code a stop records: a shutdown has its own, so a resume can tell it from a person's cancel. */
+const ABORT_CODE: Record<string, string> = { timeout: 'timed_out', cancel: 'cancelled', shutdown: 'shutdown', leader_lost: 'orphaned' };
+
 function abortError(reason: string): StopTask {
   const status = ABORT_STATUS[reason] ?? 'cancelled';
-  const message = reason === 'timeout' ? 'the task hit its timeout; its process tree was killed' : reason === 'cancel' ? 'cancelled on request; its process tree was killed' : `stopped: ${reason}`;
-  return new StopTask(status, status === 'timed_out' ? 'timed_out' : status === 'orphaned' ? 'orphaned' : 'cancelled', message);
+  return new StopTask(status, ABORT_CODE[reason] ?? 'cancelled', ABORT_MESSAGE[reason] ?? `stopped: ${reason}`);
 }
 
 function checkAbort(ctx: RunContext): void {
@@ -212,6 +244,7 @@ function finishWithError(ctx: RunContext, task: Task, err: unknown): TaskStatus 
     engine.write(() => {
       const cur = getTask(engine.db, task.id);
       if (!cur || !['starting', 'running', 'verifying'].includes(cur.status)) return;
+      if (code === 'shutdown') message = message.replace('<id>', task.id);
       transition(engine.db, task.id, cur.status, status, { reason: message.split('\n')[0].slice(0, 300), fields: { errorCode: code, errorMessage: message, pid: null } });
       endAttempt(engine, task, status, code);
     });

@@ -1,12 +1,13 @@
 import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
 import { dirname } from 'node:path';
+import { StringDecoder } from 'node:string_decoder';
 import { redactText } from '../core/redact.js';
 import type { NormalizedEvent, TurnOutcome, WorkerAdapter, WorkerTurn } from '../workers/adapter.js';
 import { LineSplitter, TailBuffer } from './lines.js';
-import { killTree, spawnGroup } from './process.js';
+import { runTree } from './lifecycle.js';
 
 export interface RunTurnOptions {
-  /** Aborting kills the whole process tree; the abort reason ('timeout' | 'cancel' | …) is reported back. */
+  /** Aborting sweeps the whole process tree; the abort reason ('timeout' | 'cancel' | …) is reported back. */
   signal: AbortSignal;
   /** Called once the process exists, with its identity (for the task row: crash recovery). */
   onSpawn?: (pid: number, startTime: string | null) => void;
@@ -29,8 +30,10 @@ export interface TurnResult extends TurnOutcome {
 }
 
 /**
- * Run one worker turn: spawn the adapter's argv in its own process group, parse stdout line by line
- * into normalized events as it streams, keep a stderr tail, and kill the tree on abort.
+ * Run one worker turn: spawn the adapter's argv as a tree (runner/lifecycle.ts), parse stdout line by
+ * line into normalized events as it streams, keep a stderr tail. The turn ends when the worker process
+ * exits (not when its pipes close: a dev server it left behind may hold them); abort, timeout and every
+ * other end sweep the whole tree.
  */
 export async function runTurn(adapter: WorkerAdapter, turn: WorkerTurn, opts: RunTurnOptions): Promise<TurnResult> {
   const spec = await adapter.buildSpawn(turn);
@@ -54,22 +57,6 @@ export async function runTurn(adapter: WorkerAdapter, turn: WorkerTurn, opts: Ru
     opts.onEvents?.(batch);
   };
 
-  const { child, pid, startTime } = spawnGroup(spec.command, spec.args, { cwd: spec.cwd, env: spec.env });
-  let spawnError: Error | null = null;
-  child.on('error', (err) => {
-    spawnError = err;
-  });
-  if (pid > 0) opts.onSpawn?.(pid, startTime);
-
-  let aborted: string | null = null;
-  let killing: Promise<boolean> | null = null;
-  const onAbort = () => {
-    aborted = String(opts.signal.reason ?? 'aborted');
-    if (pid > 0) killing = killTree(pid, startTime, opts.killGraceMs);
-  };
-  if (opts.signal.aborted) onAbort();
-  else opts.signal.addEventListener('abort', onAbort, { once: true });
-
   const splitter = new LineSplitter((line) => {
     if (raw && rawBytes < rawMax) {
       const text = redactText(line) + '\n';
@@ -91,27 +78,27 @@ export async function runTurn(adapter: WorkerAdapter, turn: WorkerTurn, opts: Ru
       }
     }
   });
-  child.stdout?.setEncoding('utf8');
-  child.stderr?.setEncoding('utf8');
-  child.stdout?.on('data', (c: string) => splitter.push(c));
-  child.stderr?.on('data', (c: string) => stderrTail.push(c));
-
-  const { code, sig } = await new Promise<{ code: number | null; sig: NodeJS.Signals | null }>((resolve) => {
-    if (pid <= 0) {
-      child.once('error', () => resolve({ code: null, sig: null }));
-      return;
-    }
-    child.once('close', (c, s) => resolve({ code: c, sig: s }));
+  const stdout = new StringDecoder('utf8');
+  const stderr = new StringDecoder('utf8');
+  // The turn ends when the worker process exits; its tree is swept before runTree resolves.
+  const end = await runTree(spec.command, spec.args, {
+    cwd: spec.cwd,
+    env: spec.env,
+    graceMs: opts.killGraceMs,
+    signal: opts.signal,
+    onSpawn: opts.onSpawn,
+    onStdout: (b) => splitter.push(stdout.write(b)),
+    onStderr: (b) => stderrTail.push(stderr.write(b)),
   });
-  opts.signal.removeEventListener('abort', onAbort);
+  splitter.push(stdout.end());
   splitter.end();
   flush();
-  if (killing) await killing;
+  const { exitCode: code, exitSignal: sig, pid, aborted } = end;
   await new Promise<void>((r) => (raw ? raw.end(() => r()) : r()));
 
   const tail = redactText(stderrTail.toString());
-  if (spawnError || pid <= 0) {
-    const message = `cannot start ${spec.command}: ${(spawnError as Error | null)?.message ?? 'spawn failed'}`;
+  if (end.spawnError || pid <= 0) {
+    const message = `cannot start ${spec.command}: ${end.spawnError ?? 'spawn failed'}`;
     return { ok: false, finalText: null, sessionId: null, error: { code: 'worker_failed', message }, exitCode: null, exitSignal: null, stderrTail: tail, aborted, pid };
   }
   const outcome = await parser.finish(code, tail);

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import type { HomePaths } from '../core/home.js';
+import { withoutTreeMarker } from '../runner/lifecycle.js';
 
 /**
  * Start a detached `lightworker run --until-idle` for this home, with output appended to
@@ -16,7 +17,8 @@ export function spawnBackgroundRunner(home: HomePaths, entry: string = process.a
       detached: true,
       stdio: ['ignore', log, log],
       cwd: home.root,
-      env: process.env,
+      // Not part of the task whose agent may have started this MCP session: no tree marker.
+      env: withoutTreeMarker(process.env),
       windowsHide: true,
     });
     child.on('error', () => undefined);

@@ -1,38 +1,40 @@
 import type { Engine } from '../engine.js';
-import { killTree } from '../runner/process.js';
+import { sweepTrees, treeMarkerEnv, type Tree } from '../runner/lifecycle.js';
 import { transition } from '../tasks/state.js';
 import type { Task } from '../tasks/types.js';
 import { getTask } from '../store/tasks.js';
 
 /**
  * On takeover: every task some other runner owned (starting, running, verifying) lost its runner.
- * Kill its surviving process tree — only when PID and start time still match, so a recycled PID is
- * never touched — then mark it orphaned. Nothing is re-run; a retry is an explicit new attempt.
- * Returns the ids it orphaned.
+ * Sweep what is left of its processes — the recorded worker or verify process group (even when that
+ * leader already died: its group and its re-parented descendants may live on) and, on Linux, every
+ * process carrying the task attempt's marker — then mark it orphaned. A recycled PID is never touched
+ * (PID + start time; see sweepTrees). All trees are swept together, so one grace covers them all.
+ * Nothing is re-run; a retry is an explicit new attempt. Returns the ids it orphaned.
  */
 export async function recoverOrphans(engine: Engine, holder: string, graceMs: number): Promise<string[]> {
   const rows = engine.db
     .prepare(`SELECT id FROM tasks WHERE status IN ('starting', 'running', 'verifying') AND (runner_id IS NULL OR runner_id != ?)`)
     .all(holder) as { id: string }[];
+  const tasks = rows.map(({ id }) => getTask(engine.db, id)).filter((t): t is Task => t !== null);
+  const trees: Tree[] = tasks.map((t) => ({ pid: t.pid && t.pid > 0 ? t.pid : -1, startTime: t.pidStart, marker: treeMarkerEnv(engine.home.root, t.id, t.attempt) }));
+  const signalled = await sweepTrees(trees, graceMs);
   const orphaned: string[] = [];
-  for (const { id } of rows) {
-    const t = getTask(engine.db, id);
-    if (!t) continue;
-    let killed = false;
-    if (t.pid && t.pid > 0) killed = await killTree(t.pid, t.pidStart, graceMs);
+  tasks.forEach((t, i) => {
+    const killed = signalled[i] > 0;
     try {
       engine.write(() => {
-        transition(engine.db, id, t.status as Task['status'], 'orphaned', {
+        transition(engine.db, t.id, t.status, 'orphaned', {
           reason: `runner ${t.runnerId ?? '?'} was lost`,
-          fields: { errorCode: 'orphaned', errorMessage: `the runner of this task died; ${killed ? 'its process tree was killed' : 'no live process was found'}` },
-          event: { killedPid: killed ? t.pid : null },
+          fields: { errorCode: 'orphaned', errorMessage: `the runner of this task died; ${killed ? `${signalled[i]} leftover process(es) of it were killed` : 'no live process was found'}; \`lightworker retry ${t.id} --strategy resume\` continues it` },
+          event: { killedPid: killed ? t.pid : null, killedProcesses: signalled[i] },
         });
-        engine.db.prepare(`UPDATE attempts SET status = 'orphaned', ended_at = ? WHERE task_id = ? AND attempt = ?`).run(Date.now(), id, t.attempt);
+        engine.db.prepare(`UPDATE attempts SET status = 'orphaned', ended_at = ? WHERE task_id = ? AND attempt = ?`).run(Date.now(), t.id, t.attempt);
       });
-      orphaned.push(id);
+      orphaned.push(t.id);
     } catch {
       // It moved meanwhile (its runner finished it); nothing to recover.
     }
-  }
+  });
   return orphaned;
 }

@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type { Engine } from '../engine.js';
+import { sweepTrees, treeMarkerEnv, type Tree } from '../runner/lifecycle.js';
 import { runTask } from '../runner/run-task.js';
 import { deleteSetting, getSetting, setSetting, settingsWithPrefix } from '../store/settings.js';
 import type { EventRow } from '../store/events.js';
@@ -11,11 +12,19 @@ import { claimTask, listCandidates, pickCandidate } from './claim.js';
 
 interface Running {
   id: string;
+  name: string;
   worker: string;
   rootId: string;
   controller: AbortController;
   timer: NodeJS.Timeout;
   done: Promise<TaskStatus>;
+}
+
+/** A task this process runs right now, as a shutdown message names it. */
+export interface RunningTask {
+  id: string;
+  name: string;
+  worker: string;
 }
 
 export interface WorkerPause {
@@ -48,6 +57,8 @@ export class Scheduler extends EventEmitter {
   private wakeQueued = false;
   private stopped = true;
   private paused = false;
+  // A graceful shutdown: nothing new is claimed, but cancel requests are still honoured.
+  private draining = false;
   private pauseTimer: NodeJS.Timeout | null = null;
   private dispatchSeq = 0;
   private readonly onEvent = (e: EventRow) => this.handleEvent(e);
@@ -65,6 +76,20 @@ export class Scheduler extends EventEmitter {
 
   get isPaused(): boolean {
     return this.paused;
+  }
+
+  /** The tasks this process runs now (id, name, worker), oldest first. */
+  runningTasks(): RunningTask[] {
+    return [...this.running.values()].map(({ id, name, worker }) => ({ id, name, worker }));
+  }
+
+  /**
+   * Stop claiming new tasks (a graceful shutdown) while the running ones go on; unlike pause() it is
+   * not persisted, so the next leader claims as usual. Emits 'drained' once nothing runs.
+   */
+  drain(): void {
+    this.draining = true;
+    if (this.running.size === 0) this.emit('drained');
   }
 
   start(): void {
@@ -87,13 +112,31 @@ export class Scheduler extends EventEmitter {
     this.wake();
   }
 
-  /** Stop claiming. With `abortReason`, kill what runs and wait for it to settle. */
-  async stop(abortReason?: 'shutdown' | 'leader_lost' | 'timeout'): Promise<void> {
+  /**
+   * Stop claiming. With `abortReason`, kill what runs and wait for it to settle. With `killNow`, the
+   * trees get SIGKILL at once instead of SIGTERM + grace (a hard deadline such as `run --timeout`).
+   */
+  async stop(abortReason?: 'shutdown' | 'leader_lost' | 'timeout', opts: { killNow?: boolean } = {}): Promise<void> {
     this.stopped = true;
     this.engine.events.off('event', this.onEvent);
     if (this.pauseTimer) clearTimeout(this.pauseTimer);
     if (abortReason) for (const r of this.running.values()) r.controller.abort(abortReason);
+    if (abortReason && opts.killNow) await this.killNow();
     await Promise.allSettled([...this.running.values()].map((r) => r.done));
+  }
+
+  /**
+   * SIGKILL, without a grace, what each running task has left: the group of the process recorded on it
+   * (the worker, or the verify command running now), that process's descendants and, on Linux, every
+   * process carrying the attempt's marker. Call after aborting (stop), so each run records why it ended.
+   */
+  async killNow(): Promise<void> {
+    const trees: Tree[] = [];
+    for (const r of this.running.values()) {
+      const t = getTask(this.engine.db, r.id);
+      if (t) trees.push({ pid: t.pid && t.pid > 0 ? t.pid : -1, startTime: t.pidStart, marker: treeMarkerEnv(this.engine.home.root, t.id, t.attempt) });
+    }
+    if (trees.length) await sweepTrees(trees, 0);
   }
 
   /** Abort every running task with `reason` (e.g. `run --timeout`), without stopping. */
@@ -146,7 +189,7 @@ export class Scheduler extends EventEmitter {
   }
 
   private dispatch(): void {
-    if (this.stopped || this.paused) return;
+    if (this.stopped || this.paused || this.draining) return;
     const { scheduler } = this.engine.config;
     while (this.running.size < scheduler.max_concurrency) {
       const now = Date.now();
@@ -181,7 +224,7 @@ export class Scheduler extends EventEmitter {
       },
       id,
     );
-    const entry: Running = { id, worker, rootId, controller, timer, done };
+    const entry: Running = { id, name: task?.name ?? id, worker, rootId, controller, timer, done };
     this.running.set(id, entry);
     void done
       .catch(() => 'failed' as TaskStatus)
@@ -191,6 +234,7 @@ export class Scheduler extends EventEmitter {
         this.perWorker.set(worker, Math.max(0, (this.perWorker.get(worker) ?? 1) - 1));
         if (status === 'failed' && this.isRateLimited(id)) this.requeueAfterRateLimit(id);
         this.emit('task.ended', id, status);
+        if (this.draining && this.running.size === 0) this.emit('drained');
         this.wake();
       });
   }

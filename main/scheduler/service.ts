@@ -7,7 +7,9 @@ import { countByStatus } from '../store/tasks.js';
 import { currentLease, releaseLease, renewLease, tryAcquireLease, type Lease } from './lease.js';
 import { workCounts } from './idle.js';
 import { recoverOrphans } from './recovery.js';
-import { Scheduler } from './scheduler.js';
+import { Scheduler, type RunningTask } from './scheduler.js';
+
+export type { RunningTask };
 
 export interface SchedulerStatus {
   role: 'leader' | 'standby';
@@ -25,8 +27,18 @@ export interface SchedulerService extends EventEmitter {
   status(): SchedulerStatus;
   pause(): void;
   resume(): void;
-  /** Give up leadership; running tasks are killed and recorded as cancelled ('shutdown'). */
-  stop(): Promise<void>;
+  /** The tasks this process runs now (empty while standing by). */
+  runningTasks(): RunningTask[];
+  /**
+   * Begin a graceful shutdown: claim nothing new (the lease is kept, so no standby claims either),
+   * let running tasks finish. Emits 'drained' once nothing runs here (at once if nothing does).
+   */
+  drain(): void;
+  /**
+   * Give up leadership; running tasks are killed and recorded as cancelled by a shutdown (resumable).
+   * `killNow` sends SIGKILL at once instead of SIGTERM + kill grace. Calling again returns the same promise.
+   */
+  stop(opts?: { killNow?: boolean }): Promise<void>;
 }
 
 export interface ServiceOptions {
@@ -51,7 +63,8 @@ const SPAWNED_AT = 'scheduler.runner_spawned_at';
  * Run the scheduler for this home: lead if nobody does (a lease row with heartbeat), else stand by and
  * take over once the leader's lease expires or its process is provably dead. On takeover, tasks of the
  * old leader are recovered as orphaned (their process trees killed) before anything new is claimed.
- * Emits 'status' whenever role or counts change, 'leader' / 'standby' on role changes.
+ * Emits 'status' whenever role or counts change, 'leader' / 'standby' on role changes, 'task.ended'
+ * (id, status) after each run of this process, 'drained' once a drain() left nothing running.
  */
 export async function startSchedulerService(engine: Engine, opts: ServiceOptions = {}): Promise<SchedulerService> {
   const svc = new Service(engine, opts);
@@ -64,6 +77,8 @@ class Service extends EventEmitter implements SchedulerService {
   scheduler: Scheduler | null = null;
   private timer: NodeJS.Timeout | null = null;
   private stopped = false;
+  private stopping: Promise<void> | null = null;
+  private draining = false;
   private becoming = false;
   private readonly ttl: number;
   // status() counts tasks: only pay for it when someone listens (the tray does; `run` does not).
@@ -103,6 +118,7 @@ class Service extends EventEmitter implements SchedulerService {
       if (!ok) await this.loseLeadership();
       return;
     }
+    if (this.draining) return;
     if (this.opts.spawnRunner) {
       this.maybeSpawnRunner();
       return;
@@ -121,8 +137,19 @@ class Service extends EventEmitter implements SchedulerService {
     this.becoming = true;
     try {
       await recoverOrphans(this.engine, this.holder, this.engine.config.scheduler.kill_grace_ms);
-      if (this.stopped) return;
+      if (this.stopped || this.draining) {
+        // A shutdown began while we were taking over: give the lease back instead of leading.
+        try {
+          releaseLease(this.engine.db, this.holder);
+        } catch {
+          // the lease expires on its own
+        }
+        if (!this.stopped) this.emit('drained');
+        return;
+      }
       this.scheduler = new Scheduler(this.engine, this.holder);
+      this.scheduler.on('drained', () => this.emit('drained'));
+      this.scheduler.on('task.ended', (id: string, status: string) => this.emit('task.ended', id, status));
       this.scheduler.start();
       if (this.opts.paused) this.scheduler.pause();
       this.emit('leader');
@@ -162,6 +189,7 @@ class Service extends EventEmitter implements SchedulerService {
     await s?.stop('leader_lost');
     this.emit('standby');
     this.emit('status', this.status());
+    if (this.draining) this.emit('drained');
   }
 
   status(): SchedulerStatus {
@@ -177,6 +205,16 @@ class Service extends EventEmitter implements SchedulerService {
     };
   }
 
+  runningTasks(): RunningTask[] {
+    return this.scheduler?.runningTasks() ?? [];
+  }
+
+  drain(): void {
+    this.draining = true;
+    if (this.scheduler) this.scheduler.drain();
+    else if (!this.becoming) this.emit('drained');
+  }
+
   pause(): void {
     this.scheduler?.pause();
     this.emit('status', this.status());
@@ -187,15 +225,24 @@ class Service extends EventEmitter implements SchedulerService {
     this.emit('status', this.status());
   }
 
-  async stop(): Promise<void> {
-    if (this.stopped) return;
+  stop(opts: { killNow?: boolean } = {}): Promise<void> {
+    // A stop already under way (SIGTERM + grace) turns into an immediate kill when asked (a deadline).
+    if (this.stopping && opts.killNow) void this.stoppingScheduler?.killNow();
+    this.stopping ??= this.stopOnce(opts);
+    return this.stopping;
+  }
+
+  private stoppingScheduler: Scheduler | null = null;
+
+  private async stopOnce(opts: { killNow?: boolean }): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     this.engine.events.off('change', this.onChange);
     const s = this.scheduler;
     this.scheduler = null;
+    this.stoppingScheduler = s;
     if (s) {
-      await s.stop('shutdown');
+      await s.stop('shutdown', opts);
       try {
         releaseLease(this.engine.db, this.holder);
       } catch {

@@ -1,3 +1,5 @@
+import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { AppError } from '../core/errors.js';
 import { MIGRATIONS } from './migrations/index.js';
@@ -9,6 +11,7 @@ export interface OpenDbOptions {
   path: string;
   /** better-sqlite3 native addon path; the Electron app passes its own build here. */
   nativeBinding?: string;
+  /** Open read-only. Default: read-only exactly when the file or its folder is not writable by this user. */
   readonly?: boolean;
   /** Milliseconds a writer waits for another process's lock before SQLITE_BUSY. */
   busyTimeoutMs?: number;
@@ -23,20 +26,68 @@ export const SCHEMA_VERSION = MIGRATIONS.length;
  * mid-migration leaves the previous version intact.
  */
 export function openDb(opts: OpenDbOptions): Db {
-  const db = new Database(opts.path, {
-    readonly: opts.readonly ?? false,
-    ...(opts.nativeBinding ? { nativeBinding: opts.nativeBinding } : {}),
-  });
+  const readonly = opts.readonly ?? !canWriteDb(opts.path);
+  const db = readonly ? openReadonly(opts) : new Database(opts.path, opts.nativeBinding ? { nativeBinding: opts.nativeBinding } : {});
+  dbPaths.set(db, opts.path);
   try {
     db.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? 5000}`);
-    if (!opts.readonly) db.pragma('journal_mode = WAL');
+    if (!readonly) db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
     db.pragma('foreign_keys = ON');
-    migrate(db);
+    if (readonly) requireCurrentSchema(db, opts.path);
+    else migrate(db);
     return db;
   } catch (err) {
     db.close();
     throw err;
+  }
+}
+
+const dbPaths = new WeakMap<Db, string>();
+
+/**
+ * A read-only connection. A WAL database needs its `-shm` file: when nobody has the database open the
+ * file is gone and this user may not create it, so the connection reads a snapshot of the file instead
+ * (header switched from WAL to rollback journal; the snapshot is as current as the last checkpoint,
+ * which is the whole database once its last writer closed).
+ */
+function openReadonly(opts: OpenDbOptions): Db {
+  const binding = opts.nativeBinding ? { nativeBinding: opts.nativeBinding } : {};
+  const db = new Database(opts.path, { readonly: true, fileMustExist: true, ...binding });
+  try {
+    db.pragma('user_version');
+    return db;
+  } catch (err) {
+    db.close();
+    const code = (err as { code?: unknown }).code;
+    if (typeof code !== 'string' || !/^SQLITE_(READONLY|CANTOPEN)/.test(code)) throw err;
+  }
+  const image = readFileSync(opts.path);
+  if (image.length >= 20) image[18] = image[19] = 1;
+  return new Database(image, { readonly: true, ...binding });
+}
+
+/**
+ * Can this user write the database: the file (when it exists) and its folder, which holds the WAL and
+ * shared-memory files? A home another user owns is still readable: reads work, writes say why not.
+ */
+function canWriteDb(path: string): boolean {
+  if (path === ':memory:' || path === '') return true;
+  try {
+    if (existsSync(path)) accessSync(path, constants.W_OK);
+    accessSync(dirname(path), constants.W_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A read-only database cannot be migrated: it must already be at this binary's schema version. */
+function requireCurrentSchema(db: Db, path: string): void {
+  const current = schemaVersion(db);
+  if (current > SCHEMA_VERSION) migrate(db); // throws schema_too_new with the usual message
+  if (current < SCHEMA_VERSION) {
+    throw new AppError('forbidden', `database ${path} is read-only for this user and needs an upgrade (schema ${current} < ${SCHEMA_VERSION}); open it once as its owner`, { path });
   }
 }
 
@@ -64,9 +115,24 @@ export function migrate(db: Db): void {
   }
 }
 
-/** Run `fn` in an IMMEDIATE transaction (takes the write lock up front, so no busy upgrade deadlocks). */
+/**
+ * Run `fn` in an IMMEDIATE transaction (takes the write lock up front, so no busy upgrade deadlocks).
+ * On a database this user may not write, a `forbidden` AppError names the file.
+ */
 export function writeTx<T>(db: Db, fn: () => T): T {
-  return db.transaction(fn).immediate();
+  try {
+    return db.transaction(fn).immediate();
+  } catch (err) {
+    throw readonlyError(db, err);
+  }
+}
+
+/** SQLite's "attempt to write a readonly database" as an AppError naming the file; anything else unchanged. */
+export function readonlyError(db: Db, err: unknown): unknown {
+  const code = (err as { code?: unknown }).code;
+  if (typeof code !== 'string' || !code.startsWith('SQLITE_READONLY')) return err;
+  const path = dbPaths.get(db) ?? db.name;
+  return new AppError('forbidden', `cannot write ${path}: the LightWorker home is read-only for this user (reads still work)`, { path });
 }
 
 const stmtCache = new WeakMap<Db, Map<string, Database.Statement>>();

@@ -1,4 +1,5 @@
 import { AppError } from '../core/errors.js';
+import { redactText, redactValue } from '../core/redact.js';
 import type { Task, TaskStatus } from '../tasks/types.js';
 import { prep, type Db } from './db.js';
 
@@ -126,6 +127,10 @@ const FIELD_COLUMNS = {
 } as const;
 export type TaskFieldUpdate = Partial<Record<keyof typeof FIELD_COLUMNS, unknown>>;
 
+/**
+ * Column values for an UPDATE of `fields`. Text that may carry a worker's or caller's words (result,
+ * error message, metadata) is redacted here, the one place every task update passes through.
+ */
 export function toColumnValues(fields: TaskFieldUpdate): { sets: string[]; values: unknown[] } {
   const sets: string[] = [];
   const values: unknown[] = [];
@@ -133,7 +138,8 @@ export function toColumnValues(fields: TaskFieldUpdate): { sets: string[]; value
     const col = FIELD_COLUMNS[key as keyof typeof FIELD_COLUMNS];
     if (!col) throw new Error(`unknown task field ${key}`);
     sets.push(`${col} = ?`);
-    if (key === 'result' || key === 'metadata') values.push(value === null || value === undefined ? null : JSON.stringify(value));
+    if (key === 'result' || key === 'metadata') values.push(value === null || value === undefined ? null : JSON.stringify(redactValue(value)));
+    else if (key === 'errorMessage' && typeof value === 'string') values.push(redactText(value));
     else if (typeof value === 'boolean') values.push(value ? 1 : 0);
     else values.push(value ?? null);
   }
@@ -246,7 +252,21 @@ export interface NewTaskRow {
   dependsOn: string[];
 }
 
-export function insertTask(db: Db, t: NewTaskRow, now: number): void {
+/** A copy of a new task with every caller-text field redacted (name, objective, criteria, verify, metadata). */
+export function redactNewRow(t: NewTaskRow): NewTaskRow {
+  return {
+    ...t,
+    name: redactText(t.name),
+    objective: redactText(t.objective),
+    successCriteria: redactValue(t.successCriteria),
+    verify: redactValue(t.verify),
+    metadata: redactValue(t.metadata),
+  };
+}
+
+/** Insert a new task and its dependency rows. Its text is redacted here (see `redactNewRow`). */
+export function insertTask(db: Db, row: NewTaskRow, now: number): void {
+  const t = redactNewRow(row);
   prep(db, 
     `INSERT INTO tasks (id, root_id, parent_id, name, kind, objective, workspace, base_ref, worker, model, reasoning_effort,
        profile, gateway, mode, type, priority, timeout_s, allowed_paths, success_criteria, verify, context_pack, metadata,

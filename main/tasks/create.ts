@@ -4,6 +4,7 @@ import { assignCohort } from '../cachelab/cohort.js';
 import { resolvePackRef } from '../cachelab/context-packs.js';
 import type { Config } from '../core/config.js';
 import { AppError } from '../core/errors.js';
+import { REDACTED, redactText } from '../core/redact.js';
 import { newId } from '../core/ids.js';
 import { appendEvent } from '../store/events.js';
 import type { Db } from '../store/db.js';
@@ -62,6 +63,11 @@ export interface CreateContext {
   homeRoot: string;
   /** Delegation depth of the caller (0 = a person; workers run with LIGHTWORKER_DEPTH = task depth + 1). */
   depth: number;
+  /**
+   * Worker names that can run (built-ins + linked). Faces pass it so an unknown worker is refused at
+   * submit instead of failing at run time; internal callers (plan expansion) may leave it out.
+   */
+  knownWorkers?: readonly string[];
 }
 
 /**
@@ -117,6 +123,10 @@ export function createTasks(ctx: CreateContext, inputs: ParsedTaskInput[], opts:
     if (model && !config.models.allow.includes(model)) {
       throw new AppError('invalid_input', `${f('model')}: "${model}" is not in models.allow`, { field: f('model') });
     }
+    const worker = t.worker ?? profile?.worker ?? config.scheduler.default_worker;
+    if (ctx.knownWorkers && !ctx.knownWorkers.includes(worker)) {
+      throw new AppError('invalid_input', `${f('worker')}: unknown worker "${worker}" (known: ${ctx.knownWorkers.join(', ')})`, { field: f('worker') });
+    }
     const defaults = t.type ? WORKFLOW_DEFAULTS[t.type] : PLAIN_DEFAULTS;
     const mode = t.mode ?? parent?.mode ?? opts.defaultMode ?? config.approvals.default_mode;
     const waits = needsApproval(mode, t.kind);
@@ -127,12 +137,12 @@ export function createTasks(ctx: CreateContext, inputs: ParsedTaskInput[], opts:
       id: ids[i],
       rootId,
       parentId: parent?.id ?? null,
-      name: t.name ?? firstLine(t.objective),
+      name: t.name ?? nameFromObjective(t.objective),
       kind: t.kind,
       objective: t.objective,
       workspace,
       baseRef: t.base_ref ?? null,
-      worker: t.worker ?? profile?.worker ?? config.scheduler.default_worker,
+      worker,
       model,
       reasoningEffort: effort,
       profile: t.profile ?? null,
@@ -176,9 +186,17 @@ function fieldOf(inputs: ParsedTaskInput[], i: number, name: string): string {
   return inputs.length === 1 ? name : `tasks[${i}].${name}`;
 }
 
-function firstLine(s: string): string {
-  const line = s.trim().split('\n')[0].trim();
-  return line.length > 80 ? line.slice(0, 77) + '…' : line || 'task';
+/**
+ * A task's default name: the first line of its objective, redacted before it is cut (a secret cut
+ * short no longer matches its shape), and never cut inside a `[REDACTED]` marker.
+ */
+export function nameFromObjective(objective: string): string {
+  const line = redactText(objective).trim().split('\n')[0].trim();
+  if (line.length <= 80) return line || 'task';
+  let cut = 77;
+  const marker = line.lastIndexOf(REDACTED, cut);
+  if (marker !== -1 && marker + REDACTED.length > cut) cut = marker;
+  return line.slice(0, cut).trimEnd() + '…';
 }
 
 function topoOrder(ids: string[], deps: string[][]): number[] {

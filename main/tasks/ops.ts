@@ -37,19 +37,45 @@ export function cancelTask(db: Db, id: string, by: string, reason?: string): Tas
   throw new AppError('illegal_transition', `task ${id} is ${t.status}; it can no longer be cancelled`, { status: t.status });
 }
 
-export const RETRY_STRATEGIES = ['same', 'fallback_gateway', 'deeper_profile'] as const;
+export const RETRY_STRATEGIES = ['same', 'fallback_gateway', 'deeper_profile', 'resume'] as const;
 export type RetryStrategy = (typeof RETRY_STRATEGIES)[number];
 const RETRYABLE: TaskStatus[] = ['failed', 'timed_out', 'cancelled', 'orphaned'];
 
 /**
+ * What `--strategy resume` continues: a run that was interrupted from outside, not one that ended on its
+ * own or that a person cancelled on purpose (those get a fresh attempt with `same`).
+ */
+function isInterrupted(t: Task): boolean {
+  return t.status === 'orphaned' || t.status === 'timed_out' || (t.status === 'cancelled' && t.error?.code === 'shutdown');
+}
+
+/** The native session the interrupted attempt reported (the task row, else its last worker.started event). */
+function lastSessionOf(db: Db, t: Task): string | null {
+  if (t.sessionId) return t.sessionId;
+  const row = prep(db, `SELECT json_extract(payload, '$.sessionId') AS s FROM events WHERE task_id = ? AND type = 'worker.started' AND json_extract(payload, '$.sessionId') IS NOT NULL ORDER BY seq DESC LIMIT 1`).get(t.id) as
+    | { s: string | null }
+    | undefined;
+  return row?.s ?? null;
+}
+
+/**
  * Make a new attempt of an ended task, within its tree's retry budget. Dependents that it blocked
  * are released. `fallback_gateway` switches to the next configured gateway; `deeper_profile` raises
- * the reasoning effort one step.
+ * the reasoning effort one step; `resume` (only for a run stopped by a shutdown, a takeover or its
+ * timeout) continues the worker's native session in the same worktree and branch — the runner reads
+ * that from the retry's `task.status` event (see resumeRequestOf).
  */
 export function retryTask(db: Db, config: Config, id: string, strategy: RetryStrategy, by: string): Task {
   const t = requireTask(db, id);
   if (!RETRYABLE.includes(t.status)) {
     throw new AppError('illegal_transition', `task ${id} is ${t.status}; only failed, timed_out, cancelled or orphaned tasks can be retried`, { status: t.status });
+  }
+  if (strategy === 'resume' && !isInterrupted(t)) {
+    throw new AppError(
+      'invalid_input',
+      `strategy: resume continues a run that was interrupted (stopped by a shutdown, orphaned by a takeover, or timed out); task ${id} is ${t.status}${t.error?.code ? ` (${t.error.code})` : ''}, retry it with --strategy same`,
+      { field: 'strategy', status: t.status },
+    );
   }
   const used = (prep(db, 'SELECT COALESCE(SUM(attempt - 1), 0) AS n FROM tasks WHERE root_id = ?').get(t.rootId) as { n: number }).n;
   if (used >= config.limits.retry_budget) {
@@ -59,19 +85,42 @@ export function retryTask(db: Db, config: Config, id: string, strategy: RetryStr
   if (route.gateway !== t.gateway || route.effort !== t.reasoningEffort) {
     prep(db, 'UPDATE tasks SET gateway = ?, reasoning_effort = ?, model = ? WHERE id = ?').run(route.gateway, route.effort, route.model, id);
   }
+  const resume: ResumeRequest | null =
+    strategy === 'resume' ? { sessionId: lastSessionOf(db, t), fromAttempt: t.attempt, interruptedBy: t.error?.code ?? t.status, worktree: t.kind === 'execute' ? t.worktreePath : null } : null;
   const to: TaskStatus = t.approvedAt === null && needsApproval(t.mode, t.kind) ? 'awaiting_approval' : 'queued';
   const next = transition(db, id, t.status, to, {
     reason: `retry (${strategy}) by ${by}`,
-    event: { attempt: t.attempt + 1, strategy },
+    event: { attempt: t.attempt + 1, strategy, ...(resume ? { resume } : {}) },
     fields: {
       attempt: t.attempt + 1, cancelRequested: false, errorCode: null, errorMessage: null, result: null, schemaValid: null,
-      pid: null, pidStart: null, runnerId: null, startedAt: null, endedAt: null, sessionId: null,
+      pid: null, pidStart: null, runnerId: null, startedAt: null, endedAt: null, sessionId: resume?.sessionId ?? null,
     },
   });
   // A changed route is a different cache cohort: re-key it now so scheduling affinity sees it.
   assignCohort(db, config, next);
   releaseDependents(db, id, (d) => needsApproval(d.mode, d.kind));
   return next;
+}
+
+/** A resumed attempt: what it continues. */
+export interface ResumeRequest {
+  /** The native session to continue; null when the interrupted attempt never reported one. */
+  sessionId: string | null;
+  fromAttempt: number;
+  /** Error code (or status) of the interrupted attempt: shutdown, orphaned, timed_out. */
+  interruptedBy: string;
+  /** The execute task's worktree the attempt keeps using. */
+  worktree: string | null;
+}
+
+/** The resume request of the task's current attempt, when it was made by `retry --strategy resume`. */
+export function resumeRequestOf(db: Db, task: Pick<Task, 'id' | 'attempt'>): ResumeRequest | null {
+  const row = prep(db, `SELECT payload FROM events WHERE task_id = ? AND type = 'task.status' AND json_extract(payload, '$.strategy') IS NOT NULL ORDER BY seq DESC LIMIT 1`).get(task.id) as
+    | { payload: string }
+    | undefined;
+  if (!row) return null;
+  const p = JSON.parse(row.payload) as { attempt?: number; strategy?: string; resume?: ResumeRequest };
+  return p.strategy === 'resume' && p.attempt === task.attempt && p.resume ? p.resume : null;
 }
 
 function retryRoute(config: Config, t: Task, strategy: RetryStrategy): { gateway: string | null; effort: Task['reasoningEffort']; model: string | null } {

@@ -6,22 +6,30 @@ export const TASK_ID = z.string().regex(/^[0-9A-HJKMNP-TV-Z]{26}$/, 'a task id (
 
 const utf8Max = (max: number) => (s: string) => Buffer.byteLength(s, 'utf8') <= max;
 
+/**
+ * Text without NUL bytes: a NUL cannot cross into argv, env or most tools, so it is refused at
+ * input rather than failing the task later.
+ */
+export function noNul<S extends z.ZodString>(schema: S) {
+  return schema.refine((s) => !s.includes('\0'), 'contains a NUL byte');
+}
+
 export const verifyCommandSchema = z.union([
-  z.string().min(1).max(4096),
-  z.array(z.string().max(4096)).min(1).max(256),
+  noNul(z.string().min(1).max(4096)),
+  z.array(noNul(z.string().max(4096))).min(1).max(256),
 ]);
 
 /** One task as a caller describes it (CLI submit, MCP delegate_task, HTTP, IPC). */
 export const taskInputSchema = z.strictObject({
   /** A caller-chosen id local to a batch, referenced by other tasks' depends_on in the same batch. */
   ref: z.string().min(1).max(64).regex(/^[A-Za-z0-9_.-]+$/, 'letters, digits, _ . -').optional(),
-  name: z.string().min(1).max(200).optional(),
-  objective: z
-    .string()
-    .min(1, 'objective must not be empty')
-    .refine(utf8Max(MAX_OBJECTIVE_BYTES), `objective is larger than ${MAX_OBJECTIVE_BYTES} bytes`),
+  name: noNul(z.string().min(1).max(200)).optional(),
+  objective: noNul(z.string().min(1, 'objective must not be empty')).refine(
+    utf8Max(MAX_OBJECTIVE_BYTES),
+    `objective is larger than ${MAX_OBJECTIVE_BYTES} bytes`,
+  ),
   kind: z.enum(KINDS).default('explore'),
-  workspace: z.string().min(1).max(4096),
+  workspace: noNul(z.string().min(1).max(4096)),
   base_ref: z.string().min(1).max(256).regex(/^[^\s~^:?*[\\]+$/, 'a git ref').optional(),
   worker: z.string().min(1).max(64).regex(/^[a-z0-9][a-z0-9_-]*$/, 'a worker name').optional(),
   model: z.string().min(1).max(128).optional(),
@@ -32,8 +40,8 @@ export const taskInputSchema = z.strictObject({
   type: z.enum(['chore', 'feature', 'hotfix', 'refactor']).optional(),
   priority: z.number().int().min(0).max(100).optional(),
   timeout_s: z.number().int().min(1).max(7 * 86_400).optional(),
-  allowed_paths: z.array(z.string().min(1).max(1024)).max(256).optional(),
-  success_criteria: z.array(z.string().min(1).max(2048)).max(64).optional(),
+  allowed_paths: z.array(noNul(z.string().min(1).max(1024))).max(256).optional(),
+  success_criteria: z.array(noNul(z.string().min(1).max(2048))).max(64).optional(),
   verify: z.array(verifyCommandSchema).max(32).optional(),
   context_pack: z.string().min(1).max(128).optional(),
   metadata: z.record(z.string(), z.unknown()).optional(),

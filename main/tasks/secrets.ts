@@ -1,9 +1,8 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { redactText, redactValue } from '../core/redact.js';
 import { prep, type Db } from '../store/db.js';
-import type { NewTaskRow } from '../store/tasks.js';
+import { redactNewRow, type NewTaskRow } from '../store/tasks.js';
 import type { Task } from './types.js';
 
 /** Fields of a task that may hold caller text, and so are redacted before they are stored. */
@@ -40,11 +39,7 @@ function pick(t: SecretFields): SecretFields {
  */
 export function redactNewTask(row: NewTaskRow): SecretFields | null {
   const original = pick(row);
-  row.name = redactText(row.name);
-  row.objective = redactText(row.objective);
-  row.successCriteria = redactValue(row.successCriteria);
-  row.verify = redactValue(row.verify);
-  row.metadata = redactValue(row.metadata);
+  Object.assign(row, pick(redactNewRow(row)));
   return JSON.stringify(pick(row)) === JSON.stringify(original) ? null : original;
 }
 

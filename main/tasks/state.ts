@@ -1,4 +1,5 @@
 import { AppError } from '../core/errors.js';
+import { redactText } from '../core/redact.js';
 import { appendEvent } from '../store/events.js';
 import { prep, type Db } from '../store/db.js';
 import { dependentsOf, requireTask, toColumnValues, type TaskFieldUpdate } from '../store/tasks.js';
@@ -84,7 +85,7 @@ export function blockDependents(db: Db, causeId: string, causeStatus: TaskStatus
     for (const dep of dependentsOf(db, cur)) {
       if (seen.has(dep)) continue;
       seen.add(dep);
-      const message = `dependency ${cur} ended ${cur === causeId ? causeStatus : 'blocked'}${reason && cur === causeId ? `: ${reason}` : ''}`;
+      const message = redactText(`dependency ${cur} ended ${cur === causeId ? causeStatus : 'blocked'}${reason && cur === causeId ? `: ${reason}` : ''}`);
       if (update.run(cur, message, now, now, dep).changes === 1) {
         appendEvent(db, dep, 'task.status', { from: 'waiting', to: 'blocked', reason: message, blockedBy: cur, rootCause: causeId }, now);
         blocked.push(dep);

@@ -10,6 +10,8 @@ export interface WorkerAdapter {
   readonly name: string;
   /** Most turns of this worker running at once on this machine. */
   readonly maxConcurrency: number;
+  /** False when a turn cannot continue a native session (a linked CLI without a resume template). */
+  readonly resumable?: boolean;
   /** Never runs a model: looks for the binary, its version, credentials where knowable. */
   detect(): Promise<WorkerInfo>;
   /** argv + env for one turn (a first turn, or a follow-up when `turn.resumeSessionId` is set). */

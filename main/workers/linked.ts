@@ -39,6 +39,7 @@ export function linkedAdapter(spec: LinkedWorkerSpec): WorkerAdapter {
   return {
     name: spec.name,
     maxConcurrency: spec.maxConcurrency ?? 2,
+    resumable: Boolean(spec.resume),
     async detect(): Promise<WorkerInfo> {
       const bin = findOnPath(spec.command[0]);
       let version: string | null = null;

@@ -29,6 +29,20 @@ if (step.grandchild) {
   emit({ type: 'tool', name: 'spawn', status: 'completed', output: String(gc.pid) });
   if (step.grandchild_pidfile) writeFileSync(step.grandchild_pidfile, String(gc.pid));
 }
+if (step.background) {
+  // A background child holding our stdout and stderr, like an agent's `npm run dev &`: it outlives us.
+  const bg = spawn(process.execPath, ['-e', 'setInterval(()=>{}, 1000)'], { stdio: ['ignore', 'inherit', 'inherit'] });
+  emit({ type: 'tool', name: 'background', status: 'completed', output: String(bg.pid) });
+  if (step.background_pidfile) writeFileSync(step.background_pidfile, String(bg.pid));
+}
+if (step.escape) {
+  // An escaped descendant: its own session (setsid), so it leaves our process group, ignores SIGTERM and
+  // is re-parented to init when we exit. Only the marker in its environment says whose it is.
+  const esc = spawn(process.execPath, ['-e', "process.on('SIGTERM',()=>{}); setInterval(()=>{}, 1000)"], { stdio: 'ignore', detached: true });
+  esc.unref();
+  emit({ type: 'tool', name: 'escape', status: 'completed', output: String(esc.pid) });
+  if (step.escape_pidfile) writeFileSync(step.escape_pidfile, String(esc.pid));
+}
 if (step.message !== undefined) emit({ type: 'message', text: String(step.message) });
 else emit({ type: 'message', text: `mock received ${prompt.length} prompt bytes` });
 for (const e of step.events ?? []) emit(e);

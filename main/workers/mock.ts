@@ -8,6 +8,10 @@ import { RATE_LIMIT_PATTERN, type NormalizedEvent, type StreamParser, type Worke
  * - `write_files` {relative path: content} written in the worker's cwd (the worktree for execute tasks)
  * - `grandchild` (spawn a grandchild that ignores SIGTERM; `grandchild_pidfile` records its pid),
  *   `ignore_sigterm`, `output_mb` (print N MB of noise), `append_log` (append "task attempt pid")
+ * - `background` (leave a child holding the worker's stdout/stderr after it exits, like a dev server;
+ *   `background_pidfile`), `escape` (a SIGTERM-ignoring descendant in its own session, outside the
+ *   process group, re-parented to init when the worker exits; `escape_pidfile`). Each spawn is also
+ *   reported as a `worker.tool` event (`spawn` for the grandchild, `background`, `escape`) with its pid.
  * - `fail_message` (fail with this message), `rate_limit` (fail like a provider 429)
  * - `followup` {…}: overrides used on a resumed turn (auto-repair follow-ups)
  */

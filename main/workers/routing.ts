@@ -1,5 +1,6 @@
 import type { Config } from '../core/config.js';
 import { AppError } from '../core/errors.js';
+import { registerSecretValues } from '../core/secret-values.js';
 import type { ReasoningEffort, Task, TaskKind } from '../tasks/types.js';
 import type { GatewayRoute } from './adapter.js';
 
@@ -59,7 +60,10 @@ export function gatewayRoute(config: Config, name: string, env: NodeJS.ProcessEn
     const known = Object.keys(config.gateways).join(', ') || 'none configured';
     throw new AppError('invalid_input', `gateway: unknown gateway "${name}" (config.toml [gateways]: ${known})`, { field: 'gateway' });
   }
-  return { name, baseUrl: g.base_url, keyEnv: g.key_env, key: env[g.key_env] ?? null, wireApi: g.wire_api };
+  const key = env[g.key_env] ?? null;
+  // Whatever env the key came from, the redactor must know it before the worker can print it.
+  registerSecretValues([key]);
+  return { name, baseUrl: g.base_url, keyEnv: g.key_env, key, wireApi: g.wire_api };
 }
 
 /** Resolve model, effort and gateway for a task's turn. Throws `invalid_input` / `forbidden` naming the field. */

@@ -7,14 +7,19 @@ import { join, resolve } from 'node:path';
 export const ROOT = resolve(import.meta.dirname, '..', '..');
 
 export interface ConsoleServer {
+  /** The bare address (`http://127.0.0.1:PORT/`): useless without a session. */
   url: string;
+  /** The URL serve printed, carrying the per-start token: opening it signs a browser in. */
+  loginUrl: string;
   home: string;
   repo: string;
   token: string;
   proc: ChildProcess;
-  /** Call a command over the API (with the token). */
+  /** Call a command over the API (with the token as a Bearer). */
   call<T = any>(name: string, input?: unknown): Promise<T>;
   commands: Set<string>;
+  /** Stop serve and start it again on the same home and port: a new token, every old session invalid. */
+  restart(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -45,47 +50,76 @@ export function runServe(args: string[], env: NodeJS.ProcessEnv): { proc: ChildP
   return { proc, output: () => text, exited };
 }
 
+/** Start serve on `home` and wait for the URL it prints (the only place the token appears). */
+async function launchServe(home: string, host: string, port: number): Promise<{ proc: ChildProcess; exited: Promise<number | null>; loginUrl: string }> {
+  const { proc, output, exited } = runServe(['--host', host, '--port', String(port)], { LIGHTWORKER_HOME: home });
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const m = /LightWorker console: (http:\/\/\S+)/.exec(output());
+    if (m) return { proc, exited, loginUrl: m[1] };
+    if (proc.exitCode !== null) throw new Error(`serve exited early:\n${output()}`);
+    if (Date.now() > deadline) throw new Error(`serve did not print its URL:\n${output()}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function stopProc(proc: ChildProcess, exited: Promise<number | null>): Promise<void> {
+  if (proc.exitCode !== null) return;
+  // serve shuts down gracefully: a first SIGTERM drains running tasks, a second (0.5 s later, so it is
+  // not merged with the first) cancels them; SIGKILL only if it still hangs.
+  proc.kill('SIGTERM');
+  const again = setTimeout(() => proc.kill('SIGTERM'), 700);
+  const t = setTimeout(() => proc.kill('SIGKILL'), 10_000);
+  await exited;
+  clearTimeout(again);
+  clearTimeout(t);
+}
+
 export async function startConsole(host = '127.0.0.1'): Promise<ConsoleServer> {
   const root = mkdtempSync(join(tmpdir(), 'lw-e2e-'));
   const home = join(root, 'home');
   const repo = makeRepo(join(root, 'repo'));
-  const { proc, output, exited } = runServe(['--host', host, '--port', '0'], { LIGHTWORKER_HOME: home });
-  const deadline = Date.now() + 60_000;
-  let url = '';
-  while (!url) {
-    const m = /LightWorker console: (http:\/\/\S+)/.exec(output());
-    if (m) url = m[1];
-    else if (proc.exitCode !== null) throw new Error(`serve exited early:\n${output()}`);
-    else if (Date.now() > deadline) throw new Error(`serve did not print its URL:\n${output()}`);
-    else await new Promise((r) => setTimeout(r, 100));
-  }
-  const html = await (await fetch(url)).text();
-  const token = /name="lightworker-token" content="([0-9a-f]+)"/.exec(html)?.[1] ?? '';
-  const list = (await (await fetch(`${url}api/commands`)).json()) as { data: { commands: { name: string }[] } };
+  let run = await launchServe(home, host, 0);
+  const auth = () => ({ authorization: `Bearer ${lw.token}` });
   const call = async (name: string, input: unknown = {}) => {
-    const res = await fetch(`${url}api/commands/${name}`, {
+    const res = await fetch(`${lw.url}api/commands/${name}`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-lightworker-token': token },
+      headers: { 'content-type': 'application/json', ...auth() },
       body: JSON.stringify(input),
     });
     const body = (await res.json()) as { ok: boolean; data?: unknown; error?: { message: string } };
     if (!body.ok) throw new Error(`${name}: ${body.error?.message}`);
     return body.data as any;
   };
-  return {
-    url,
+  const adopt = (r: typeof run) => {
+    run = r;
+    const u = new URL(r.loginUrl);
+    lw.loginUrl = r.loginUrl;
+    lw.url = `${u.origin}/`;
+    lw.token = u.searchParams.get('token') ?? '';
+    lw.proc = r.proc;
+  };
+  const lw: ConsoleServer = {
+    url: '',
+    loginUrl: '',
     home,
     repo,
-    token,
-    proc,
+    token: '',
+    proc: run.proc,
     call,
-    commands: new Set(list.data.commands.map((c) => c.name)),
+    commands: new Set(),
+    async restart() {
+      const port = Number(new URL(lw.url).port);
+      await stopProc(run.proc, run.exited);
+      adopt(await launchServe(home, host, port));
+    },
     async stop() {
-      proc.kill('SIGTERM');
-      const t = setTimeout(() => proc.kill('SIGKILL'), 10_000);
-      await exited;
-      clearTimeout(t);
+      await stopProc(run.proc, run.exited);
       rmSync(root, { recursive: true, force: true });
     },
   };
+  adopt(run);
+  const list = (await (await fetch(`${lw.url}api/commands`, { headers: auth() })).json()) as { data: { commands: { name: string }[] } };
+  lw.commands = new Set(list.data.commands.map((c) => c.name));
+  return lw;
 }

@@ -6,7 +6,10 @@ import { ROOT, startConsole, type ConsoleServer } from './console-server.js';
 
 const SHOTS = join(ROOT, 'test', 'e2e', 'screenshots');
 
-/** One `serve` per worker, on a temp home; every spec skips (saying why) without a system Chromium. */
+/**
+ * One `serve` per worker, on a temp home; every spec skips (saying why) without a system Chromium.
+ * Each page starts signed in, as a user who opened the URL serve printed.
+ */
 export const test = base.extend<{ shot: (page: Page, name: string) => Promise<void> }, { lw: ConsoleServer }>({
   lw: [
     async ({}, use) => {
@@ -16,6 +19,10 @@ export const test = base.extend<{ shot: (page: Page, name: string) => Promise<vo
     },
     { scope: 'worker', timeout: 90_000 },
   ],
+  page: async ({ page, lw }, use) => {
+    await page.goto(lw.loginUrl);
+    await use(page);
+  },
   shot: async ({}, use) => {
     mkdirSync(SHOTS, { recursive: true });
     await use(async (page, name) => {

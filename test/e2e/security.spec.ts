@@ -30,47 +30,53 @@ test.describe('serve security', () => {
   });
   test.afterAll(async () => lw.stop());
 
-  test('write commands without the token are refused with 403 and change nothing', async () => {
+  test('without the token every request is refused (401) and changes nothing; a wrong Bearer too', async () => {
     const body = JSON.stringify({ objective: 'should not be queued', workspace: lw.repo });
     const none = await raw(`${lw.url}api/commands/delegate_task`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
-    expect(none.status).toBe(403);
+    expect(none.status).toBe(401);
     expect(JSON.parse(none.body).error.code).toBe('forbidden');
-    const wrong = await raw(`${lw.url}api/commands/delegate_task`, { method: 'POST', headers: { 'x-lightworker-token': 'f'.repeat(48) }, body });
-    expect(wrong.status).toBe(403);
+    const wrong = await raw(`${lw.url}api/commands/delegate_task`, { method: 'POST', headers: { authorization: `Bearer ${'f'.repeat(43)}` }, body });
+    expect(wrong.status).toBe(401);
     expect((await lw.call('list_tasks', { search: 'should not be queued' })).tasks).toHaveLength(0);
-    // Reads need no token.
-    const read = await raw(`${lw.url}api/commands/list_tasks`, { method: 'POST', body: '{}' });
-    expect(read.status).toBe(200);
+    // Reads need the token too.
+    expect((await raw(`${lw.url}api/commands/list_tasks`, { method: 'POST', body: '{}' })).status).toBe(401);
+    expect((await raw(`${lw.url}api/events`, {})).status).toBe(401);
   });
 
   test('errors map to HTTP statuses', async () => {
-    const bad = await raw(`${lw.url}api/commands/get_task`, { method: 'POST', body: '{"id":"nope"}' });
+    const headers = { authorization: `Bearer ${lw.token}` };
+    const bad = await raw(`${lw.url}api/commands/get_task`, { method: 'POST', headers, body: '{"id":"nope"}' });
     expect(bad.status).toBe(400);
     expect(JSON.parse(bad.body).error.message).toContain('id');
-    const unknown = await raw(`${lw.url}api/commands/no_such_command`, { method: 'POST', body: '{}' });
+    const unknown = await raw(`${lw.url}api/commands/no_such_command`, { method: 'POST', headers, body: '{}' });
     expect(unknown.status).toBe(404);
-    const missing = await raw(`${lw.url}api/commands/get_task`, { method: 'POST', body: JSON.stringify({ id: '0'.repeat(26) }) });
+    const missing = await raw(`${lw.url}api/commands/get_task`, { method: 'POST', headers, body: JSON.stringify({ id: '0'.repeat(26) }) });
     expect(missing.status).toBe(404);
   });
 
   test('a non-loopback Host header is refused; localhost and the literal are accepted', async () => {
     const port = new URL(lw.url).port;
-    expect((await raw(lw.url, { host: `evil.example:${port}` })).status).toBe(421);
-    expect((await raw(`${lw.url}api/commands`, { host: `192.168.1.10:${port}` })).status).toBe(421);
-    expect((await raw(lw.url, { host: `localhost:${port}` })).status).toBe(200);
-    expect((await raw(lw.url, { host: `127.0.0.1:${port}` })).status).toBe(200);
-    // A cross-site page cannot drive the API either.
-    const cross = await raw(`${lw.url}api/commands/list_tasks`, { method: 'POST', headers: { origin: 'http://evil.example' }, body: '{}' });
+    const headers = { authorization: `Bearer ${lw.token}` };
+    expect((await raw(lw.url, { host: `evil.example:${port}`, headers })).status).toBe(421);
+    expect((await raw(`${lw.url}api/commands`, { host: `192.168.1.10:${port}`, headers })).status).toBe(421);
+    expect((await raw(lw.url, { host: `localhost:${port}`, headers })).status).toBe(200);
+    expect((await raw(lw.url, { host: `127.0.0.1:${port}`, headers })).status).toBe(200);
+    // A cross-site page cannot drive the API either, whatever it holds.
+    const cross = await raw(`${lw.url}api/commands/list_tasks`, { method: 'POST', headers: { origin: 'http://evil.example', ...headers }, body: '{}' });
     expect(cross.status).toBe(403);
   });
 
-  test('the page carries a strict CSP and the token only in its meta tag', async () => {
-    const res = await fetch(lw.url);
+  test('the page carries a strict CSP and no secret', async () => {
+    const res = await fetch(lw.url, { headers: { authorization: `Bearer ${lw.token}` } });
     expect(res.headers.get('content-security-policy')).toContain("script-src 'self'");
     expect(res.headers.get('content-security-policy')).toContain("frame-ancestors 'none'");
-    expect(await res.text()).toContain(`<meta name="lightworker-token" content="${lw.token}">`);
-    const list = await (await fetch(`${lw.url}api/commands`)).json();
-    expect(JSON.stringify(list)).not.toContain(lw.token);
+    const html = await res.text();
+    expect(html).toContain('<div id="app">');
+    expect(html).not.toContain(lw.token);
+    expect(html).not.toContain('lightworker-token');
+    const signIn = await fetch(lw.url);
+    expect(signIn.status).toBe(401);
+    expect(signIn.headers.get('content-security-policy')).toContain("default-src 'none'");
   });
 
   test('server-sent events resume from a cursor', async () => {
@@ -78,7 +84,7 @@ test.describe('serve security', () => {
     const page = await lw.call('get_events', { task_id: task.id });
     const created = page.events.find((e: { type: string }) => e.type === 'task.created');
     const ctrl = new AbortController();
-    const res = await fetch(`${lw.url}api/events?cursor=${created.seq - 1}`, { signal: ctrl.signal });
+    const res = await fetch(`${lw.url}api/events?cursor=${created.seq - 1}`, { signal: ctrl.signal, headers: { authorization: `Bearer ${lw.token}` } });
     const reader = res.body!.getReader();
     let text = '';
     while (!text.includes(`id: ${created.seq}\n`)) text += new TextDecoder().decode((await reader.read()).value);
@@ -117,7 +123,7 @@ test('IPv6 loopback (::1) works', async () => {
     expect(lw6.url).toMatch(/^http:\/\/\[::1\]:\d+\/$/);
     expect((await lw6.call('list_tasks')).tasks).toEqual([]);
     const port = new URL(lw6.url).port;
-    expect((await raw(lw6.url, { host: `127.0.0.1:${port}` })).status).toBe(421);
+    expect((await raw(lw6.url, { host: `127.0.0.1:${port}`, headers: { authorization: `Bearer ${lw6.token}` } })).status).toBe(421);
   } finally {
     await lw6?.stop();
   }

@@ -143,7 +143,7 @@ describe('lightworker mcp over stdio (real child process)', () => {
     expect(JSON.parse(run('mcp-config', '--client', 'windsurf')).mcpServers.lightworker.env.LIGHTWORKER_HOME).toBe(home);
     const packaged = JSON.parse(run('mcp-config', '--client', 'json', '--launch', 'packaged'));
     expect(packaged.env.ELECTRON_RUN_AS_NODE).toBe('1');
-    expect(packaged.args.join('/')).toMatch(/app\.asar\/out\/cli\.js\/mcp$/);
+    expect(packaged.args.join('/')).toMatch(/app\.asar\/out\/main\/cli\.js\/mcp$/);
 
     // Start exactly what the json snippet says, with nothing inherited but PATH and HOME (like Codex).
     const entry = JSON.parse(run('mcp-config', '--client', 'json'));

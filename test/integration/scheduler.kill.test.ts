@@ -64,8 +64,9 @@ describe('hard timeout and cancel kill the whole tree', () => {
   it('run --timeout is a hard bound that cancels what still runs', async () => {
     const r = await h.call('delegate_task', { objective: 'hang', workspace: h.repo, metadata: { mock: { sleep_ms: 60_000 } } });
     // Generous bound: the CLI must start, lead and spawn the worker before the deadline even on a busy machine.
-    const child = startCli(['run', '--timeout', '8'], { home: h.home });
-    await until(() => getTask(h.engine.db, r.task.id)!.status === 'running', 8000, 'the worker to start');
+    // The deadline counts from the process start, so the startup itself must fit well within it.
+    const child = startCli(['run', '--timeout', '12'], { home: h.home });
+    await until(() => getTask(h.engine.db, r.task.id)!.status === 'running', 12_000, 'the worker to start');
     const code = await exited(child);
     expect(code).toBe(1);
     expect(getTask(h.engine.db, r.task.id)!.status).toBe('cancelled');

@@ -1,5 +1,7 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { containsSecret, redactText, redactValue, REDACTED } from '../../main/core/redact.js';
+import { clearSecretValues, isSecretName, registerSecretValues, secretValuesOfEnv } from '../../main/core/secret-values.js';
+import { nameFromObjective } from '../../main/tasks/create.js';
 
 // Each entry: text containing a secret, and the secret itself (must be gone after redaction).
 export const SECRET_CORPUS: { name: string; text: string; secret: string }[] = [
@@ -27,6 +29,9 @@ export const SECRET_CORPUS: { name: string; text: string; secret: string }[] = [
   { name: 'yaml secret', text: "client_secret: 'q8w7e6r5t4y3'", secret: 'q8w7e6r5t4y3' },
   { name: 'env token', text: 'export GITHUB_TOKEN=plainvalue987654', secret: 'plainvalue987654' },
   { name: 'stripe', text: 'sk_live_51HabcdefghijklmnopQRST', secret: 'sk_live_51HabcdefghijklmnopQRST' },
+  { name: 'unlabelled aws secret', text: 'export X=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY &&', secret: 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY' },
+  { name: 'unlabelled aws secret, no slash', text: '"Tq7xK2pLm9vR4sWz8Yb3Nc6Hd1Jf5Gk0AeUx7Qa9"', secret: 'Tq7xK2pLm9vR4sWz8Yb3Nc6Hd1Jf5Gk0AeUx7Qa9' },
+  { name: 'jwt cut short', text: 'token eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMj…', secret: 'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9' },
 ];
 
 describe('redaction', () => {
@@ -53,5 +58,77 @@ describe('redaction', () => {
     expect(v.headers.authorization).toBe(REDACTED);
     expect(v.usage.input_tokens).toBe(10);
     expect(v.list[0]).toBe(REDACTED);
+  });
+});
+
+describe('value-based redaction', () => {
+  afterEach(() => clearSecretValues());
+
+  it('redacts a registered value whatever its shape, wherever it appears', () => {
+    const key = 'zz9plural-z-alpha-7QKD';
+    expect(redactText(`key ${key}.`)).toBe(`key ${key}.`); // no shape rule knows it
+    registerSecretValues([key]);
+    expect(redactText(`key ${key}. again:${key}`)).toBe(`key ${REDACTED}. again:${REDACTED}`);
+    expect(redactValue({ note: `x${key}y` }).note).toBe(`x${REDACTED}y`);
+  });
+
+  it('replaces the longest of overlapping values whole, and JSON-escaped copies too', () => {
+    registerSecretValues(['abcdefgh12', 'abcdefgh12345678', 'quo"te\\value']);
+    expect(redactText('abcdefgh12345678')).toBe(REDACTED);
+    expect(redactText(JSON.stringify({ v: 'quo"te\\value' }))).toBe(`{"v":"${REDACTED}"}`);
+  });
+
+  it('redacts the piece of a value left at either end of a cut text (a tail, a first line)', () => {
+    registerSecretValues(['zz9plural-z-alpha-7QKD']);
+    expect(redactText('alpha-7QKD and then the output went on')).toBe(`${REDACTED} and then the output went on`);
+    expect(redactText('the key was zz9plural-z-a')).toBe(`the key was ${REDACTED}`);
+    expect(redactText('a-7QKD')).toBe(REDACTED);
+    // Short pieces and pieces in the middle are ordinary text.
+    expect(redactText('7QKD zz9pl')).toBe('7QKD zz9pl');
+    expect(redactText('an alpha-7QKD in the middle')).toBe('an alpha-7QKD in the middle');
+  });
+
+  it('ignores short and trivial values so common words survive', () => {
+    registerSecretValues(['hunter', 'true', '12345678901', 'disabled', 'Production', '', null, undefined]);
+    expect(redactText('hunter true 12345678901 disabled Production')).toBe('hunter true 12345678901 disabled Production');
+    registerSecretValues(['hunter2hunter']);
+    expect(redactText('pw hunter2hunter')).toBe(`pw ${REDACTED}`);
+  });
+
+  it('takes secret-named variables and named key variables from an environment', () => {
+    const env = { OPENAI_API_KEY: 'v-openai-value', DB_PASSWORD: 'v-db-password', SSH_AUTH_SOCK: '/tmp/ssh-agent.sock', PATH: '/usr/bin:/bin', GW: 'v-gateway-key' };
+    expect(secretValuesOfEnv(env, ['GW']).sort()).toEqual(['v-db-password', 'v-gateway-key', 'v-openai-value']);
+    for (const name of ['ANTHROPIC_AUTH_TOKEN', 'NPM_AUTHTOKEN', 'AWS_SECRET_ACCESS_KEY', 'GITHUB_PAT_TOKEN', 'npm_config__auth', 'DB_PASS', 'OPENAI_APIKEY']) {
+      expect(isSecretName(name), name).toBe(true);
+    }
+    for (const name of ['XAUTHORITY', 'GIT_AUTHOR_NAME', 'GIT_AUTHOR_EMAIL', 'KEYBOARD_LAYOUT', 'SSH_AUTH_SOCK', 'PWD', 'OLDPWD', 'PASSENGER_ENV']) {
+      expect(isSecretName(name), name).toBe(false);
+    }
+  });
+});
+
+describe('shape rules that must not fire', () => {
+  it('leaves git SHAs, paths and long identifiers alone', () => {
+    const text = [
+      'commit a94a8fe5ccb19ba61c4c0873d391e987982fbbd3',
+      'A94A8FE5CCB19BA61C4C0873D391E987982FBBD3',
+      'src/components/Button2/index/Foo3Barxxxx',
+      'ThisIsAVeryLongIdentifierName12345678901',
+      'worktrees/01JABCDEFGHJKMNPQRSTVWXYZ0',
+    ].join('\n');
+    expect(redactText(text)).toBe(text);
+  });
+});
+
+describe('auto-generated task names', () => {
+  it('are redacted before they are cut, so a secret cut short never survives', () => {
+    const jwt = 'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U';
+    expect(nameFromObjective(`Investigate why login rejects this token: ${jwt}\nmore`)).toBe(`Investigate why login rejects this token: ${REDACTED}`);
+  });
+
+  it('never cut inside a redaction marker', () => {
+    const name = nameFromObjective(`${'a'.repeat(72)} sk-proj-AbCdEf0123456789abcdefGHIJ and more words after it`);
+    expect(name).toBe(`${'a'.repeat(72)}…`);
+    expect(nameFromObjective('x'.repeat(100))).toBe(`${'x'.repeat(77)}…`);
   });
 });

@@ -17,7 +17,11 @@ export function isUnknownCommand(err: unknown): boolean {
   return err instanceof ApiError && err.code === 'not_found' && /unknown command/i.test(err.message);
 }
 
-export type LiveState = 'connecting' | 'live' | 'offline';
+/** `signed_out`: the server no longer knows this page's session (it restarted); only its new URL helps. */
+export type LiveState = 'connecting' | 'live' | 'offline' | 'signed_out';
+
+/** What the console says once its session is gone. */
+export const SIGNED_OUT_MESSAGE = 'The server restarted — open the new URL printed by `lightworker serve` (it ends in ?token=…).';
 
 export interface ApiClient {
   kind: 'ipc' | 'http';

@@ -1,25 +1,49 @@
-import { ApiError, type ApiClient, type LiveState } from './client.js';
+import { ApiError, SIGNED_OUT_MESSAGE, type ApiClient, type LiveState } from './client.js';
 import type { Reply } from './bridge.js';
 import type { EventRow } from './types.js';
 
-function token(): string {
-  return document.querySelector<HTMLMetaElement>('meta[name="lightworker-token"]')?.content ?? '';
-}
-
-/** The console in a browser: `POST /api/commands/<name>` and server-sent events from `/api/events`. */
+/**
+ * The console in a browser: `POST /api/commands/<name>` and server-sent events from `/api/events`.
+ * The session is the HttpOnly cookie the server set when the printed URL was opened; the page never
+ * sees a secret. A 401 means that session is gone (the server restarted): every subscriber is told
+ * `signed_out` once, and stays so — a reload cannot help, only the new URL can.
+ */
 export function createHttpClient(): ApiClient {
+  const watchers = new Set<(s: LiveState) => void>();
+  let signedOut = false;
+  const markSignedOut = () => {
+    if (signedOut) return;
+    signedOut = true;
+    for (const fn of watchers) fn('signed_out');
+  };
+  /** After the event stream closed: a 401 from the session probe means signed out, else offline. */
+  const diagnoseClosed = async (onState: (s: LiveState) => void) => {
+    try {
+      const res = await fetch('./api/session', { credentials: 'same-origin', cache: 'no-store' });
+      if (res.status === 401) return markSignedOut();
+    } catch {
+      // unreachable: plain offline
+    }
+    if (!signedOut) onState('offline');
+  };
   return {
     kind: 'http',
     async call<T>(name: string, input: unknown = {}): Promise<T> {
+      if (signedOut) throw new ApiError('forbidden', SIGNED_OUT_MESSAGE);
       let res: Response;
       try {
         res = await fetch(`./api/commands/${encodeURIComponent(name)}`, {
           method: 'POST',
-          headers: { 'content-type': 'application/json', 'x-lightworker-token': token() },
+          credentials: 'same-origin',
+          headers: { 'content-type': 'application/json', 'x-lightworker-csrf': '1' },
           body: JSON.stringify(input ?? {}),
         });
       } catch (err) {
         throw new ApiError('unavailable', `the console server is not reachable: ${(err as Error).message}`);
+      }
+      if (res.status === 401) {
+        markSignedOut();
+        throw new ApiError('forbidden', SIGNED_OUT_MESSAGE);
       }
       let body: Reply;
       try {
@@ -31,12 +55,25 @@ export function createHttpClient(): ApiClient {
       return body.data as T;
     },
     subscribe(onEvent: (e: EventRow) => void, onState: (s: LiveState) => void): () => void {
-      onState('connecting');
+      onState(signedOut ? 'signed_out' : 'connecting');
       const source = new EventSource('./api/events');
+      const watch = (s: LiveState) => {
+        source.close();
+        onState(s);
+      };
+      watchers.add(watch);
       source.addEventListener('hello', () => onState('live'));
       source.addEventListener('event', (m) => onEvent(JSON.parse((m as MessageEvent<string>).data) as EventRow));
-      source.onerror = () => onState(source.readyState === EventSource.CLOSED ? 'offline' : 'connecting');
-      return () => source.close();
+      // A refused reconnect (401 after a restart) closes the stream for good; a dropped one retries.
+      source.onerror = () => {
+        if (signedOut) return;
+        if (source.readyState === EventSource.CLOSED) void diagnoseClosed(onState);
+        else onState('connecting');
+      };
+      return () => {
+        watchers.delete(watch);
+        source.close();
+      };
     },
     onNavigate() {
       return () => undefined;
