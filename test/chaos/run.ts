@@ -64,7 +64,7 @@ Bold figures must be 0; the command exits non-zero otherwise.
 - **Double runs**: (task, attempt) pairs the agent's own start ledger shows more than once.
 - **Lost tasks**: tasks not in an end state once the run is over, or gone from the database.
 - **Surviving processes**: live processes carrying the agent's marker (\`CHAOS_RUN\`) or a \`LIGHTWORKER_TASK_ID\` of
-  the run, found in \`/proc/*/environ\` 2 s after every task ended and the leaders stopped.
+  the run, found in \`/proc/*/environ\` 2 s after every task ended and the leaders stopped (Linux only).
 - **Stuck tasks**: tasks still starting/running/verifying longer than their timeout + the kill grace.
 - **Takeover**: from the kill to the new leader's \`task.status → orphaned\` event of the dead leader's last task.
 - **Competing schedulers**: ${r.options.schedulers} \`run\` processes started at the same instant, twice (work queued before, and

@@ -78,7 +78,7 @@ export function renderTable(r: ChaosReport): string {
     ['competing schedulers', `${r.compete.schedulers} at once, ${r.compete.tasks} tasks, ${r.compete.workerStarts} worker starts`],
     ['**double runs**', r.failures['double runs']],
     ['**lost tasks**', r.failures['lost tasks']],
-    ['**surviving processes**', r.failures.survivors],
+    ['**surviving processes**', process.platform === 'linux' ? r.failures.survivors : `${r.failures.survivors} (not measured: no /proc on ${process.platform})`],
     ['**stuck tasks**', r.failures['stuck tasks']],
     ['takeover p50 / p95', `${ms(p(50))} / ${ms(p(95))} (${r.kills.takeoverMs.length} samples)`],
     ['**takeover timeouts** (> 30 s)', r.failures['takeover timeouts']],
