@@ -22,7 +22,15 @@ const KEY_HINT = /pass|pwd|secret|token|key|credential/i;
 const RULES: Rule[] = [
   {
     name: 'pem',
-    pattern: /-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY-----[\s\S]*?(?:-----END \1PRIVATE KEY-----|$)/g,
+    // Key material has no `"`: a key inside a JSON string ends there, so an event line stays parseable.
+    pattern: /-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY-----[^"]*?(?:-----END \1PRIVATE KEY-----|(?=")|$)/g,
+    replace: REDACTED,
+  },
+  {
+    // The end of a key whose BEGIN line was cut off (an output tail): base64 body lines up to END.
+    name: 'pem-tail',
+    hint: /PRIVATE KEY-----/,
+    pattern: /(?:[A-Za-z0-9+/=]{16,76}(?:\\n|\r?\n))+-----END [A-Z0-9 ]*PRIVATE KEY-----/g,
     replace: REDACTED,
   },
   // A JWT, or what is left of one cut short (header and the start of its payload).
@@ -169,4 +177,31 @@ function redactDeep(value: unknown, depth: number): unknown {
     return out;
   }
   return value;
+}
+
+const PEM_BEGIN = /-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----/;
+const PEM_END = /-----END [A-Z0-9 ]*PRIVATE KEY-----/;
+/** PEM lines are at most 64 (76 for some tools) characters; a key of 16 KiB is under 300 lines. */
+const PEM_MAX_LINES = 400;
+
+/**
+ * A redactor for text that arrives one line at a time (a worker's stdout): a private key printed over
+ * several lines has its BEGIN and END on different lines, so no single line matches the PEM rule.
+ * After a BEGIN line every base64 run of 16+ characters is redacted until the END line (or a bound of
+ * lines), leaving the rest of each line (JSON quotes and braces of an event stream) intact.
+ */
+export function createLineRedactor(): (line: string) => string {
+  let inKey = 0;
+  return (line) => {
+    let out = line;
+    if (inKey > 0) {
+      const end = PEM_END.exec(out);
+      const body = end ? out.slice(0, end.index) : out;
+      out = body.replace(/[A-Za-z0-9+/=]{16,}/g, REDACTED) + (end ? out.slice(end.index) : '');
+      inKey = end || inKey >= PEM_MAX_LINES ? 0 : inKey + 1;
+    }
+    const begin = PEM_BEGIN.exec(out);
+    if (begin && !PEM_END.test(out.slice(begin.index))) inKey = 1;
+    return redactText(out);
+  };
 }

@@ -1,7 +1,7 @@
 import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
 import { dirname } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
-import { redactText } from '../core/redact.js';
+import { createLineRedactor, redactText } from '../core/redact.js';
 import type { NormalizedEvent, TurnOutcome, WorkerAdapter, WorkerTurn } from '../workers/adapter.js';
 import { LineSplitter, TailBuffer } from './lines.js';
 import { runTree } from './lifecycle.js';
@@ -57,9 +57,12 @@ export async function runTurn(adapter: WorkerAdapter, turn: WorkerTurn, opts: Ru
     opts.onEvents?.(batch);
   };
 
-  const splitter = new LineSplitter((line) => {
+  // Lines are redacted before anything sees them: a key printed over several lines spans many events.
+  const redactLine = createLineRedactor();
+  const splitter = new LineSplitter((rawLine) => {
+    const line = redactLine(rawLine);
     if (raw && rawBytes < rawMax) {
-      const text = redactText(line) + '\n';
+      const text = line + '\n';
       rawBytes += text.length;
       raw.write(text);
     }

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { containsSecret, redactText, redactValue, REDACTED } from '../../main/core/redact.js';
+import { containsSecret, createLineRedactor, redactText, redactValue, REDACTED } from '../../main/core/redact.js';
 import { clearSecretValues, isSecretName, registerSecretValues, secretValuesOfEnv } from '../../main/core/secret-values.js';
 import { nameFromObjective } from '../../main/tasks/create.js';
 
@@ -130,5 +130,30 @@ describe('auto-generated task names', () => {
     const name = nameFromObjective(`${'a'.repeat(72)} sk-proj-AbCdEf0123456789abcdefGHIJ and more words after it`);
     expect(name).toBe(`${'a'.repeat(72)}…`);
     expect(nameFromObjective('x'.repeat(100))).toBe(`${'x'.repeat(77)}…`);
+  });
+});
+
+describe('a private key printed line by line', () => {
+  const body = ['MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun', 'VTLw7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u+qKhbwKfBstIs+bMY2Zkp18gnTxK', 'LxoS2tFczGkPLPgizskuemMghRniWaoLcyehkd3qqGElvW/VDL5AaWTg0nLVkjRo'];
+  const pem = ['-----BEGIN RSA PRIVATE KEY-----', ...body, '-----END RSA PRIVATE KEY-----'];
+
+  it('redacts the body lines between BEGIN and END, one line at a time, and nothing after END', () => {
+    const redact = createLineRedactor();
+    const out = [...pem, 'plain output after the key'].map(redact);
+    for (const line of body) expect(out.join('\n')).not.toContain(line.slice(0, 16));
+    expect(out.at(-1)).toBe('plain output after the key');
+  });
+
+  it('keeps an event stream parseable: only the base64 inside a JSON line is replaced', () => {
+    const redact = createLineRedactor();
+    const lines = [JSON.stringify({ type: 'text', text: pem[0] }), ...body.map((b) => JSON.stringify({ type: 'text', text: b })), JSON.stringify({ type: 'text', text: pem.at(-1) })];
+    const out = lines.map(redact);
+    for (const l of out) expect(() => JSON.parse(l)).not.toThrow();
+    expect(out.join('\n')).not.toContain(body[1].slice(0, 16));
+  });
+
+  it('redacts the end of a key whose BEGIN line was cut off (an output tail)', () => {
+    const tail = [...body.slice(1), pem.at(-1)].join('\n');
+    expect(redactText(`...\n${tail}\ndone`)).toBe(`...\n${REDACTED}\ndone`);
   });
 });
