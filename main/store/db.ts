@@ -1,10 +1,17 @@
 import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
-import Database from 'better-sqlite3';
+import type BetterSqlite3 from 'better-sqlite3';
 import { AppError } from '../core/errors.js';
 import { MIGRATIONS } from './migrations/index.js';
 
-export type Db = Database.Database;
+/**
+ * Loaded with require, not `import`: importing a CommonJS package from ESM makes Node scan its source for
+ * named exports (cjs-module-lexer), which costs a CLI cold start more than the addon itself (issue 12).
+ */
+const Database = createRequire(import.meta.url)('better-sqlite3') as typeof BetterSqlite3;
+
+export type Db = BetterSqlite3.Database;
 
 export interface OpenDbOptions {
   /** Path to the database file, or ':memory:'. */
@@ -135,10 +142,10 @@ export function readonlyError(db: Db, err: unknown): unknown {
   return new AppError('forbidden', `cannot write ${path}: the LightWorker home is read-only for this user (reads still work)`, { path });
 }
 
-const stmtCache = new WeakMap<Db, Map<string, Database.Statement>>();
+const stmtCache = new WeakMap<Db, Map<string, BetterSqlite3.Statement>>();
 
 /** A prepared statement, compiled once per connection and reused (hot paths prepare the same SQL often). */
-export function prep(db: Db, sql: string): Database.Statement {
+export function prep(db: Db, sql: string): BetterSqlite3.Statement {
   let m = stmtCache.get(db);
   if (!m) {
     m = new Map();
