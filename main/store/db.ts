@@ -1,6 +1,6 @@
 import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname } from 'node:path';
+import { dirname, join } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { AppError } from '../core/errors.js';
 import { MIGRATIONS } from './migrations/index.js';
@@ -9,7 +9,36 @@ import { MIGRATIONS } from './migrations/index.js';
  * Loaded with require, not `import`: importing a CommonJS package from ESM makes Node scan its source for
  * named exports (cjs-module-lexer), which costs a CLI cold start more than the addon itself (issue 12).
  */
-const Database = createRequire(import.meta.url)('better-sqlite3') as typeof BetterSqlite3;
+const requireHere = createRequire(import.meta.url);
+const Database = requireHere('better-sqlite3') as typeof BetterSqlite3;
+
+let builtAddon: string | null | undefined;
+
+/**
+ * The addon better-sqlite3 builds (build/Release), named outright: left to itself better-sqlite3 finds it
+ * through the `bindings` package, which probes a dozen paths and walks a stack trace, at every start.
+ * Not under Electron (the app passes its own build; asar paths are Electron's business), and not when the
+ * file is absent (a prebuilt elsewhere): then better-sqlite3 searches as before.
+ */
+function defaultBinding(): string | undefined {
+  if (builtAddon === undefined) {
+    builtAddon = null;
+    if (!process.versions.electron) {
+      try {
+        const file = join(dirname(requireHere.resolve('better-sqlite3/package.json')), 'build', 'Release', 'better_sqlite3.node');
+        if (existsSync(file)) builtAddon = file;
+      } catch {
+        // better-sqlite3 resolves (it loaded above); a package without package.json access falls back
+      }
+    }
+  }
+  return builtAddon ?? undefined;
+}
+
+function bindingOption(opts: OpenDbOptions): { nativeBinding?: string } {
+  const nativeBinding = opts.nativeBinding ?? defaultBinding();
+  return nativeBinding ? { nativeBinding } : {};
+}
 
 export type Db = BetterSqlite3.Database;
 
@@ -34,7 +63,7 @@ export const SCHEMA_VERSION = MIGRATIONS.length;
  */
 export function openDb(opts: OpenDbOptions): Db {
   const readonly = opts.readonly ?? !canWriteDb(opts.path);
-  const db = readonly ? openReadonly(opts) : new Database(opts.path, opts.nativeBinding ? { nativeBinding: opts.nativeBinding } : {});
+  const db = readonly ? openReadonly(opts) : new Database(opts.path, bindingOption(opts));
   dbPaths.set(db, opts.path);
   try {
     db.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? 5000}`);
@@ -59,7 +88,7 @@ const dbPaths = new WeakMap<Db, string>();
  * which is the whole database once its last writer closed).
  */
 function openReadonly(opts: OpenDbOptions): Db {
-  const binding = opts.nativeBinding ? { nativeBinding: opts.nativeBinding } : {};
+  const binding = bindingOption(opts);
   const db = new Database(opts.path, { readonly: true, fileMustExist: true, ...binding });
   try {
     db.pragma('user_version');
