@@ -1,7 +1,7 @@
 #!/usr/bin/env node
-// The `lightworker` command: runs the built bundle (out/main/cli.js). In a source checkout a stale bundle
-// (sources changed since it was built) is rebuilt first, never run; an installed package ships no sources
-// and runs its bundle as is.
+// The `lightworker` command: runs the built bundle (out/main/cli.cjs; out/main/cli.js for a build without it).
+// In a source checkout a stale bundle (sources changed since it was built) is rebuilt first, never run; an
+// installed package ships no sources and runs its bundle as is.
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import Module, { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -59,7 +59,7 @@ function writeCache(script, file) {
 }
 
 /** Run `bundle` as the main CommonJS module, compiled from (and, when missing or refused, into) the cache. */
-export function runCached(bundle, cacheDir) {
+function runCached(bundle, cacheDir) {
   const source = readFileSync(bundle, 'utf8');
   let cacheFile;
   let cachedData;
@@ -72,6 +72,8 @@ export function runCached(bundle, cacheDir) {
   const script = new vm.Script(Module.wrap(source), {
     filename: bundle,
     cachedData,
+    // The bundle's one import() (`vite`, when `serve` finds no built console: rare, as a checkout builds it
+    // first) loads through Node's own loader; Node 20 calls that experimental and warns once if it happens.
     importModuleDynamically: vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER,
   });
   if (cacheFile && (!cachedData || script.cachedDataRejected)) process.once('exit', () => writeCache(script, cacheFile));

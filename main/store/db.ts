@@ -14,21 +14,24 @@ const Database = requireHere('better-sqlite3') as typeof BetterSqlite3;
 
 let builtAddon: string | null | undefined;
 
+/** Where `bindings` looks first, in its order: the addon a build of better-sqlite3 leaves. */
+const ADDON_CANDIDATES = [['build'], ['build', 'Debug'], ['build', 'Release']];
+
 /**
- * The addon better-sqlite3 builds (build/Release), named outright: left to itself better-sqlite3 finds it
- * through the `bindings` package, which probes a dozen paths and walks a stack trace, at every start.
- * Not under Electron (the app passes its own build; asar paths are Electron's business), and not when the
- * file is absent (a prebuilt elsewhere): then better-sqlite3 searches as before.
+ * The addon better-sqlite3 built, named outright: left to itself better-sqlite3 finds it through the
+ * `bindings` package, which walks a stack trace and probes path after path, at every start (issue 12).
+ * Not under Electron (the app passes its own build; asar paths are Electron's business), and not when none
+ * of those files exists (a prebuilt elsewhere): then better-sqlite3 searches as before.
  */
 function defaultBinding(): string | undefined {
   if (builtAddon === undefined) {
     builtAddon = null;
     if (!process.versions.electron) {
       try {
-        const file = join(dirname(requireHere.resolve('better-sqlite3/package.json')), 'build', 'Release', 'better_sqlite3.node');
-        if (existsSync(file)) builtAddon = file;
+        const pkg = dirname(requireHere.resolve('better-sqlite3/package.json'));
+        builtAddon = ADDON_CANDIDATES.map((d) => join(pkg, ...d, 'better_sqlite3.node')).find((f) => existsSync(f)) ?? null;
       } catch {
-        // better-sqlite3 resolves (it loaded above); a package without package.json access falls back
+        // no package.json to locate it by: better-sqlite3 searches as before
       }
     }
   }
