@@ -1,4 +1,4 @@
-import { copyFileSync, mkdirSync } from 'node:fs';
+import { copyFileSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import vue from '@vitejs/plugin-vue';
 import { defineConfig } from 'electron-vite';
@@ -7,6 +7,26 @@ const r = (p: string) => fileURLToPath(new URL(p, import.meta.url));
 
 /** Runtime dependencies bundled into out/main (see package.json: they are devDependencies for that reason). */
 const BUNDLED_DEPS = ['@modelcontextprotocol/sdk', 'commander', 'execa', 'smol-toml', 'zod'];
+
+/**
+ * out/main/cli.cjs: the CLI (main/cli/bundle-entry.ts) as one CommonJS file, which bin/lightworker.js runs
+ * through vm.Script with V8's code cache: Node 20 caches no compiled ES module code, and compiling the
+ * bundle at every start is most of a CLI call's time (issue 12). Written whole, then renamed, so a process
+ * starting during a rebuild never reads half a file. out/main/cli.js stays the ES module entry (the
+ * packaged app runs it).
+ */
+async function writeCliCommonJs(): Promise<void> {
+  const { rolldown } = await import('rolldown');
+  const bundle = await rolldown({ input: r('main/cli/bundle-entry.ts'), platform: 'node', external: ['better-sqlite3', 'electron', 'vite'], logLevel: 'warn' });
+  try {
+    const { output } = await bundle.generate({ format: 'cjs', codeSplitting: false });
+    const file = r('out/main/cli.cjs');
+    writeFileSync(`${file}.${process.pid}.tmp`, output[0].code);
+    renameSync(`${file}.${process.pid}.tmp`, file);
+  } finally {
+    await bundle.close();
+  }
+}
 
 /**
  * A rebuild of a stale checkout (scripts/build-state.js) keeps the previous files: processes already
@@ -31,6 +51,7 @@ export default defineConfig({
           copyFileSync(r('main/workers/mock-agent.mjs'), r('out/main/mock-agent.mjs'));
         },
       },
+      { name: 'lightworker-cli-commonjs', closeBundle: writeCliCommonJs },
     ],
     build: {
       outDir: r('out/main'),

@@ -1,10 +1,49 @@
 import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
-import { dirname } from 'node:path';
-import Database from 'better-sqlite3';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import type BetterSqlite3 from 'better-sqlite3';
 import { AppError } from '../core/errors.js';
 import { MIGRATIONS } from './migrations/index.js';
 
-export type Db = Database.Database;
+/**
+ * Loaded with require, not `import`: importing a CommonJS package from ESM makes Node scan its source for
+ * named exports (cjs-module-lexer), which costs a CLI cold start more than the addon itself (issue 12).
+ */
+const requireHere = createRequire(import.meta.url);
+const Database = requireHere('better-sqlite3') as typeof BetterSqlite3;
+
+let builtAddon: string | null | undefined;
+
+/** Where `bindings` looks first, in its order: the addon a build of better-sqlite3 leaves. */
+const ADDON_CANDIDATES = [['build'], ['build', 'Debug'], ['build', 'Release']];
+
+/**
+ * The addon better-sqlite3 built, named outright: left to itself better-sqlite3 finds it through the
+ * `bindings` package, which walks a stack trace and probes path after path, at every start (issue 12).
+ * Not under Electron (the app passes its own build; asar paths are Electron's business), and not when none
+ * of those files exists (a prebuilt elsewhere): then better-sqlite3 searches as before.
+ */
+function defaultBinding(): string | undefined {
+  if (builtAddon === undefined) {
+    builtAddon = null;
+    if (!process.versions.electron) {
+      try {
+        const pkg = dirname(requireHere.resolve('better-sqlite3/package.json'));
+        builtAddon = ADDON_CANDIDATES.map((d) => join(pkg, ...d, 'better_sqlite3.node')).find((f) => existsSync(f)) ?? null;
+      } catch {
+        // no package.json to locate it by: better-sqlite3 searches as before
+      }
+    }
+  }
+  return builtAddon ?? undefined;
+}
+
+function bindingOption(opts: OpenDbOptions): { nativeBinding?: string } {
+  const nativeBinding = opts.nativeBinding ?? defaultBinding();
+  return nativeBinding ? { nativeBinding } : {};
+}
+
+export type Db = BetterSqlite3.Database;
 
 export interface OpenDbOptions {
   /** Path to the database file, or ':memory:'. */
@@ -27,7 +66,7 @@ export const SCHEMA_VERSION = MIGRATIONS.length;
  */
 export function openDb(opts: OpenDbOptions): Db {
   const readonly = opts.readonly ?? !canWriteDb(opts.path);
-  const db = readonly ? openReadonly(opts) : new Database(opts.path, opts.nativeBinding ? { nativeBinding: opts.nativeBinding } : {});
+  const db = readonly ? openReadonly(opts) : new Database(opts.path, bindingOption(opts));
   dbPaths.set(db, opts.path);
   try {
     db.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? 5000}`);
@@ -52,7 +91,7 @@ const dbPaths = new WeakMap<Db, string>();
  * which is the whole database once its last writer closed).
  */
 function openReadonly(opts: OpenDbOptions): Db {
-  const binding = opts.nativeBinding ? { nativeBinding: opts.nativeBinding } : {};
+  const binding = bindingOption(opts);
   const db = new Database(opts.path, { readonly: true, fileMustExist: true, ...binding });
   try {
     db.pragma('user_version');
@@ -135,10 +174,10 @@ export function readonlyError(db: Db, err: unknown): unknown {
   return new AppError('forbidden', `cannot write ${path}: the LightWorker home is read-only for this user (reads still work)`, { path });
 }
 
-const stmtCache = new WeakMap<Db, Map<string, Database.Statement>>();
+const stmtCache = new WeakMap<Db, Map<string, BetterSqlite3.Statement>>();
 
 /** A prepared statement, compiled once per connection and reused (hot paths prepare the same SQL often). */
-export function prep(db: Db, sql: string): Database.Statement {
+export function prep(db: Db, sql: string): BetterSqlite3.Statement {
   let m = stmtCache.get(db);
   if (!m) {
     m = new Map();
