@@ -21,6 +21,15 @@ function packageVersion(): string {
 /** Exit codes: 0 ok, 1 the operation failed, 2 bad usage or input. */
 const USAGE_CODES = new Set(['invalid_input', 'not_found']);
 
+/**
+ * A user typed `lightworker show X`, not `get_task`: drop the internal command name that table errors
+ * start with (`get_task: id: …` → `id: …`), keeping the field they name.
+ */
+function withoutCommandName(p: { message: string; details?: Record<string, unknown> }): string {
+  const command = p.details?.command;
+  return typeof command === 'string' && p.message.startsWith(`${command}: `) ? p.message.slice(command.length + 2) : p.message;
+}
+
 export function buildProgram(): Command {
   const program = new Command('lightworker')
     .description('LightWorker: hand bounded coding tasks to agent CLIs, safely.')
@@ -64,7 +73,7 @@ export async function main(argv: string[]): Promise<void> {
       return;
     }
     const p = toErrorPayload(e);
-    err(`error: ${p.message}${isAppError(e) ? ` [${p.code}]` : ''}`);
+    err(`error: ${withoutCommandName(p)}${isAppError(e) ? ` [${p.code}]` : ''}`);
     if (!isAppError(e) && process.env.LIGHTWORKER_DEBUG) err((e as Error).stack ?? '');
     process.exitCode = isAppError(e) && USAGE_CODES.has(e.code) ? 2 : 1;
   }

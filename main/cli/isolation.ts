@@ -17,7 +17,7 @@ export function registerIsolationCommands(program: Command): void {
   program
     .command('accept')
     .description("apply a completed, verified task's changes onto the source repository as one commit")
-    .argument('<id>', 'task id')
+    .argument('<id>', 'task id (or a unique prefix of 6+ characters)')
     .option('--branch <branch>', 'squash onto this branch instead of the checked-out one')
     .option('--unverified', 'accept a task that had no verify commands')
     .option('--json', 'print the result as JSON')
@@ -26,15 +26,15 @@ export function registerIsolationCommands(program: Command): void {
         const r = await call('accept_task', { id, branch: o.branch, unverified: Boolean(o.unverified) });
         if (o.json) return printJson(r);
         if (r.commit)
-          out(`accepted ${id}: ${r.commit.slice(0, 12)} on ${r.branch} (${r.files.length} file${r.files.length === 1 ? '' : 's'})`);
-        else out(`accepted ${id}: no changes to apply`);
+          out(`accepted ${r.task.id}: ${r.commit.slice(0, 12)} on ${r.branch} (${r.files.length} file${r.files.length === 1 ? '' : 's'})`);
+        else out(`accepted ${r.task.id}: no changes to apply`);
       });
     });
 
   program
     .command('diff')
     .description("show a task's diff from its base (size-capped)")
-    .argument('<id>', 'task id')
+    .argument('<id>', 'task id (or a unique prefix of 6+ characters)')
     .option('--json', 'print the result as JSON')
     .action(async (id: string, o, cmd: Command) => {
       await withEngine(cmd, async (call) => {

@@ -3,6 +3,7 @@ import { AppError } from '../core/errors.js';
 import { startSchedulerService } from '../scheduler/service.js';
 import { waitTasks } from '../scheduler/wait.js';
 import { withEngine } from './context.js';
+import { resolveTaskId } from '../store/tasks.js';
 import { err, out, printJson } from './output.js';
 import { isIdle } from '../scheduler/idle.js';
 import { installGracefulShutdown } from '../scheduler/shutdown.js';
@@ -86,12 +87,13 @@ export function registerSchedulerCommands(program: Command): void {
   program
     .command('wait')
     .description('wait until tasks end, or one needs approval')
-    .argument('<ids...>')
+    .argument('<ids...>', 'task ids (or unique prefixes of 6+ characters)')
     .option('--timeout <seconds>', 'give up after this long', seconds('timeout'), 3600)
     .option('--json')
     .action(async (ids: string[], o, cmd: Command) => {
       await withEngine(cmd, async (_call, ctx) => {
-        const r = await waitTasks(ctx.engine, ids, o.timeout * 1000);
+        const full = ids.map((id, i) => resolveTaskId(ctx.engine.db, id, ids.length > 1 ? `ids[${i}]` : 'id'));
+        const r = await waitTasks(ctx.engine, full, o.timeout * 1000);
         if (o.json) printJson(r);
         else {
           out(`${r.reason}`);

@@ -5,7 +5,9 @@ import type { DoctorCheck } from '../commands/doctor.js';
 import { Engine } from '../engine.js';
 import type { EventRow } from '../store/events.js';
 import { globals, withEngine } from './context.js';
-import { out, printJson } from './output.js';
+import { err, out, printJson } from './output.js';
+import { AppError } from '../core/errors.js';
+import { parseIntOption } from './tasks.js';
 
 function eventLine(e: EventRow): string {
   const time = new Date(e.ts).toISOString().slice(11, 23);
@@ -13,6 +15,63 @@ function eventLine(e: EventRow): string {
   const summary =
     e.type === 'task.status' ? `${String(p.from)} → ${String(p.to)}${p.reason ? ` (${String(p.reason)})` : ''}` : JSON.stringify(p);
   return `${String(e.seq).padStart(6)}  ${time}  ${(e.taskId ?? '-').padEnd(26)}  ${e.type.padEnd(22)} ${summary}`;
+}
+
+interface EventPage {
+  events: EventRow[];
+  cursor: number;
+  more: boolean;
+}
+
+type Caller = (name: string, input?: unknown) => Promise<unknown>;
+
+/** Print every matching event after `cursor`, page by page; returns the new cursor. */
+async function printAll(call: Caller, filter: object, cursor: number, print: (e: EventRow) => void): Promise<number> {
+  for (;;) {
+    const page = (await call('get_events', { ...filter, cursor, limit: 1000 })) as EventPage;
+    page.events.forEach(print);
+    cursor = page.cursor;
+    if (!page.more) return cursor;
+  }
+}
+
+/**
+ * Run `pull` after every change to the database (this process's or another's) until Ctrl-C or SIGTERM.
+ * Pulls never overlap (one that is asked for meanwhile runs right after), so no event prints twice.
+ */
+async function followEvents(engine: Engine, pull: () => Promise<void>): Promise<void> {
+  // The engine's poll timer is unref'd; without a handle of our own Node sees nothing pending, abandons
+  // this await and exits with 13 ("unsettled top-level await") about a second in.
+  const keepAlive = setInterval(() => {}, 1 << 30);
+  let running: Promise<void> | null = null;
+  let again = false;
+  try {
+    await new Promise<void>((resolveDone, rejectDone) => {
+      const kick = (): void => {
+        if (running) {
+          again = true;
+          return;
+        }
+        again = false;
+        running = pull().then(
+          () => {
+            running = null;
+            if (again) kick();
+          },
+          (e: unknown) => rejectDone(e),
+        );
+      };
+      const stop = () => resolveDone();
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
+      engine.events.on('change', kick);
+      engine.watch();
+      kick(); // what arrived between the first page and the watch
+    });
+  } finally {
+    clearInterval(keepAlive);
+  }
+  process.exitCode = 0;
 }
 
 export function registerSystemCommands(program: Command): void {
@@ -45,36 +104,30 @@ export function registerSystemCommands(program: Command): void {
 
   program
     .command('events')
-    .description('the event log, oldest first')
-    .option('--task <id>', "only this task's events")
+    .description('the event log: the newest events (newest at the bottom, like tail), or pages from a cursor')
+    .option('--task <id>', "only this task's events (a unique id prefix of 6+ characters will do)")
     .option('--tree', "with --task: the task's whole tree")
-    .option('--after <cursor>', 'events after this sequence number', (v) => Number(v), 0)
-    .option('--limit <n>', 'page size', (v) => Number(v), 200)
-    .option('-f, --follow', 'keep printing new events until interrupted')
+    .option('--after <cursor>', 'oldest first from here: events with a sequence number above this (0 = the start)', parseIntOption('after'))
+    .option('--before <cursor>', 'the newest events with a sequence number below this (pages back)', parseIntOption('before'))
+    .option('--limit <n>', 'at most this many events (1–5000)', parseIntOption('limit'), 200)
+    .option('-f, --follow', 'then keep printing new events as they happen, until Ctrl-C')
     .option('--json', 'one JSON object per line')
+    .addHelpText('after', '\nWithout --after or --before, shows the newest --limit events. A note on stderr says when more exist\nand how to see them; the first column is the sequence number (the cursor).')
     .action(async (o, cmd: Command) => {
+      if (o.after !== undefined && o.before !== undefined) throw new AppError('invalid_input', '--after and --before: give one of them', { field: 'before' });
+      if (o.follow && o.before !== undefined) throw new AppError('invalid_input', '--before: cannot be combined with --follow', { field: 'before' });
       await withEngine(cmd, async (call, ctx) => {
         const print = (e: EventRow) => out(o.json ? JSON.stringify(e) : eventLine(e));
-        let cursor: number = o.after;
-        for (;;) {
-          const page = (await call('get_events', { cursor, task_id: o.task, tree: Boolean(o.tree), limit: o.limit })) as { events: EventRow[]; cursor: number };
-          page.events.forEach(print);
-          cursor = page.cursor;
-          if (page.events.length < o.limit || !o.follow) break;
-        }
+        const filter = { task_id: o.task, tree: Boolean(o.tree) };
+        const fromStart = o.after !== undefined;
+        const page = (await call('get_events', { ...filter, cursor: o.after ?? 0, before: o.before, newest: !fromStart, limit: o.limit })) as EventPage;
+        page.events.forEach(print);
+        let cursor = page.cursor;
+        if (page.more && fromStart) err(`… more events after ${cursor}: continue with --after ${cursor} (or raise --limit)`);
+        else if (page.more) err(`… earlier events not shown (the newest ${page.events.length} are): see them with --before ${page.events[0].seq}, --limit N, or --after 0 for oldest first`);
         if (!o.follow) return;
-        ctx.engine.watch();
-        await new Promise<void>((resolveDone) => {
-          const pull = async () => {
-            const page = (await call('get_events', { cursor, task_id: o.task, tree: Boolean(o.tree), limit: 1000 })) as { events: EventRow[]; cursor: number };
-            page.events.forEach(print);
-            cursor = page.cursor;
-          };
-          ctx.engine.events.on('change', () => void pull());
-          const stop = () => resolveDone();
-          process.once('SIGINT', stop);
-          process.once('SIGTERM', stop);
-        });
+        if (fromStart && page.more) cursor = await printAll(call, filter, cursor, print);
+        await followEvents(ctx.engine, () => printAll(call, filter, cursor, print).then((c) => void (cursor = c)));
       });
     });
 

@@ -6,9 +6,10 @@ import type { TreeNode, VerificationSummary } from '../commands/tasks.js';
 import { STATUSES, type Task } from '../tasks/types.js';
 import { RETRY_STRATEGIES } from '../tasks/ops.js';
 import { collect, splitList, withEngine } from './context.js';
-import { ago, out, printJson, table } from './output.js';
+import { ago, err, out, printJson, table } from './output.js';
 
-function parseIntOption(name: string) {
+/** A commander parser for an integer option; bad input names the option (exit 2). */
+export function parseIntOption(name: string) {
   return (v: string) => {
     const n = Number(v);
     if (!Number.isInteger(n)) throw new AppError('invalid_input', `${name}: expected an integer, got "${v}"`, { field: name });
@@ -107,6 +108,7 @@ export function registerTaskCommands(program: Command): void {
           const r = await call('delegate_batch', batch);
           if (o.json) printJson(r);
           else out(table(['ID', 'STATUS', 'KIND', 'WORKER', 'CREATED', 'NAME'], r.tasks.map(taskLine)));
+          await hintWhenNothingRuns(call, r.tasks);
           return;
         }
         const objective = o.objectiveFile ? readOptionFile('objective-file', o.objectiveFile) : words.join(' ');
@@ -138,6 +140,7 @@ export function registerTaskCommands(program: Command): void {
         if (o.json) printJson(r);
         else out(`${r.task.id}  ${r.task.status}${r.task.status === 'awaiting_approval' ? `  (approve with: lightworker approve ${r.task.id})` : ''}`);
         if (r.review && !o.json) out(`${r.review.id}  ${r.review.status}  (review by ${r.review.worker})`);
+        await hintWhenNothingRuns(call, [r.task]);
       });
     });
 
@@ -161,7 +164,7 @@ export function registerTaskCommands(program: Command): void {
   program
     .command('show')
     .description('one task in full')
-    .argument('<id>')
+    .argument('<id>', 'task id (or a unique prefix of 6+ characters)')
     .option('--json')
     .action(async (id: string, o, cmd: Command) => {
       await withEngine(cmd, async (call) => {
@@ -174,7 +177,7 @@ export function registerTaskCommands(program: Command): void {
   program
     .command('tree')
     .description("the tree a task belongs to")
-    .argument('<id>')
+    .argument('<id>', 'task id (or a unique prefix of 6+ characters)')
     .option('--json')
     .action(async (id: string, o, cmd: Command) => {
       await withEngine(cmd, async (call) => {
@@ -187,7 +190,7 @@ export function registerTaskCommands(program: Command): void {
   program
     .command('approve')
     .description('approve tasks awaiting a person')
-    .argument('<ids...>')
+    .argument('<ids...>', 'task ids (or unique prefixes of 6+ characters)')
     .option('--json')
     .action(async (ids: string[], o, cmd: Command) => {
       await withEngine(cmd, async (call) => {
@@ -201,7 +204,7 @@ export function registerTaskCommands(program: Command): void {
   program
     .command('cancel')
     .description('cancel tasks (running ones are killed with their whole process tree)')
-    .argument('<ids...>')
+    .argument('<ids...>', 'task ids (or unique prefixes of 6+ characters)')
     .option('--reason <text>')
     .option('--json')
     .action(async (ids: string[], o, cmd: Command) => {
@@ -216,7 +219,7 @@ export function registerTaskCommands(program: Command): void {
   program
     .command('retry')
     .description('run an ended task again as a new attempt')
-    .argument('<id>')
+    .argument('<id>', 'task id (or a unique prefix of 6+ characters)')
     .addOption(new Option('--strategy <s>', 'same | fallback_gateway | deeper_profile | resume (continue an interrupted run in its session and worktree)').choices([...RETRY_STRATEGIES]).default('same'))
     .option('--json')
     .action(async (id: string, o, cmd: Command) => {
@@ -226,6 +229,16 @@ export function registerTaskCommands(program: Command): void {
         else out(`${r.task.id}  ${r.task.status}  attempt ${r.task.attempt}`);
       });
     });
+}
+
+/**
+ * "queued" promises a run; when no process holds the scheduler lease nothing will start it, so say how
+ * (on stderr, so `submit`'s stdout stays one parsable line).
+ */
+async function hintWhenNothingRuns(call: (name: string, input?: unknown) => Promise<any>, tasks: Task[]): Promise<void> {
+  if (!tasks.some((t) => t.status === 'queued')) return;
+  const status = (await call('scheduler_status', {})) as { leader: unknown };
+  if (!status.leader) err('queued — no scheduler is running; start one with `lightworker run` (or `serve`)');
 }
 
 /** The text of a file named by `--<flag>`, or `invalid_input` naming the flag, the path and why. */

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { AppError } from '../core/errors.js';
 import type { Engine } from '../engine.js';
+import { resolveTaskRefs } from './task-ids.js';
 
 /** Which face a call came through. Approvals and accepts from 'mcp' need approvals.allow_mcp. */
 export type Face = 'cli' | 'mcp' | 'http' | 'ipc' | 'library';
@@ -41,14 +42,15 @@ export function inputError(err: z.ZodError, command?: string): AppError {
   let field = issue.path.map((p) => (typeof p === 'number' ? `[${p}]` : String(p))).join('.').replace(/\.\[/g, '[');
   if (issue.code === 'unrecognized_keys') field = [field, ...issue.keys].filter(Boolean).join('.');
   const prefix = command ? `${command}: ` : '';
-  return new AppError('invalid_input', `${prefix}${field || 'input'}: ${issue.message}`, { field: field || 'input', issues: err.issues.length });
+  // `command` lets a face that speaks in its own terms (the CLI's flags) drop the internal name again.
+  return new AppError('invalid_input', `${prefix}${field || 'input'}: ${issue.message}`, { field: field || 'input', issues: err.issues.length, ...(command ? { command } : {}) });
 }
 
 /** Validate `raw` against the command's schema and run it. The one entry every face uses. */
 export async function runCommand(table: ReadonlyMap<string, CommandDef>, ctx: CommandContext, name: string, raw: unknown): Promise<unknown> {
   const cmd = table.get(name);
   if (!cmd) throw new AppError('not_found', `unknown command "${name}"`, { field: 'command' });
-  const parsed = cmd.input.safeParse(raw ?? {});
+  const parsed = cmd.input.safeParse(resolveTaskRefs(ctx.engine.db, raw ?? {}));
   if (!parsed.success) throw inputError(parsed.error, name);
   return await cmd.handler(ctx, parsed.data);
 }

@@ -44,12 +44,23 @@ export interface ListEventsOptions {
   rootId?: string;
   types?: string[];
   limit?: number;
+  /** Return events with seq < before. */
+  before?: number;
+  /** The newest `limit` matching events (still returned oldest first), instead of the oldest. */
+  newest?: boolean;
 }
 
-/** Cursor-paged read of the event log, oldest first. */
-export function listEvents(db: Db, opts: ListEventsOptions = {}): { events: EventRow[]; cursor: number } {
+/**
+ * Cursor-paged read of the event log, oldest first. `more` says whether matching events were left out
+ * beyond the page: after it (oldest-first paging) or before it (`newest`).
+ */
+export function listEvents(db: Db, opts: ListEventsOptions = {}): { events: EventRow[]; cursor: number; more: boolean } {
   const where: string[] = ['seq > ?'];
   const args: unknown[] = [opts.after ?? 0];
+  if (opts.before !== undefined) {
+    where.push('seq < ?');
+    args.push(opts.before);
+  }
   if (opts.taskId) {
     where.push('task_id = ?');
     args.push(opts.taskId);
@@ -63,11 +74,15 @@ export function listEvents(db: Db, opts: ListEventsOptions = {}): { events: Even
     args.push(...opts.types);
   }
   const limit = Math.min(Math.max(opts.limit ?? 500, 1), 5000);
-  const rows = prep(db, `SELECT seq, task_id, type, ts, payload FROM events WHERE ${where.join(' AND ')} ORDER BY seq LIMIT ?`)
-    .all(...args, limit) as { seq: number; task_id: string | null; type: string; ts: number; payload: string }[];
+  // One row past the page tells whether more exist, without a COUNT over a long log.
+  const rows = prep(db, `SELECT seq, task_id, type, ts, payload FROM events WHERE ${where.join(' AND ')} ORDER BY seq ${opts.newest ? 'DESC' : ''} LIMIT ?`)
+    .all(...args, limit + 1) as { seq: number; task_id: string | null; type: string; ts: number; payload: string }[];
+  const more = rows.length > limit;
+  if (more) rows.pop();
+  if (opts.newest) rows.reverse();
   const events = rows.map((r) => ({ seq: r.seq, taskId: r.task_id, type: r.type, ts: r.ts, payload: JSON.parse(r.payload) as Record<string, unknown> }));
   const cursor = events.length ? events[events.length - 1].seq : (opts.after ?? 0);
-  return { events, cursor };
+  return { events, cursor, more };
 }
 
 export function latestSeq(db: Db): number {

@@ -158,6 +158,30 @@ export function requireTask(db: Db, id: string): Task {
   return t;
 }
 
+/** Shortest id prefix a caller may use: the UI shows 8 characters; 6 keeps collisions rare. */
+export const MIN_ID_PREFIX = 6;
+const ID_PREFIX = new RegExp(`^[0-9A-HJKMNP-TV-Z]{${MIN_ID_PREFIX},26}$`);
+
+/**
+ * The full id of the one task whose id starts with `idOrPrefix` (case-insensitive, ≥ 6 characters).
+ * Anything that does not look like an id or prefix comes back unchanged, for the input schema to reject.
+ * No match → `not_found`; several → `invalid_input` naming them.
+ */
+export function resolveTaskId(db: Db, idOrPrefix: string, field = 'id'): string {
+  const p = idOrPrefix.toUpperCase();
+  if (!ID_PREFIX.test(p)) return idOrPrefix;
+  if (p.length === 26) return p;
+  // A range on the primary key: every id character sorts at or below 'Z'.
+  const rows = prep(db, 'SELECT id FROM tasks WHERE id >= ? AND id <= ? ORDER BY id LIMIT 6').all(p, p.padEnd(26, 'Z')) as { id: string }[];
+  if (rows.length === 1) return rows[0].id;
+  if (!rows.length) throw new AppError('not_found', `${field}: no task id starts with ${idOrPrefix}`, { field, id: idOrPrefix });
+  const names = rows.slice(0, 5).map((r) => r.id).join(', ');
+  throw new AppError('invalid_input', `${field}: ${idOrPrefix} is ambiguous: it matches ${names}${rows.length > 5 ? ', …' : ''}; give more characters`, {
+    field,
+    candidates: rows.slice(0, 5).map((r) => r.id),
+  });
+}
+
 export function dependenciesOf(db: Db, id: string): string[] {
   return (prep(db, 'SELECT depends_on FROM task_deps WHERE task_id = ? ORDER BY depends_on').all(id) as { depends_on: string }[]).map((r) => r.depends_on);
 }
