@@ -6,6 +6,7 @@ import { appendEvent } from '../store/events.js';
 import { getTask } from '../store/tasks.js';
 import { TERMINAL } from '../tasks/types.js';
 import { listAllocations, markReleased, type Allocation } from './allocations.js';
+import { planAcceptedBranch } from './accepted-branches.js';
 import { commitAll, isBranchContained } from './branches.js';
 import { gitTry, splitZ } from './git-exec.js';
 import { releaseBlock } from './ports.js';
@@ -214,6 +215,13 @@ export async function pruneWorkspaces(engine: Engine, opts: PruneOptions): Promi
       : opts.force
         ? 'holds commits found on no other branch, deleted because of --force'
         : 'holds commits found on no other branch; kept (use --force to delete)';
+  }
+
+  // Branches accept kept in the user's repository (the worktree went, the branch stayed).
+  for (const a of rows) {
+    if (a.state !== 'released' || !existsSync(a.repo)) continue;
+    const plan = await planAcceptedBranch(engine, a, opts.force);
+    if (plan) plans.push(plan);
   }
 
   if (opts.apply) {
