@@ -235,7 +235,7 @@ export function registerTaskCommands(program: Command): void {
  * "queued" promises a run; when no process holds the scheduler lease nothing will start it, so say how
  * (on stderr, so `submit`'s stdout stays one parsable line).
  */
-async function hintWhenNothingRuns(call: (name: string, input?: unknown) => Promise<any>, tasks: Task[]): Promise<void> {
+async function hintWhenNothingRuns(call: (name: string, input?: unknown) => Promise<unknown>, tasks: Task[]): Promise<void> {
   if (!tasks.some((t) => t.status === 'queued')) return;
   const status = (await call('scheduler_status', {})) as { leader: unknown };
   if (!status.leader) err('queued — no scheduler is running; start one with `lightworker run` (or `serve`)');
