@@ -60,8 +60,9 @@ describe('execute task end to end through the CLI (mock worker)', () => {
     expect(git(repo, 'log', '-1', '--format=%an')).toBe('LightWorker');
     expect(existsSync(join(home, 'worktrees', id))).toBe(false);
 
+    // Accept keeps the task branch; prune offers it, since its whole change is the accepted commit.
     const prune = await cli('prune', '--json');
-    expect(JSON.parse(prune.stdout).items).toEqual([]);
+    expect(JSON.parse(prune.stdout).items).toEqual([expect.objectContaining({ kind: 'branch', branch: `lightworker/${id}`, action: 'remove' })]);
   }, 120_000);
 
   it('a worker writing into the source checkout fails the task with the offending path', async () => {
