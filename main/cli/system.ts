@@ -114,7 +114,7 @@ export function registerSystemCommands(program: Command): void {
     .option('--json', 'one JSON object per line')
     .addHelpText('after', '\nWithout --after or --before, shows the newest --limit events. A note on stderr says when more exist\nand how to see them; the first column is the sequence number (the cursor).')
     .action(async (o, cmd: Command) => {
-      if (o.after !== undefined && o.before !== undefined) throw new AppError('invalid_input', '--after and --before: give one of them', { field: 'before' });
+      if (o.after !== undefined && o.before !== undefined) throw new AppError('invalid_input', '--before: give --after or --before, not both', { field: 'before' });
       if (o.follow && o.before !== undefined) throw new AppError('invalid_input', '--before: cannot be combined with --follow', { field: 'before' });
       await withEngine(cmd, async (call, ctx) => {
         const print = (e: EventRow) => out(o.json ? JSON.stringify(e) : eventLine(e));
@@ -124,7 +124,7 @@ export function registerSystemCommands(program: Command): void {
         page.events.forEach(print);
         let cursor = page.cursor;
         if (page.more && fromStart) err(`… more events after ${cursor}: continue with --after ${cursor} (or raise --limit)`);
-        else if (page.more) err(`… earlier events not shown (the newest ${page.events.length} are): see them with --before ${page.events[0].seq}, --limit N, or --after 0 for oldest first`);
+        else if (page.more) err(`… earlier events not shown: page back with --before ${page.events[0].seq} (or raise --limit; --after 0 reads from the start)`);
         if (!o.follow) return;
         if (fromStart && page.more) cursor = await printAll(call, filter, cursor, print);
         await followEvents(ctx.engine, () => printAll(call, filter, cursor, print).then((c) => void (cursor = c)));
