@@ -117,6 +117,20 @@ describe('task ids', () => {
     expect(unknown.stderr).toMatch(/id: no task id starts with ZZZZZZZZ \[not_found\]/);
   });
 
+  it('resolves prefixes in the command table, so MCP and the console get them too', async () => {
+    const hm = makeHome();
+    try {
+      const { task } = await hm.call('delegate_task', { objective: 'x', workspace: hm.repo, kind: 'explore' }, 'mcp');
+      const got = await hm.call('get_task', { id: task.id.slice(0, 8).toLowerCase() }, 'mcp');
+      expect(got.task.id).toBe(task.id);
+      const ev = await hm.call('get_events', { task_id: task.id.slice(0, 8) }, 'http');
+      expect(ev.events.map((e: { taskId: string }) => e.taskId)).toContain(task.id);
+      await expect(hm.call('cancel_task', { id: 'ZZZZZZ' }, 'mcp')).rejects.toMatchObject({ code: 'not_found', details: { field: 'id' } });
+    } finally {
+      hm.cleanup();
+    }
+  });
+
   it('refuses an ambiguous prefix, naming the candidates', async () => {
     const h3 = join(t.dir, 'home-ambiguous');
     const [a, b] = await submitBatch(h3, 2, repo);
