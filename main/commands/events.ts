@@ -6,11 +6,11 @@ import { defineCommand } from './table.js';
 
 export const getEvents = defineCommand({
   name: 'get_events',
-  description: 'Events oldest first after a cursor; pass the returned cursor to page on.',
+  description: 'Events after a cursor, oldest first; returns the next cursor.',
   input: z.strictObject({
     cursor: z.number().int().min(0).default(0),
     task_id: TASK_ID.optional(),
-    tree: z.boolean().default(false).describe("with task_id: include the events of the task's whole tree"),
+    tree: z.boolean().default(false).describe('with task_id: its whole tree'),
     types: z.array(z.string().min(1).max(64)).max(50).optional(),
     limit: z.number().int().min(1).max(5000).default(200),
   }),
