@@ -5,12 +5,18 @@
  */
 export const MCP_ANSWER_BYTES = 28_000;
 
-/** How many of `items`, from the start, fit in `budget` bytes of JSON; at least one when any. */
-export function countWithin(items: readonly unknown[], budget = MCP_ANSWER_BYTES): number {
+/**
+ * The leading items, each as `show` makes it, whose JSON fits in `budget` bytes (at least one when
+ * there is any). `show` runs only for items that are looked at.
+ */
+export function takeWithin<I, O>(items: readonly I[], show: (item: I) => O, budget = MCP_ANSWER_BYTES): O[] {
+  const out: O[] = [];
   let bytes = 2;
-  for (let i = 0; i < items.length; i++) {
-    bytes += Buffer.byteLength(JSON.stringify(items[i])) + 1;
-    if (bytes > budget && i > 0) return i;
+  for (const item of items) {
+    const shown = show(item);
+    bytes += Buffer.byteLength(JSON.stringify(shown)) + 1;
+    if (bytes > budget && out.length > 0) break;
+    out.push(shown);
   }
-  return items.length;
+  return out;
 }

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { waitTasks, type WaitResult } from '../scheduler/wait.js';
-import { countWithin } from './answer-budget.js';
+import { takeWithin } from './answer-budget.js';
+import type { TaskSummary } from '../tasks/summary.js';
 import { currentLease } from '../scheduler/lease.js';
 import { PAUSE_PREFIX, type WorkerPause } from '../scheduler/scheduler.js';
 import { countByStatus } from '../store/tasks.js';
@@ -13,9 +14,9 @@ import { defineCommand } from './table.js';
  * well (counts still has them) go first, then the tail; `omitted` says how many are left out.
  */
 function fitAnswer(r: WaitResult): WaitResult & { omitted?: number } {
-  if (countWithin(r.tasks) === r.tasks.length) return r;
-  let tasks = r.tasks.filter((t) => t.status !== 'completed' && t.status !== 'accepted');
-  tasks = tasks.slice(0, countWithin(tasks));
+  const same = (t: TaskSummary) => t;
+  if (takeWithin(r.tasks, same).length === r.tasks.length) return r;
+  const tasks = takeWithin(r.tasks.filter((t) => t.status !== 'completed' && t.status !== 'accepted'), same);
   return { ...r, tasks, omitted: r.tasks.length - tasks.length };
 }
 

@@ -8,7 +8,7 @@ import { approveTask, cancelTask, RETRY_STRATEGIES, retryTask, waitingOn } from 
 import { batchInputSchema, TASK_ID, taskInputSchema } from '../tasks/schema.js';
 import { summarizeTask, type TaskSummary } from '../tasks/summary.js';
 import { STATUSES, type Task } from '../tasks/types.js';
-import { countWithin } from './answer-budget.js';
+import { takeWithin } from './answer-budget.js';
 import { defineCommand, FACE_LABELS, requirePersonOrAllowed, type CommandContext } from './table.js';
 
 function byWho(ctx: CommandContext): string {
@@ -112,8 +112,8 @@ export const listTasksCommand = defineCommand({
   handler(ctx, input): { tasks: (TaskSummary | PresentedTask)[]; has_more: boolean; cursor: string | null } {
     const query = { status: input.status, rootId: input.root_id, search: input.search };
     const page = listTasks(ctx.engine.db, { ...query, limit: input.limit, before: input.cursor });
-    let tasks = page.map((t): TaskSummary | PresentedTask => (input.detail ? presentTask(ctx, t) : summarizeTask(t, upstreamApprovals(ctx, t))));
-    if (ctx.face === 'mcp') tasks = tasks.slice(0, countWithin(tasks));
+    const show = (t: Task): TaskSummary | PresentedTask => (input.detail ? presentTask(ctx, t) : summarizeTask(t, upstreamApprovals(ctx, t)));
+    const tasks = ctx.face === 'mcp' ? takeWithin(page, show) : page.map(show);
     const last = tasks.at(-1)?.id;
     const hasMore = last !== undefined && (tasks.length < page.length || listTasks(ctx.engine.db, { ...query, limit: 1, before: last }).length > 0);
     return { tasks, has_more: hasMore, cursor: hasMore ? last! : null };
