@@ -154,7 +154,7 @@ export function registerTaskCommands(program: Command): void {
     .option('--json')
     .action(async (o, cmd: Command) => {
       await withEngine(cmd, async (call) => {
-        const r = await call('list_tasks', { status: splitList(o.status), search: o.search, root_id: o.root, limit: o.limit });
+        const r = await call('list_tasks', { status: splitList(o.status), search: o.search, root_id: o.root, limit: o.limit, detail: true });
         if (o.json) printJson(r);
         else if (!r.tasks.length) out('no tasks');
         else out(table(['ID', 'STATUS', 'KIND', 'WORKER', 'CREATED', 'NAME'], r.tasks.map(taskLine)));

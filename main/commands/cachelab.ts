@@ -8,10 +8,10 @@ import { defineCommand } from './table.js';
 
 export const getCacheMetrics = defineCommand({
   name: 'get_cache_metrics',
-  description: 'Prompt-cache hit rates (token-weighted): overall, cold, warm, per cohort with target status, and over time.',
+  description: 'Prompt-cache hit rates: overall, per cohort, over time.',
   input: z.strictObject({
-    window_min: z.number().int().min(1).max(7 * 24 * 60).optional().describe('window in minutes (default 60)'),
-    target: z.number().gt(0).max(1).optional().describe('target hit rate 0–1 (default 0.9)'),
+    window_min: z.number().int().min(1).max(7 * 24 * 60).optional(),
+    target: z.number().gt(0).max(1).optional().describe('hit rate, default 0.9'),
   }),
   readOnly: true,
   handler(ctx, input) {

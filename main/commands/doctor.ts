@@ -123,7 +123,7 @@ function canConnect(host: string, port: number, timeoutMs: number): Promise<bool
 
 export const runDoctor = defineCommand({
   name: 'run_doctor',
-  description: 'Check git, node, home, database, disk, workers and the scheduler lock.',
+  description: 'Check git, node, home, database, disk, workers, scheduler lock.',
   input: z.strictObject({}),
   readOnly: true,
   async handler(ctx) {

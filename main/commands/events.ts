@@ -6,15 +6,15 @@ import { defineCommand } from './table.js';
 
 export const getEvents = defineCommand({
   name: 'get_events',
-  description: 'Events oldest first after a cursor (or the newest ones); pass the returned cursor to page on; `more` says whether the page left some out.',
+  description: 'Events oldest first after a cursor, or the newest; returns the next cursor and `more`.',
   input: z.strictObject({
     cursor: z.number().int().min(0).default(0),
     task_id: TASK_ID.optional(),
-    tree: z.boolean().default(false).describe("with task_id: include the events of the task's whole tree"),
+    tree: z.boolean().default(false).describe('with task_id: its whole tree'),
     types: z.array(z.string().min(1).max(64)).max(50).optional(),
     limit: z.number().int().min(1).max(5000).default(200),
-    before: z.number().int().min(1).optional().describe('only events with a sequence number below this'),
-    newest: z.boolean().default(false).describe('the newest `limit` events (still oldest first) instead of the oldest'),
+    before: z.number().int().min(1).optional().describe('only events below this seq'),
+    newest: z.boolean().default(false).describe('the newest `limit`, oldest first'),
   }),
   readOnly: true,
   handler(ctx, input) {

@@ -7,7 +7,7 @@ import { defineCommand, FACE_LABELS, requirePersonOrAllowed } from './table.js';
 
 export const acceptTaskCommand = defineCommand({
   name: 'accept_task',
-  description: 'Apply a completed, verified task onto the source repository as one commit, then remove its worktree.',
+  description: 'Commit a completed, verified task onto its source repository.',
   input: z.strictObject({
     id: TASK_ID,
     branch: z
@@ -29,7 +29,7 @@ export const acceptTaskCommand = defineCommand({
 
 export const getTaskDiff = defineCommand({
   name: 'get_task_diff',
-  description: "A task's diff from its base (redacted, size-capped with a note).",
+  description: "A task's diff from its base (redacted, capped).",
   input: z.strictObject({
     id: TASK_ID,
     max_bytes: z
@@ -47,7 +47,7 @@ export const getTaskDiff = defineCommand({
 
 export const pruneWorkspacesCommand = defineCommand({
   name: 'prune_workspaces',
-  description: 'List (dry run) or remove worktrees of ended tasks past the TTL, orphans and half-done allocations.',
+  description: 'List, or with apply remove, stale worktrees of ended tasks.',
   input: z.strictObject({
     apply: z.boolean().default(false),
     ttl_hours: z.number().min(0).max(100_000).optional(),

@@ -18,10 +18,10 @@ const WORKER = z.string().min(1).max(64).regex(/^[a-z0-9][a-z0-9_-]*$/, 'a worke
 
 export const orchestrateGoal = defineCommand({
   name: 'orchestrate_goal',
-  description: 'Queue a planner that splits a goal into a DAG of up to 12 tasks (children inherit workspace and mode).',
+  description: 'Queue a planner that splits a goal into a DAG of up to 12 tasks.',
   input: z.strictObject({
     goal: noNul(z.string().min(1, 'goal must not be empty')).refine((s) => Buffer.byteLength(s) <= MAX_OBJECTIVE_BYTES, `goal is larger than ${MAX_OBJECTIVE_BYTES} bytes`),
-    workspace: noNul(z.string().min(1).max(4096)).describe('absolute path inside a git repository'),
+    workspace: noNul(z.string().min(1).max(4096)),
     mode: z.enum(MODES).optional(),
     worker: WORKER.optional().describe('worker of the planner'),
     reasoning_effort: z.enum(EFFORTS).optional(),

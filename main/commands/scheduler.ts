@@ -1,5 +1,7 @@
 import { z } from 'zod';
-import { waitTasks } from '../scheduler/wait.js';
+import { waitTasks, type WaitResult } from '../scheduler/wait.js';
+import { takeWithin } from './answer-budget.js';
+import type { TaskSummary } from '../tasks/summary.js';
 import { currentLease } from '../scheduler/lease.js';
 import { PAUSE_PREFIX, type WorkerPause } from '../scheduler/scheduler.js';
 import { countByStatus } from '../store/tasks.js';
@@ -7,16 +9,31 @@ import { getSetting, settingsWithPrefix } from '../store/settings.js';
 import { TASK_ID } from '../tasks/schema.js';
 import { defineCommand } from './table.js';
 
+/**
+ * A wait answer an MCP client takes whole: when the summaries are too many, those of tasks that ended
+ * well (counts still has them) go first, then the tail; `omitted` says how many are left out.
+ */
+function fitAnswer(r: WaitResult): WaitResult & { omitted?: number } {
+  const same = (t: TaskSummary) => t;
+  if (takeWithin(r.tasks, same).length === r.tasks.length) return r;
+  const tasks = takeWithin(r.tasks.filter((t) => t.status !== 'completed' && t.status !== 'accepted'), same);
+  return { ...r, tasks, omitted: r.tasks.length - tasks.length };
+}
+
+/** How many tasks one wait_tasks call may name. */
+export const MAX_WAIT_IDS = 500;
+
 export const waitTasksCommand = defineCommand({
   name: 'wait_tasks',
-  description: 'Block (≤55 s) until the named tasks all end or one needs approval.',
+  description: 'Block up to 55 s until all tasks (up to 500) end or one needs approval.',
   input: z.strictObject({
-    ids: z.array(TASK_ID).min(1).max(100),
+    ids: z.array(TASK_ID).min(1).max(MAX_WAIT_IDS),
     timeout_s: z.number().min(0).max(55).default(55),
   }),
   readOnly: true,
-  async handler(ctx, input) {
-    return waitTasks(ctx.engine, input.ids, input.timeout_s * 1000, ctx.signal);
+  async handler(ctx, input): Promise<WaitResult & { omitted?: number }> {
+    const r = await waitTasks(ctx.engine, input.ids, input.timeout_s * 1000, ctx.signal);
+    return ctx.face === 'mcp' ? fitAnswer(r) : r;
   },
 });
 

@@ -6,18 +6,26 @@ import { createTasks, type CreateContext } from '../tasks/create.js';
 import { allWorkerNames } from '../workers/registry.js';
 import { approveTask, cancelTask, RETRY_STRATEGIES, retryTask, waitingOn } from '../tasks/ops.js';
 import { batchInputSchema, TASK_ID, taskInputSchema } from '../tasks/schema.js';
+import { summarizeTask, type TaskSummary } from '../tasks/summary.js';
 import { STATUSES, type Task } from '../tasks/types.js';
+import { takeWithin } from './answer-budget.js';
 import { defineCommand, FACE_LABELS, requirePersonOrAllowed, type CommandContext } from './table.js';
 
 function byWho(ctx: CommandContext): string {
   return FACE_LABELS[ctx.face];
 }
 
-/** A task as shown to callers: plus `waiting_on` when something upstream needs approval. */
-export function presentTask(ctx: CommandContext, t: Task): Task & { waitingOn?: string[] } {
-  if (t.status !== 'queued' && t.status !== 'awaiting_approval') return t;
-  const w = waitingOn(ctx.engine.db, t.id);
+export type PresentedTask = Task & { waitingOn?: string[] };
+
+/** A task as shown to callers: plus `waitingOn` when something upstream needs approval. */
+export function presentTask(ctx: CommandContext, t: Task): PresentedTask {
+  const w = upstreamApprovals(ctx, t);
   return w.length ? { ...t, waitingOn: w } : t;
+}
+
+/** Tasks upstream of a not-yet-runnable `t` that await a person (empty for any other status). */
+function upstreamApprovals(ctx: CommandContext, t: Task): string[] {
+  return t.status === 'queued' || t.status === 'awaiting_approval' ? waitingOn(ctx.engine.db, t.id) : [];
 }
 
 /** What task creation needs from a command call, including the workers that can run. */
@@ -27,7 +35,7 @@ export function createContext(ctx: CommandContext): CreateContext {
 
 export const delegateTask = defineCommand({
   name: 'delegate_task',
-  description: 'Queue one task (plan, explore, review or execute) for a worker.',
+  description: 'Queue one task for a worker.',
   input: taskInputSchema,
   readOnly: false,
   handler(ctx, input) {
@@ -40,7 +48,7 @@ export const delegateTask = defineCommand({
 
 export const delegateBatch = defineCommand({
   name: 'delegate_batch',
-  description: 'Queue several tasks at once, all or nothing; depends_on may name refs in the batch.',
+  description: 'Queue several tasks, all or nothing.',
   input: batchInputSchema,
   readOnly: false,
   handler(ctx, input) {
@@ -81,7 +89,7 @@ export function lastVerification(ctx: CommandContext, id: string): VerificationS
 
 export const getTask = defineCommand({
   name: 'get_task',
-  description: 'One task with status, route, usage, result, error and its latest verification.',
+  description: 'One task in full, with its latest verification.',
   input: z.strictObject({ id: TASK_ID }),
   readOnly: true,
   handler(ctx, input) {
@@ -91,18 +99,24 @@ export const getTask = defineCommand({
 
 export const listTasksCommand = defineCommand({
   name: 'list_tasks',
-  description: 'Tasks newest first, filtered by status, tree or text.',
+  description: 'Task summaries, newest first; filter, page by cursor; detail: full records.',
   input: z.strictObject({
     status: z.array(z.enum(STATUSES)).max(STATUSES.length).optional(),
     root_id: TASK_ID.optional(),
     search: z.string().min(1).max(200).optional(),
     limit: z.number().int().min(1).max(10_000).default(100),
-    before: TASK_ID.optional(),
+    cursor: TASK_ID.optional(),
+    detail: z.boolean().default(false),
   }),
   readOnly: true,
-  handler(ctx, input) {
-    const tasks = listTasks(ctx.engine.db, { status: input.status, rootId: input.root_id, search: input.search, limit: input.limit, before: input.before });
-    return { tasks: tasks.map((t) => presentTask(ctx, t)) };
+  handler(ctx, input): { tasks: (TaskSummary | PresentedTask)[]; has_more: boolean; cursor: string | null } {
+    const query = { status: input.status, rootId: input.root_id, search: input.search };
+    const page = listTasks(ctx.engine.db, { ...query, limit: input.limit, before: input.cursor });
+    const show = (t: Task): TaskSummary | PresentedTask => (input.detail ? presentTask(ctx, t) : summarizeTask(t, upstreamApprovals(ctx, t)));
+    const tasks = ctx.face === 'mcp' ? takeWithin(page, show) : page.map(show);
+    const last = tasks.at(-1)?.id;
+    const hasMore = last !== undefined && (tasks.length < page.length || listTasks(ctx.engine.db, { ...query, limit: 1, before: last }).length > 0);
+    return { tasks, has_more: hasMore, cursor: hasMore ? last! : null };
   },
 });
 
@@ -117,7 +131,7 @@ export interface TreeNode {
 
 export const getTaskTree = defineCommand({
   name: 'get_task_tree',
-  description: 'The whole tree (root, children, dependencies) that a task belongs to.',
+  description: 'The tree (root, children, dependencies) of a task.',
   input: z.strictObject({ id: TASK_ID }),
   readOnly: true,
   handler(ctx, input) {
@@ -139,7 +153,7 @@ export const getTaskTree = defineCommand({
 
 export const approveTaskCommand = defineCommand({
   name: 'approve_task',
-  description: 'Approve a task that awaits a person (execute tasks, or anything in plan_only mode).',
+  description: 'Approve a task that awaits a person.',
   input: z.strictObject({ id: TASK_ID }),
   readOnly: false,
   handler(ctx, input) {
@@ -150,7 +164,7 @@ export const approveTaskCommand = defineCommand({
 
 export const cancelTaskCommand = defineCommand({
   name: 'cancel_task',
-  description: 'Cancel a task; a running one has its whole process tree killed.',
+  description: 'Cancel a task; kills its process tree if running.',
   input: z.strictObject({ id: TASK_ID, reason: z.string().max(500).optional() }),
   readOnly: false,
   destructive: true,
@@ -161,7 +175,7 @@ export const cancelTaskCommand = defineCommand({
 
 export const retryTaskCommand = defineCommand({
   name: 'retry_task',
-  description: 'Run an ended task again as a new attempt: same route, fallback gateway, deeper profile, or resume (an interrupted run continues in its session and worktree).',
+  description: 'Run an ended task again (resume: same session and worktree).',
   input: z.strictObject({ id: TASK_ID, strategy: z.enum(RETRY_STRATEGIES).default('same') }),
   readOnly: false,
   handler(ctx, input) {

@@ -27,7 +27,7 @@ function gatewayWithKey(ctx: CommandContext, worker: string): string | null {
 
 export const listWorkers = defineCommand({
   name: 'list_workers',
-  description: 'Worker CLIs: installed, version, authenticated when knowable, capabilities, why unusable. Never runs a model.',
+  description: 'Worker CLIs: installed, authenticated, why unusable.',
   input: z.strictObject({}),
   readOnly: true,
   async handler(ctx): Promise<{ workers: WorkerListing[] }> {

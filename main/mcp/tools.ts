@@ -36,7 +36,8 @@ export interface ToolSpec {
   name: string;
   description: string;
   inputSchema: { type: 'object'; [k: string]: unknown };
-  annotations: { title?: string; readOnlyHint: boolean; destructiveHint: boolean; idempotentHint?: boolean; openWorldHint: boolean };
+  /** destructiveHint only on tools that write: MCP defines it as meaningless when readOnlyHint is true. */
+  annotations: { readOnlyHint: boolean; destructiveHint?: boolean };
   /** null for a placeholder whose command does not exist yet. */
   command: CommandDef | null;
 }
@@ -62,7 +63,7 @@ export function buildTools(commands: ReadonlyMap<string, CommandDef>, set: ToolS
         name,
         description: cmd.description,
         inputSchema: toInputSchema(cmd.input),
-        annotations: { readOnlyHint: cmd.readOnly, destructiveHint: Boolean(cmd.destructive), openWorldHint: false },
+        annotations: hintsFor(cmd.readOnly, Boolean(cmd.destructive)),
         command: cmd,
       });
     } else if (PLACEHOLDER_TOOLS[name]) {
@@ -70,13 +71,32 @@ export function buildTools(commands: ReadonlyMap<string, CommandDef>, set: ToolS
       tools.push({
         name,
         description: p.description,
-        inputSchema: { type: 'object', properties: {}, additionalProperties: false },
-        annotations: { readOnlyHint: p.readOnly, destructiveHint: false, openWorldHint: false },
+        inputSchema: { type: 'object', properties: {} },
+        annotations: hintsFor(p.readOnly, false),
         command: null,
       });
     }
   }
+  referToShared(tools);
   return tools;
+}
+
+/**
+ * A nested schema equal to another listed tool's whole input (delegate_batch's items are
+ * delegate_task inputs) is listed by name instead of a second time in full: same meaning, half the
+ * bytes. The full schema still validates the call.
+ */
+function referToShared(tools: ToolSpec[]): void {
+  const whole = new Map(tools.map((t) => [JSON.stringify(t.inputSchema), t.name]));
+  const visit = (node: unknown, self: string): void => {
+    if (!node || typeof node !== 'object') return;
+    for (const [k, v] of Object.entries(node)) {
+      const same = v && typeof v === 'object' && !Array.isArray(v) ? whole.get(JSON.stringify(v)) : undefined;
+      if (same && same !== self) (node as Record<string, unknown>)[k] = { type: 'object', description: `${same} input` };
+      else visit(v, self);
+    }
+  };
+  for (const t of tools) for (const v of Object.values(t.inputSchema.properties ?? {})) visit(v, t.name);
 }
 
 /**
@@ -97,15 +117,15 @@ export function toInputSchema(schema: z.ZodType): ToolSpec['inputSchema'] {
  * schema has no description of its own. Kept few: every byte here is paid on every tools/list.
  */
 const FIELD_HINTS: Record<string, string> = {
-  workspace: 'absolute path inside a git repository',
-  objective: 'self-contained instructions for the worker',
-  kind: 'plan/explore/review are read-only; execute changes files in its own worktree',
-  mode: 'auto_readonly (default): execute waits for a person; plan_only: all wait; auto_execute: none wait',
-  ref: 'batch-local id that depends_on of other tasks in the batch may name',
-  depends_on: 'task ids (or batch refs) that must complete first',
-  worker: 'codex, claude-code, opencode, mock or a linked worker',
-  verify: 'commands run in the worktree after the worker; all must exit 0',
-  type: 'workflow type: pre-fills priority and timeout',
+  workspace: 'absolute path in a git repository',
+  objective: 'self-contained instructions',
+  kind: 'default explore; only execute writes (in its own worktree)',
+  mode: 'approval needed by: plan_only all, auto_readonly (default) execute, auto_execute none',
+  ref: 'batch-local name for depends_on',
+  depends_on: 'task ids or batch refs to complete first',
+  worker: 'codex, claude-code, opencode, mock or linked',
+  verify: 'commands that must all exit 0 after the worker',
+  priority: '0-100, high runs first',
 };
 
 function addHints(node: unknown): void {
@@ -119,14 +139,30 @@ function addHints(node: unknown): void {
   for (const v of Object.values(o)) addHints(v);
 }
 
-/** Drop bounds that only restate JavaScript's safe-integer range: they cost tokens and say nothing. */
+/**
+ * Keywords left out of tools/list. The server validates every call against the full zod schema,
+ * applies the defaults and names the offending field (unknown keys included), so bounds, patterns,
+ * defaults and additionalProperties would only cost tokens on every listing; Codex drops
+ * min/max/default before its model sees them anyway. A default that changes what a task does is
+ * said in its hint (kind, mode).
+ */
+const LISTING_NOISE = new Set(['minLength', 'maxLength', 'minItems', 'maxItems', 'pattern', 'propertyNames', 'additionalProperties', 'minimum', 'maximum', 'exclusiveMinimum', 'default']);
+
 function stripNoise(node: unknown): void {
   if (!node || typeof node !== 'object') return;
   if (Array.isArray(node)) return node.forEach(stripNoise);
   const o = node as Record<string, unknown>;
-  if (o.maximum === Number.MAX_SAFE_INTEGER) delete o.maximum;
-  if (o.minimum === Number.MIN_SAFE_INTEGER) delete o.minimum;
-  for (const v of Object.values(o)) stripNoise(v);
+  for (const k of LISTING_NOISE) delete o[k];
+  for (const [k, v] of Object.entries(o)) {
+    // The keys of `properties` are field names, not keywords: a field may be called "default".
+    if (k === 'properties' && v && typeof v === 'object') Object.values(v).forEach(stripNoise);
+    else stripNoise(v);
+  }
+}
+
+/** MCP annotations: readOnlyHint always (Codex refuses tools without it in "writes" mode), destructiveHint on writers. */
+function hintsFor(readOnly: boolean, destructive: boolean): ToolSpec['annotations'] {
+  return readOnly ? { readOnlyHint: true } : { readOnlyHint: false, destructiveHint: destructive };
 }
 
 /** What tools/list returns for these tools. */
@@ -143,8 +179,8 @@ export function serverInstructions(tools: ToolSpec[]): string {
       (has.has('delegate_batch') ? ', delegate_batch (several, with depends_on by ref)' : '') +
       (has.has('orchestrate_goal') ? ' or orchestrate_goal (a planner splits a goal into a task DAG)' : '') +
       '. workspace is an absolute path inside a git repository.',
-    'Follow with get_task' + (has.has('wait_tasks') ? ', wait_tasks (blocks up to 55 s until tasks settle or need approval)' : '') + ', list_tasks' +
-      (has.has('get_events') ? ', get_events (cursor paging)' : '') + (has.has('get_task_diff') ? ', get_task_diff' : '') + '.',
+    'Follow with get_task' + (has.has('wait_tasks') ? ', wait_tasks (blocks up to 55 s until tasks settle or need approval)' : '') + ', list_tasks (summaries, cursor paging)' +
+      (has.has('get_events') ? ', get_events (cursor paging)' : '') + (has.has('get_task_diff') ? ', get_task_diff' : '') + '; get_task has the full record.',
     'Execute tasks wait for a person to approve unless mode is auto_execute; approve_task/accept_task over MCP are refused unless the user allowed it.',
   ];
   return lines.join('\n');

@@ -2,12 +2,22 @@ import { AppError } from '../core/errors.js';
 import type { Engine } from '../engine.js';
 import { getTask } from '../store/tasks.js';
 import { waitingOn } from '../tasks/ops.js';
-import { TERMINAL, type Task } from '../tasks/types.js';
+import { summarizeTask, type TaskSummary } from '../tasks/summary.js';
+import { TERMINAL, type TaskStatus } from '../tasks/types.js';
 
 export interface WaitResult {
   /** settled: every task ended; needs_approval: one waits for a person (or is queued behind one); timeout. */
   reason: 'settled' | 'needs_approval' | 'timeout' | 'aborted';
-  tasks: { id: string; status: Task['status']; waitingOn?: string[]; error: Task['error'] }[];
+  /** How many of the named tasks are in each status. */
+  counts: Partial<Record<TaskStatus, number>>;
+  /** One summary per id, in the order asked (full records: get_task). */
+  tasks: TaskSummary[];
+}
+
+function countStatuses(tasks: TaskSummary[]): WaitResult['counts'] {
+  const counts: WaitResult['counts'] = {};
+  for (const t of tasks) counts[t.status] = (counts[t.status] ?? 0) + 1;
+  return counts;
 }
 
 function snapshot(engine: Engine, ids: string[]): { done: WaitResult['reason'] | null; tasks: WaitResult['tasks'] } {
@@ -24,7 +34,7 @@ function snapshot(engine: Engine, ids: string[]): { done: WaitResult['reason'] |
       w = waitingOn(engine.db, t.id);
       if (w.length) needsApproval = true;
     }
-    return { id: t.id, status: t.status, ...(w?.length ? { waitingOn: w } : {}), error: t.error };
+    return summarizeTask(t, w);
   });
   return { done: allEnded ? 'settled' : needsApproval ? 'needs_approval' : null, tasks };
 }
@@ -36,7 +46,7 @@ function snapshot(engine: Engine, ids: string[]): { done: WaitResult['reason'] |
  */
 export function waitTasks(engine: Engine, ids: string[], timeoutMs: number, signal?: AbortSignal): Promise<WaitResult> {
   const first = snapshot(engine, ids);
-  if (first.done) return Promise.resolve({ reason: first.done, tasks: first.tasks });
+  if (first.done) return Promise.resolve({ reason: first.done, counts: countStatuses(first.tasks), tasks: first.tasks });
   engine.watch();
   return new Promise((resolve) => {
     const finish = (reason: WaitResult['reason']) => {
@@ -49,7 +59,7 @@ export function waitTasks(engine: Engine, ids: string[], timeoutMs: number, sign
       } catch {
         // a database closed under us: report what we have
       }
-      resolve({ reason, tasks });
+      resolve({ reason, counts: countStatuses(tasks), tasks });
     };
     const check = () => {
       const s = snapshot(engine, ids);

@@ -39,6 +39,7 @@ test('approve an awaiting task from the inbox', async ({ page, lw, shot }) => {
   await page.goto(`${lw.url}#/inbox`);
   const card = page.locator(`li[data-task-id="${task.id}"]`);
   await expect(card).toBeVisible();
+  await expect(card).toContainText('needs a person first'); // the objective: the inbox asks list_tasks for detail
   await expect(page.getByTestId('inbox-count')).toBeVisible();
   await shot(page, 'inbox');
   await card.getByRole('button', { name: 'Approve' }).click();

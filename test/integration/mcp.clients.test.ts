@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COMMANDS } from '../../main/commands/index.js';
 import { Engine } from '../../main/engine.js';
 import { buildTools } from '../../main/mcp/tools.js';
+import { runCommand, type CommandContext } from '../../main/commands/table.js';
 import { listTasks } from '../../main/store/tasks.js';
 import { makeRepo, tempDir } from '../helpers/env.js';
 import type { Gateway } from '../fixtures/gateway/index.js';
@@ -52,6 +53,32 @@ function tasksInHome(): { objective: string }[] {
   }
 }
 
+/**
+ * 100 ended tasks with paragraph-long objectives and errors, like a day of delegation: list_tasks'
+ * default call must reach the model whole (issue 13: Claude Code refused 97.7 KB inline, Codex cut it
+ * at 48 KB). Cancelled, so no runner picks them up.
+ */
+async function seedHundredTasks(): Promise<void> {
+  const engine = new Engine({ home });
+  try {
+    const ctx: CommandContext = { engine, face: 'cli', depth: 0 };
+    const tasks = Array.from({ length: 100 }, (_, i) => ({
+      name: `audit module ${i}: dead exports and unused dependencies`,
+      objective: `Read src/module-${i} and its tests; list exported functions nothing imports and dependencies nothing uses. `.repeat(4),
+      workspace: repo,
+      verify: [['npm', 'test', '--', `module-${i}`]],
+      metadata: { ticket: `LW-${1000 + i}` },
+    }));
+    const r = (await runCommand(COMMANDS, ctx, 'delegate_batch', { tasks })) as { tasks: { id: string }[] };
+    for (const t of r.tasks) await runCommand(COMMANDS, ctx, 'cancel_task', { id: t.id, reason: 'superseded by the new plan' });
+  } finally {
+    engine.close();
+  }
+}
+
+/** Distinct task ids (ULIDs) in a text. */
+const idsIn = (text: string) => new Set(text.match(/[0-9A-HJKMNP-TV-Z]{26}/g) ?? []);
+
 /** `lightworker mcp-config` output for a client, exactly as a user would paste it. */
 function mcpConfig(client: string): string {
   return execFileSync(process.execPath, [BIN, '--home', home, 'mcp-config', '--client', client], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
@@ -92,6 +119,7 @@ describe('real agent CLIs as MCP clients, configured with mcp-config, driven by 
     }
     const mod = await import('../fixtures/gateway/index.js');
     gw = await mod.startGateway({ keepBodies: true });
+    await seedHundredTasks();
   });
   afterAll(async () => {
     await gw?.close();
@@ -111,7 +139,7 @@ describe('real agent CLIs as MCP clients, configured with mcp-config, driven by 
         // `claude -p` does not wait for MCP servers: ask it to (harmless when they are already connected).
         { tools: [{ call: { name: 'WaitForMcpServers', input: {} } }] },
         { tools: [{ call: { name: 'mcp__lightworker__delegate_task', input: { objective: 'from claude code', workspace: repo, kind: 'explore' } } }] },
-        { tools: [{ call: { name: 'mcp__lightworker__list_tasks', input: { limit: 5 } } }] },
+        { tools: [{ call: { name: 'mcp__lightworker__list_tasks', input: {} } }] },
         { tools: [{ call: { name: 'mcp__lightworker__get_task', input: { id: 'not-an-id' } } }] },
         { text: 'done' },
       ],
@@ -135,6 +163,10 @@ describe('real agent CLIs as MCP clients, configured with mcp-config, driven by 
     expect(tasksInHome().map((t) => t.objective)).toContain('from claude code');
     const text = JSON.stringify(results);
     expect(text).toContain('from claude code'); // list_tasks result
+    // The default list_tasks call (100 tasks) reached the model inline and whole.
+    const listed = results.find((r: any) => JSON.stringify(r.content).includes('has_more'));
+    expect(listed.is_error).toBeFalsy();
+    expect(idsIn(JSON.stringify(listed.content)).size).toBeGreaterThanOrEqual(100);
     expect(results.some((r: any) => r.is_error && JSON.stringify(r.content).includes('invalid_input'))).toBe(true);
   }, 180_000);
 
@@ -168,7 +200,7 @@ describe('real agent CLIs as MCP clients, configured with mcp-config, driven by 
         const out = (body.input as any[]).filter((i) => i.type === 'function_call_output').at(-1)?.output;
         const id = typeof out === 'string' ? /"id":"([0-9A-Z]{26})"/.exec(out)?.[1] : undefined;
         if (!id) return { text: `no task id in the delegate_task output: ${JSON.stringify(out)}` };
-        return { tools: [lw('get_task', { id }), lw('list_tasks', { limit: 50 })] };
+        return { tools: [lw('get_task', { id }), lw('list_tasks', {})] };
       }
       return { text: 'done' };
     });
@@ -207,6 +239,11 @@ describe('real agent CLIs as MCP clients, configured with mcp-config, driven by 
     expect(listed.tasks.map((t: { id: string }) => t.id)).toContain(delegated.task.id);
     // The model got the structured result back as the function_call_output.
     expect(JSON.stringify(bodies.at(-1)!.input)).toContain(delegated.task.id);
+    // The default list_tasks call (100 summaries, ~27 KB) reaches a catalog model uncut. Codex's fallback
+    // metadata for an unknown slug cuts tool output harder (27 KB became 13 KB, "…N tokens truncated…").
+    expect(listed.tasks.length).toBe(100);
+    const listOutput = bodies.at(-1)!.input.filter((i) => i.type === 'function_call_output').map((i) => JSON.stringify(i.output)).find((o) => o.includes('has_more'))!;
+    if (deferred) for (const t of listed.tasks) expect(listOutput).toContain(t.id);
     expect(tasksInHome().find((t) => t.objective === objective)).toBeTruthy();
   });
 });

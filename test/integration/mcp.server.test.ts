@@ -32,7 +32,8 @@ describe('MCP server over the in-memory transport', () => {
       const cmd = COMMANDS.get(t.name);
       if (cmd) {
         expect(t.annotations?.readOnlyHint).toBe(cmd.readOnly);
-        expect(t.annotations?.destructiveHint).toBe(Boolean(cmd.destructive));
+        // destructiveHint means nothing on a read-only tool (MCP spec), so only writers carry it.
+        expect(t.annotations?.destructiveHint).toBe(cmd.readOnly ? undefined : Boolean(cmd.destructive));
       }
     }
     expect(tools.find((t) => t.name === 'get_task')!.annotations!.readOnlyHint).toBe(true);

@@ -14,7 +14,7 @@ export const useApprovals = defineStore('approvals', () => {
   const list = computed(() => [...byId.value.values()].sort((a, b) => (a.id < b.id ? -1 : 1)));
 
   async function load(): Promise<void> {
-    const r = await api().call<{ tasks: TaskView[] }>('list_tasks', { status: ['awaiting_approval'], limit: 1000 });
+    const r = await api().call<{ tasks: TaskView[] }>('list_tasks', { status: ['awaiting_approval'], limit: 1000, detail: true });
     byId.value = new Map(r.tasks.map((t) => [t.id, t]));
     loaded.value = true;
   }

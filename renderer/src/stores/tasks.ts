@@ -36,6 +36,7 @@ export const useTasks = defineStore('tasks', () => {
     try {
       const r = await api().call<{ tasks: TaskView[] }>('list_tasks', {
         limit: 500,
+        detail: true,
         ...(statuses.value.length ? { status: statuses.value } : {}),
         ...(search.value ? { search: search.value } : {}),
       });
