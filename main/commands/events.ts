@@ -6,7 +6,7 @@ import { defineCommand } from './table.js';
 
 export const getEvents = defineCommand({
   name: 'get_events',
-  description: 'Events oldest first after a cursor, or the newest; returns the next cursor and `more`.',
+  description: 'Events oldest first after a cursor, or the newest; returns the next cursor.',
   input: z.strictObject({
     cursor: z.number().int().min(0).default(0),
     task_id: TASK_ID.optional(),
