@@ -18,6 +18,14 @@ function diffText(data: unknown): string {
 
 export type TaskAction = 'approve_task' | 'cancel_task' | 'retry_task' | 'accept_task';
 
+/** What the user sees once an action went through (the buttons alone change too quietly). */
+const DONE: Record<TaskAction, string> = {
+  approve_task: 'Approved: the task is queued',
+  cancel_task: 'Cancel requested',
+  retry_task: 'Retry queued',
+  accept_task: 'Accepted: merged into the workspace',
+};
+
 /** One task in full: the task, its event stream, its tree and its diff, live. */
 export const useTaskDetail = defineStore('task-detail', () => {
   const id = ref<string | null>(null);
@@ -92,6 +100,7 @@ export const useTaskDetail = defineStore('task-detail', () => {
       const r = await api().call<{ task?: TaskView }>(action, { id: id.value, ...extra });
       if (r?.task) task.value = r.task;
       if (action === 'retry_task') await loadTask();
+      useNotices().info(DONE[action]);
     } catch (err) {
       useNotices().error(isUnknownCommand(err) ? `${action} is not available yet` : err);
     } finally {
