@@ -317,6 +317,9 @@ test('every page fits 800 px without sideways scrolling; the side bar stacks abo
       const nav = await page.locator('nav.side').boundingBox();
       const main = await page.locator('main.content').boundingBox();
       expect(nav && main && nav.y + nav.height <= main.y + 1, `the side bar is above the content on ${hash}`).toBe(true);
+      // …and the page starts right below it (no stretched empty band on short pages).
+      const first = await page.locator('main.content > *').first().boundingBox();
+      expect(first && nav && first.y - (nav.y + nav.height), `gap above the content on ${hash}`).toBeLessThan(60);
       await shot(page, `narrow-${hash.replace(/[#/]+/g, '-').replace(/^-|-$/g, '').slice(0, 20)}-${theme}-800`);
     }
   }
