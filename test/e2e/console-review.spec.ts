@@ -51,9 +51,21 @@ async function contrastDetail(page: Page, selector: string): Promise<{ ratio: nu
       return 0.2126 * r + 0.7152 * g + 0.0722 * b;
     };
     const [hi, lo] = [lum(fg), lum(base)].sort((a, b) => b - a);
-    const what = `${el.tagName.toLowerCase()}.${[...el.classList].join('.')} in ${el.parentElement?.className ?? ''}`;
+    const what = `${el.tagName.toLowerCase()}.${(el.getAttribute('class') ?? '').replace(/ +/g, '.')} in ${el.parentElement?.className ?? ''}`;
     return { ratio: (hi + 0.05) / (lo + 0.05), fg: fg.map(Math.round).join(','), bg: base.map(Math.round).join(','), what };
   });
+}
+
+/** Click `button`, dismiss the confirmation it must raise, and check it asked with `question`. */
+async function clickAndDismiss(page: Page, button: ReturnType<Page['locator']>, question: string): Promise<void> {
+  let asked = '';
+  page.once('dialog', (d) => {
+    asked = d.message();
+    void d.dismiss();
+  });
+  await button.click();
+  await expect.poll(() => asked).toContain(question);
+  await page.waitForTimeout(300);
 }
 
 async function noSidewaysScroll(page: Page, width: number): Promise<void> {
@@ -157,14 +169,7 @@ test.describe('review page', () => {
     await openAt(page, lw.url, `#/tasks/${verifyTask}`, 1440, 'light');
     const status = page.getByTestId('detail-status');
     await expect(status).toHaveAttribute('data-status', 'completed');
-    let asked = '';
-    page.once('dialog', (d) => {
-      asked = d.message();
-      void d.dismiss();
-    });
-    await page.locator('button[data-action=accept]').click();
-    await expect.poll(() => asked).toContain('Accept');
-    await page.waitForTimeout(300);
+    await clickAndDismiss(page, page.locator('button[data-action=accept]'), 'Accept "verified task"?');
     await expect(status).toHaveAttribute('data-status', 'completed');
     expect((await lw.call('get_task', { id: verifyTask })).task.status).toBe('completed');
     page.once('dialog', (d) => void d.accept());
@@ -224,14 +229,7 @@ test.describe('approval inbox', () => {
     const b = await lw.call('delegate_task', { objective: 'to approve', name: 'approve me', workspace: lw.repo, mode: 'plan_only', metadata: { mock: { sleep_ms: 50 } } });
     await openAt(page, lw.url, '#/inbox', 1440, 'light');
     const cardA = page.locator(`li.card[data-task-id="${a.task.id}"]`);
-    let asked = '';
-    page.once('dialog', (d) => {
-      asked = d.message();
-      void d.dismiss();
-    });
-    await cardA.locator('button[data-action=reject]').click();
-    await expect.poll(() => asked).toContain('Reject "reject me"');
-    await page.waitForTimeout(300);
+    await clickAndDismiss(page, cardA.locator('button[data-action=reject]'), 'Reject "reject me"?');
     await expect(cardA).toBeVisible();
     expect((await lw.call('get_task', { id: a.task.id })).task.status).toBe('awaiting_approval');
     page.once('dialog', (d) => void d.accept());
@@ -249,9 +247,7 @@ test.describe('approval inbox', () => {
     const c = await lw.call('delegate_task', { objective: 'to keep', name: 'keep me', workspace: lw.repo, mode: 'plan_only', metadata: { mock: { sleep_ms: 50 } } });
     await page.goto(`${lw.url}#/tasks/${c.task.id}`);
     await expect(page.getByTestId('detail-status')).toHaveAttribute('data-status', 'awaiting_approval');
-    page.once('dialog', (d) => void d.dismiss());
-    await page.locator('button[data-action=cancel]').click();
-    await page.waitForTimeout(300);
+    await clickAndDismiss(page, page.locator('button[data-action=cancel]'), 'Cancel this task?');
     expect((await lw.call('get_task', { id: c.task.id })).task.status).toBe('awaiting_approval');
     // Approve on the task page gives feedback as well.
     await page.locator('button[data-action=approve]').click();
@@ -293,6 +289,7 @@ test.describe('approval inbox', () => {
 
 test('the favicon is linked and served', async ({ page, lw }) => {
   await page.goto(`${lw.url}#/tasks`);
+  await expect(page.locator('link[rel=icon]')).toHaveCount(1);
   const href = await page.locator('link[rel=icon]').evaluate((el) => (el as HTMLLinkElement).href);
   const res = await page.request.get(href);
   expect(res.status()).toBe(200);
