@@ -1,4 +1,6 @@
 /// <reference lib="dom" />
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Page } from '@playwright/test';
 import { expect, test } from './fixtures.js';
 
@@ -174,8 +176,23 @@ test.describe('review page', () => {
     expect((await lw.call('get_task', { id: verifyTask })).task.status).toBe('completed');
     page.once('dialog', (d) => void d.accept());
     await page.locator('button[data-action=accept]').click();
-    await expect(page.locator('.notice', { hasText: 'Accepted' })).toBeVisible();
+    await expect(page.locator('.notice', { hasText: /Accepted: commit [0-9a-f]{10} on main/ })).toBeVisible();
     await expect(status).toHaveAttribute('data-status', 'accepted');
+    expect(readFileSync(join(lw.repo, 'notes.txt'), 'utf8')).toBe('notes\n');
+  });
+
+  test('a task without verify commands is accepted from the console as unverified, after saying so', async ({ page, lw }) => {
+    await openAt(page, lw.url, `#/tasks/${diffTask}`, 1440, 'dark');
+    const status = page.getByTestId('detail-status');
+    await expect(status).toHaveAttribute('data-status', 'completed');
+    await clickAndDismiss(page, page.locator('button[data-action=accept]'), 'nothing checked its work');
+    expect((await lw.call('get_task', { id: diffTask })).task.status).toBe('completed');
+    page.once('dialog', (d) => void d.accept());
+    await page.locator('button[data-action=accept]').click();
+    await expect(page.locator('.notice', { hasText: /Accepted: commit [0-9a-f]{10}/ })).toBeVisible();
+    await expect(status).toHaveAttribute('data-status', 'accepted');
+    expect(readFileSync(join(lw.repo, 'hello.txt'), 'utf8')).toBe('hello from the mock worker\nsecond line\n');
+    await expect(page.locator('.notice.error')).toHaveCount(0);
   });
 });
 
