@@ -167,6 +167,34 @@ test.describe('review page', () => {
     });
   }
 
+  test('a failed verification shows the failing command, its exit code and its stderr', async ({ page, lw, shot }) => {
+    const { task } = await lw.call('delegate_task', {
+      objective: 'be verified and fail',
+      name: 'failing verification',
+      kind: 'execute',
+      mode: 'auto_execute',
+      workspace: lw.repo,
+      verify: ['echo checking; echo "problem: 2 tests failed" >&2; exit 3', 'echo never runs'],
+      metadata: { mock: { sleep_ms: 50, write_files: { 'broken.txt': 'x\n' } } },
+    });
+    expect(await waitEnded(lw, task.id)).toBe('failed');
+    for (const theme of ['light', 'dark'] as const) {
+      await openAt(page, lw.url, `#/tasks/${task.id}`, 800, theme);
+      const run = page.locator('.verify-run').first();
+      await expect(run).toHaveAttribute('data-ok', 'false');
+      await expect(run).toContainText('✗ failed');
+      await expect(run).toContainText('1 of 2 commands');
+      const cmd = run.getByTestId('verify-command');
+      await expect(cmd).toHaveCount(1);
+      await expect(cmd.getByTestId('verify-exit')).toHaveText('exit 3');
+      expect(await cmd.locator('pre.verify-output').textContent()).toMatch(/checking\n(.|\n)*problem: 2 tests failed/);
+      expect(await contrastOf(page, '[data-testid=verify-exit]')).toBeGreaterThanOrEqual(4.5);
+      // The error quotes the output with its line breaks kept.
+      expect(await page.locator('.error-card p').evaluate((el) => getComputedStyle(el).whiteSpace)).toBe('pre-wrap');
+      await shot(page, `review-verify-failed-${theme}-800`);
+    }
+  });
+
   test('accept asks first: dismissing changes nothing, confirming accepts with a visible message', async ({ page, lw }) => {
     await openAt(page, lw.url, `#/tasks/${verifyTask}`, 1440, 'light');
     const status = page.getByTestId('detail-status');
