@@ -247,16 +247,23 @@ test.describe('approval inbox', () => {
         await openAt(page, lw.url, '#/inbox', width, theme);
         const card = page.locator(`li.card[data-task-id="${child.task.id}"]`);
         await expect(card).toBeVisible();
-        await expect(card.getByTestId('inbox-verify').locator('li')).toHaveText(['npm test', 'npx tsc --noEmit']);
-        await expect(card.getByTestId('inbox-paths').locator('li')).toHaveText(['src/**', 'test/unit/**']);
+        await expect(card.getByTestId('review-verify').locator('li')).toHaveText(['npm test', 'npx tsc --noEmit']);
+        await expect(card.getByTestId('review-paths').locator('li')).toHaveText(['src/**', 'test/unit/**']);
         const depRow = card.locator(`[data-dep-id="${dep.task.id}"]`);
         await expect(depRow).toContainText(`first step ${tag}`);
         await expect(depRow.locator('.badge')).toHaveAttribute('data-status', 'awaiting_approval');
-        await expect(card.getByTestId('inbox-parent')).toContainText(`plan ${tag}`);
-        await expect(card.getByTestId('inbox-parent').locator('.badge')).toHaveAttribute('data-status', 'completed');
+        await expect(card.getByTestId('review-parent')).toContainText(`plan ${tag}`);
+        await expect(card.getByTestId('review-parent').locator('.badge')).toHaveAttribute('data-status', 'completed');
         await noSidewaysScroll(page, width);
         await shot(page, `review-inbox-${theme}-${width}`);
       }
+      // The task's own page shows the same facts.
+      await page.goto(`${lw.url}#/tasks/${child.task.id}`);
+      const review = page.getByTestId('review-card');
+      await expect(review.getByTestId('review-verify').locator('li')).toHaveText(['npm test', 'npx tsc --noEmit']);
+      await expect(review.locator(`[data-dep-id="${dep.task.id}"] .badge`)).toHaveAttribute('data-status', 'awaiting_approval');
+      await expect(review.getByTestId('review-parent')).toContainText(`plan ${tag}`);
+      await page.goto(`${lw.url}#/inbox`);
       // The dependency's status follows live: approving it turns its badge on the other card.
       const depRow = page.locator(`li.card[data-task-id="${child.task.id}"] [data-dep-id="${dep.task.id}"] .badge`);
       await page.locator(`li.card[data-task-id="${dep.task.id}"] button[data-action=approve]`).click();

@@ -6,52 +6,17 @@ import { useLive } from './live.js';
 import { keyedDebounce } from './refresh.js';
 import { useNotices } from './notices.js';
 
-/** A task an inbox card points at (a dependency, the parent or plan that produced it), or why it is unknown. */
-export type RelatedTask = Pick<TaskView, 'id' | 'name' | 'kind' | 'status'> | { id: string; missing: string };
-
 /** The approval inbox: every task awaiting a person, kept current from task.status events. */
 export const useApprovals = defineStore('approvals', () => {
   const byId = ref(new Map<string, TaskView>());
-  const related = ref(new Map<string, RelatedTask>());
   const loaded = ref(false);
   const busy = ref(new Set<string>());
   const list = computed(() => [...byId.value.values()].sort((a, b) => (a.id < b.id ? -1 : 1)));
-
-  /** The ids the cards show beside their own: dependencies, parents and roots. */
-  function relatedIds(): Set<string> {
-    const ids = new Set<string>();
-    for (const t of byId.value.values()) {
-      for (const d of t.dependsOn) ids.add(d);
-      if (t.parentId) ids.add(t.parentId);
-      if (t.rootId !== t.id) ids.add(t.rootId);
-    }
-    return ids;
-  }
-
-  /** Fetch the related tasks not known yet (or `force`d, after their status changed) through get_task. */
-  async function loadRelated(force: string[] = []): Promise<void> {
-    const want = [...relatedIds()].filter((id) => force.includes(id) || !related.value.has(id));
-    if (!want.length) return;
-    const got = await Promise.all(
-      want.map(async (id): Promise<RelatedTask> => {
-        try {
-          const { task } = await api().call<{ task: TaskView }>('get_task', { id });
-          return { id, name: task.name, kind: task.kind, status: task.status };
-        } catch (err) {
-          return { id, missing: (err as Error).message };
-        }
-      }),
-    );
-    const next = new Map(related.value);
-    for (const r of got) next.set(r.id, r);
-    related.value = next;
-  }
 
   async function load(): Promise<void> {
     const r = await api().call<{ tasks: TaskView[] }>('list_tasks', { status: ['awaiting_approval'], limit: 1000 });
     byId.value = new Map(r.tasks.map((t) => [t.id, t]));
     loaded.value = true;
-    await loadRelated();
   }
 
   const refetch = keyedDebounce(60, async (id) => {
@@ -64,14 +29,11 @@ export const useApprovals = defineStore('approvals', () => {
       next.delete(id);
     }
     byId.value = next;
-    await loadRelated();
   });
-  const refetchRelated = keyedDebounce(120, (id) => loadRelated([id]));
 
   useLive().listen((e) => {
     if (!e.taskId || e.type !== 'task.status') return;
     if (e.payload.to === 'awaiting_approval' || e.payload.from === 'awaiting_approval' || byId.value.has(e.taskId)) refetch(e.taskId);
-    if (related.value.has(e.taskId)) refetchRelated(e.taskId);
   });
 
   async function act(id: string, command: 'approve_task' | 'cancel_task'): Promise<void> {
@@ -92,5 +54,5 @@ export const useApprovals = defineStore('approvals', () => {
     }
   }
 
-  return { list, related, loaded, busy, load, approve: (id: string) => act(id, 'approve_task'), reject: (id: string) => act(id, 'cancel_task') };
+  return { list, loaded, busy, load, approve: (id: string) => act(id, 'approve_task'), reject: (id: string) => act(id, 'cancel_task') };
 });
