@@ -2,5 +2,6 @@ import { createPinia } from 'pinia';
 import { createApp } from 'vue';
 import App from './App.vue';
 import './styles.css';
+import './review.css';
 
 createApp(App).use(createPinia()).mount('#app');

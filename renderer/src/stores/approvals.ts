@@ -37,12 +37,14 @@ export const useApprovals = defineStore('approvals', () => {
   });
 
   async function act(id: string, command: 'approve_task' | 'cancel_task'): Promise<void> {
+    const name = byId.value.get(id)?.name ?? id;
     busy.value = new Set(busy.value).add(id);
     try {
       await api().call(command, { id });
       const next = new Map(byId.value);
       next.delete(id);
       byId.value = next;
+      useNotices().info(command === 'approve_task' ? `Approved "${name}": it is queued` : `Rejected "${name}": it is cancelled`);
     } catch (err) {
       useNotices().error(err);
     } finally {

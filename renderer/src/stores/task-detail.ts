@@ -18,6 +18,20 @@ function diffText(data: unknown): string {
 
 export type TaskAction = 'approve_task' | 'cancel_task' | 'retry_task' | 'accept_task';
 
+/** What the user sees once an action went through (the buttons alone change too quietly). */
+const DONE: Record<TaskAction, string> = {
+  approve_task: 'Approved: the task is queued',
+  cancel_task: 'Cancel requested',
+  retry_task: 'Retry queued',
+  accept_task: 'Accepted',
+};
+
+/** The notice after an action; accept names the commit and branch it made. */
+function doneMessage(action: TaskAction, r: { commit?: string; branch?: string | null }): string {
+  if (action === 'accept_task' && r.commit) return `Accepted: commit ${r.commit.slice(0, 10)}${r.branch ? ` on ${r.branch}` : ''}`;
+  return DONE[action];
+}
+
 /** One task in full: the task, its event stream, its tree and its diff, live. */
 export const useTaskDetail = defineStore('task-detail', () => {
   const id = ref<string | null>(null);
@@ -89,9 +103,10 @@ export const useTaskDetail = defineStore('task-detail', () => {
     if (!id.value) return;
     busy.value = action;
     try {
-      const r = await api().call<{ task?: TaskView }>(action, { id: id.value, ...extra });
+      const r = await api().call<{ task?: TaskView; commit?: string; branch?: string | null }>(action, { id: id.value, ...extra });
       if (r?.task) task.value = r.task;
       if (action === 'retry_task') await loadTask();
+      useNotices().info(doneMessage(action, r ?? {}));
     } catch (err) {
       useNotices().error(isUnknownCommand(err) ? `${action} is not available yet` : err);
     } finally {
