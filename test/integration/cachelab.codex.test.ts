@@ -65,7 +65,9 @@ describe('Cache Lab end to end with the real Codex CLI', () => {
     expect(c.route).toBe('not_exposed');
     expect(c.note).toMatch(/codex never reports the model/);
     expect(m.cold.samples).toBe(1);
-    expect(m.warm.hitRate).toBeGreaterThan(m.cold.hitRate ?? 0);
+    // Not compared with the cold sample: three tasks start at once, so the sample recorded first (cold)
+    // may have been served after another task's request warmed the gateway's cache.
+    expect(m.warm.hitRate).toBeGreaterThanOrEqual(0.9);
     expect(m.series.length).toBeGreaterThan(0);
 
     // Every first turn carried the same stable prefix (hashes only in the event, never the text).
