@@ -32,6 +32,8 @@ export const test = base.extend<{ shot: (page: Page, name: string) => Promise<vo
 });
 
 test.beforeEach(() => {
+  // .ci/run installs Chromium: there a missing browser is a broken install, not a reason to skip.
+  if (!HAS_CHROMIUM && process.env.CI === 'true') throw new Error(`no system Chromium at ${CHROMIUM} under CI=true (.ci/run installs it with apt)`);
   if (!HAS_CHROMIUM) process.stderr.write(`skipping: no system Chromium at ${CHROMIUM} (apt-get install -y chromium)\n`);
   test.skip(!HAS_CHROMIUM, `no system Chromium at ${CHROMIUM}`);
 });
