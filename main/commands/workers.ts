@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { AppError } from '../core/errors.js';
+import { containsSecret } from '../core/redact.js';
 import { deleteSetting, getSetting, setSetting } from '../store/settings.js';
 import type { WorkerInfo } from '../workers/adapter.js';
 import { validateLinkedSpec, type LinkedWorkerSpec } from '../workers/linked.js';
@@ -66,10 +67,24 @@ export const linkWorker = defineCommand({
     if (BUILTIN_ADAPTERS.has(input.name)) throw new AppError('conflict', `name: "${input.name}" is a built-in worker`, { field: 'name' });
     const spec: LinkedWorkerSpec = { name: input.name, command: input.command_json, ...(input.resume_json ? { resume: input.resume_json } : {}), ...(input.max_concurrency ? { maxConcurrency: input.max_concurrency } : {}) };
     validateLinkedSpec(spec);
+    refuseLiteralSecrets(input);
     ctx.engine.write(() => setSetting(ctx.engine.db, LINKED_PREFIX + spec.name, spec));
     return { worker: spec };
   },
 });
+
+/**
+ * A template is stored as written (settings, `workers --json`): redacting a secret in it would break the
+ * command, so one that carries a secret is refused and nothing is stored.
+ */
+function refuseLiteralSecrets(input: { command_json: string[]; resume_json?: string[] }): void {
+  for (const field of ['command_json', 'resume_json'] as const) {
+    const i = (input[field] ?? []).findIndex((arg) => containsSecret(arg));
+    if (i >= 0) {
+      throw new AppError('invalid_input', `${field}[${i}]: looks like a secret, and templates are stored as written; keep it in the agent CLI's own config or a wrapper script`, { field: `${field}[${i}]` });
+    }
+  }
+}
 
 export const unlinkWorker = defineCommand({
   name: 'unlink_worker',

@@ -19,11 +19,15 @@ describe('workers commands', () => {
       else expect(w.reason).toBeTruthy();
     }
     await expect(h.call('link_worker', { name: 'other', command_json: ['x'] })).rejects.toThrow(/command_json: must contain \{prompt\}/);
+    const secret = ['agent', '--api-key', 'sk-proj-AbCdEf0123456789abcdefGHIJklmn', '{prompt}'];
+    await expect(h.call('link_worker', { name: 'leaky', command_json: secret })).rejects.toThrow(/command_json\[2\]: looks like a secret/);
+    await expect(h.call('link_worker', { name: 'leaky', command_json: ['agent', '{prompt}'], resume_json: ['agent', 'password=hunter22', '{session}'] })).rejects.toThrow(/resume_json\[1\]/);
     await expect(h.call('link_worker', { name: 'codex', command_json: ['x', '{prompt}'] })).rejects.toThrow(/built-in/);
     await h.call('unlink_worker', { name: 'myagent' });
     await expect(h.call('unlink_worker', { name: 'myagent' })).rejects.toThrow(/no linked worker "myagent"/);
     const after = (await h.call('list_workers')).workers.map((w: { name: string }) => w.name);
     expect(after).not.toContain('myagent');
     expect(after).not.toContain('other');
+    expect(after).not.toContain('leaky');
   }, 60_000);
 });
