@@ -7,7 +7,11 @@ import { chainReviews } from '../orchestration/review.js';
 import { createTasks } from '../tasks/create.js';
 import { MAX_OBJECTIVE_BYTES, noNul, TASK_ID, taskInputSchema } from '../tasks/schema.js';
 import { createContext, presentTask } from './tasks.js';
-import { defineCommand, runCommand } from './table.js';
+import { getTaskDiff } from './isolation.js';
+import { defineCommand, runCommand, type CommandDef } from './table.js';
+
+/** The one command a comparison report runs for each candidate (the same validation as every face). */
+const DIFF_TABLE: ReadonlyMap<string, CommandDef> = new Map([getTaskDiff as CommandDef].map((c) => [c.name, c]));
 
 // Every process that loads the command table (CLI, MCP, HTTP, desktop) may lead the scheduler: each
 // must turn completed plans into child tasks.
@@ -96,12 +100,9 @@ export const compareReportCommand = defineCommand({
   input: z.strictObject({ id: TASK_ID }),
   readOnly: true,
   async handler(ctx, input) {
-    // Loaded at call time: the table module imports this one.
-    const { COMMANDS } = await import('./index.js');
     const diffOf = async (id: string) => {
-      if (!COMMANDS.has('get_task_diff')) return null;
       try {
-        return await runCommand(COMMANDS, ctx, 'get_task_diff', { id });
+        return await runCommand(DIFF_TABLE, ctx, 'get_task_diff', { id });
       } catch (e) {
         if (isAppError(e)) return { error: e.toJSON() };
         throw e;
