@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { loadConfig } from '../../main/core/config.js';
 import { Engine, type EngineOptions } from '../../main/engine.js';
 import { COMMANDS } from '../../main/commands/index.js';
 import { runCommand, type CommandContext, type Face } from '../../main/commands/table.js';
@@ -35,6 +36,8 @@ export interface TestHome {
   repo: string;
   engine: Engine;
   call: (name: string, input?: unknown, face?: Face) => Promise<any>;
+  /** Write the home's config.toml (what CLI processes read) and load it into this engine too. */
+  configure: (toml: string) => void;
   cleanup: () => void;
 }
 
@@ -54,6 +57,10 @@ export function makeHome(opts: Omit<EngineOptions, 'home'> = {}): TestHome {
     repo,
     engine,
     call,
+    configure: (toml: string) => {
+      writeFileSync(engine.home.config, toml);
+      engine.config = loadConfig(engine.home.config);
+    },
     cleanup: () => {
       engine.close();
       cleanup();

@@ -1,6 +1,4 @@
-import { writeFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../main/core/config.js';
 import { startSchedulerService, type SchedulerService } from '../../main/scheduler/service.js';
 import { waitTasks } from '../../main/scheduler/wait.js';
 import { getTask } from '../../main/store/tasks.js';
@@ -10,8 +8,7 @@ let h: TestHome;
 let svc: SchedulerService | null = null;
 beforeEach(() => {
   h = makeHome();
-  writeFileSync(h.engine.home.config, '[scheduler]\nmax_concurrency = 1\n');
-  h.engine.config = loadConfig(h.engine.home.config);
+  h.configure('[scheduler]\nmax_concurrency = 1\n');
 });
 afterEach(async () => {
   await svc?.stop();

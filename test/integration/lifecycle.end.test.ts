@@ -2,7 +2,6 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../main/core/config.js';
 import { startSchedulerService, type SchedulerService } from '../../main/scheduler/service.js';
 import { waitTasks } from '../../main/scheduler/wait.js';
 import { getTask } from '../../main/store/tasks.js';
@@ -17,8 +16,7 @@ let h: TestHome;
 let svc: SchedulerService | null = null;
 beforeEach(() => {
   h = makeHome();
-  writeFileSync(h.engine.home.config, '[scheduler]\nkill_grace_ms = 300\n');
-  h.engine.config = loadConfig(h.engine.home.config);
+  h.configure('[scheduler]\nkill_grace_ms = 300\n');
 });
 afterEach(async () => {
   // Kill leftovers first, so a failed assertion cannot leave stop() waiting on them.

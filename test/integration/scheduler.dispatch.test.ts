@@ -1,4 +1,3 @@
-import { writeFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startSchedulerService, type SchedulerService } from '../../main/scheduler/service.js';
 import { waitTasks } from '../../main/scheduler/wait.js';
@@ -52,8 +51,7 @@ describe('scheduler dispatch', () => {
   });
 
   it('runs higher priority first and round-robins across roots of equal priority', async () => {
-    writeFileSync(h.engine.home.config, '[scheduler]\nmax_concurrency = 1\n');
-    h.engine.config = (await import('../../main/core/config.js')).loadConfig(h.engine.home.config);
+    h.configure('[scheduler]\nmax_concurrency = 1\n');
     const low = await h.call('delegate_batch', { tasks: [0, 1, 2].map((i) => ({ objective: `a${i}`, workspace: h.repo })) });
     const other = await h.call('delegate_batch', { tasks: [0, 1, 2].map((i) => ({ objective: `b${i}`, workspace: h.repo })) });
     const urgent = await h.call('delegate_task', { objective: 'urgent', workspace: h.repo, priority: 99 });

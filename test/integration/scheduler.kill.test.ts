@@ -1,7 +1,6 @@
-import { writeFileSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../main/core/config.js';
 import { startSchedulerService, type SchedulerService } from '../../main/scheduler/service.js';
 import { waitTasks } from '../../main/scheduler/wait.js';
 import { listEvents } from '../../main/store/events.js';
@@ -14,8 +13,7 @@ let h: TestHome;
 let svc: SchedulerService | null = null;
 beforeEach(() => {
   h = makeHome();
-  writeFileSync(h.engine.home.config, '[scheduler]\nkill_grace_ms = 300\n');
-  h.engine.config = loadConfig(h.engine.home.config);
+  h.configure('[scheduler]\nkill_grace_ms = 300\n');
 });
 afterEach(async () => {
   await svc?.stop();

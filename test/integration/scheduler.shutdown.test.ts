@@ -2,7 +2,6 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../main/core/config.js';
 import { currentLease } from '../../main/scheduler/lease.js';
 import { SAME_SIGNAL_MS } from '../../main/scheduler/shutdown.js';
 import { getTask } from '../../main/store/tasks.js';
@@ -14,8 +13,7 @@ let h: TestHome;
 const children: ChildProcess[] = [];
 beforeEach(() => {
   h = makeHome();
-  writeFileSync(h.engine.home.config, '[scheduler]\nkill_grace_ms = 300\n');
-  h.engine.config = loadConfig(h.engine.home.config);
+  h.configure('[scheduler]\nkill_grace_ms = 300\n');
 });
 afterEach(async () => {
   for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');

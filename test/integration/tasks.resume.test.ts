@@ -2,7 +2,6 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../main/core/config.js';
 import { releaseWorkspace } from '../../main/isolation/workspace.js';
 import { SAME_SIGNAL_MS } from '../../main/scheduler/shutdown.js';
 import { listEvents } from '../../main/store/events.js';
@@ -15,8 +14,7 @@ let h: TestHome;
 const children: ChildProcess[] = [];
 beforeEach(() => {
   h = makeHome();
-  writeFileSync(h.engine.home.config, '[scheduler]\nkill_grace_ms = 300\nlease_ttl_ms = 1000\n');
-  h.engine.config = loadConfig(h.engine.home.config);
+  h.configure('[scheduler]\nkill_grace_ms = 300\nlease_ttl_ms = 1000\n');
 });
 afterEach(() => {
   for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
