@@ -8,6 +8,7 @@ import { globals, withEngine } from './context.js';
 import { err, out, printJson } from './output.js';
 import { AppError } from '../core/errors.js';
 import { parseIntOption } from './tasks.js';
+import { followEvents, type FollowOptions } from '../lib/follow.js';
 
 function eventLine(e: EventRow): string {
   const time = new Date(e.ts).toISOString().slice(11, 23);
@@ -23,53 +24,24 @@ interface EventPage {
   more: boolean;
 }
 
-type Caller = (name: string, input?: unknown) => Promise<unknown>;
-
-/** Print every matching event after `cursor`, page by page; returns the new cursor. */
-async function printAll(call: Caller, filter: object, cursor: number, print: (e: EventRow) => void): Promise<number> {
-  for (;;) {
-    const page = (await call('get_events', { ...filter, cursor, limit: 1000 })) as EventPage;
-    page.events.forEach(print);
-    cursor = page.cursor;
-    if (!page.more) return cursor;
-  }
-}
-
 /**
- * Run `pull` after every change to the database (this process's or another's) until Ctrl-C or SIGTERM.
- * Pulls never overlap (one that is asked for meanwhile runs right after), so no event prints twice.
+ * Print new events (the library's follower: this process's writes at once, other processes' by polling)
+ * until Ctrl-C or SIGTERM, then exit 0.
  */
-async function followEvents(engine: Engine, pull: () => Promise<void>): Promise<void> {
+async function followUntilSignal(engine: Engine, opts: FollowOptions, print: (e: EventRow) => void): Promise<void> {
   // The engine's poll timer is unref'd; without a handle of our own Node sees nothing pending, abandons
-  // this await and exits with 13 ("unsettled top-level await") about a second in.
+  // the await and exits with 13 ("unsettled top-level await") about a second in.
   const keepAlive = setInterval(() => {}, 1 << 30);
-  let running: Promise<void> | null = null;
-  let again = false;
+  const stop = new AbortController();
+  const onSignal = () => stop.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
   try {
-    await new Promise<void>((resolveDone, rejectDone) => {
-      const kick = (): void => {
-        if (running) {
-          again = true;
-          return;
-        }
-        again = false;
-        running = pull().then(
-          () => {
-            running = null;
-            if (again) kick();
-          },
-          (e: unknown) => rejectDone(e),
-        );
-      };
-      const stop = () => resolveDone();
-      process.once('SIGINT', stop);
-      process.once('SIGTERM', stop);
-      engine.events.on('change', kick);
-      engine.watch();
-      kick(); // what arrived between the first page and the watch
-    });
+    for await (const e of followEvents(engine, () => false, { ...opts, signal: stop.signal })) print(e);
   } finally {
     clearInterval(keepAlive);
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
   }
   process.exitCode = 0;
 }
@@ -122,12 +94,13 @@ export function registerSystemCommands(program: Command): void {
         const fromStart = o.after !== undefined;
         const page = (await call('get_events', { ...filter, cursor: o.after ?? 0, before: o.before, newest: !fromStart, limit: o.limit })) as EventPage;
         page.events.forEach(print);
-        let cursor = page.cursor;
+        const cursor = page.cursor;
         if (page.more && fromStart) err(`… more events after ${cursor}: continue with --after ${cursor} (or raise --limit)`);
         else if (page.more) err(`… earlier events not shown: page back with --before ${page.events[0].seq} (or raise --limit; --after 0 reads from the start)`);
         if (!o.follow) return;
-        if (fromStart && page.more) cursor = await printAll(call, filter, cursor, print);
-        await followEvents(ctx.engine, () => printAll(call, filter, cursor, print).then((c) => void (cursor = c)));
+        // The follower replays what is left after this page (all of it, when reading from a cursor), then waits.
+        const task = o.task ? ((await call('get_task', { id: o.task })) as { task: { id: string; rootId: string } }).task : null;
+        await followUntilSignal(ctx.engine, { after: page.cursor, taskId: o.tree ? undefined : task?.id, rootId: o.tree ? task?.rootId : undefined }, print);
       });
     });
 
