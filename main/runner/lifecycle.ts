@@ -174,9 +174,10 @@ export async function sweepTrees(trees: Tree[], graceMs: number): Promise<number
   const groupsDone = trees.map(() => false);
   let scan = scanTrees(trees);
   const deadline = Date.now() + graceMs;
-  while (!isEmpty(scan) && Date.now() < deadline) {
+  // Most trees are gone a few ms after SIGTERM: look again soon, then back off (each scan reads /proc).
+  for (let wait = 10; !isEmpty(scan) && Date.now() < deadline; wait = Math.min(wait * 2, 100)) {
     signalScan(trees, scan, 'SIGTERM', seen, groupsDone, true);
-    await sleep(Math.max(1, Math.min(100, deadline - Date.now())));
+    await sleep(Math.max(1, Math.min(wait, deadline - Date.now())));
     scan = scanTrees(trees);
   }
   // SIGKILL cannot be ignored; a few rounds catch what was forked between a scan and its signal.
