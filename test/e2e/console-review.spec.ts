@@ -114,7 +114,6 @@ test.describe('review page', () => {
   for (const width of WIDTHS) {
     for (const theme of ['light', 'dark'] as const) {
       test(`the diff is readable in the ${theme} theme at ${width} px`, async ({ page, lw, shot }) => {
-        test.skip(!lw.commands.has('get_task_diff'), 'get_task_diff is not in the command table');
         await openAt(page, lw.url, `#/tasks/${diffTask}`, width, theme);
         await page.locator('button[data-action=diff]').click();
         await expect(page.locator('.d2h-wrapper')).toBeVisible();

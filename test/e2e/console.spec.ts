@@ -58,8 +58,6 @@ test('cancel a running task from its page', async ({ page, lw }) => {
 });
 
 test('open a diff', async ({ page, lw, shot }) => {
-  if (!lw.commands.has('get_task_diff')) process.stderr.write('skipping diff test: get_task_diff is not in the command table yet\n');
-  test.skip(!lw.commands.has('get_task_diff'), 'get_task_diff is not in the command table yet');
   const { task } = await lw.call('delegate_task', {
     objective: 'write a file',
     name: 'diff task',
