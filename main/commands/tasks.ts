@@ -111,11 +111,13 @@ export const listTasksCommand = defineCommand({
   readOnly: true,
   handler(ctx, input): { tasks: (TaskSummary | PresentedTask)[]; has_more: boolean; cursor: string | null } {
     const query = { status: input.status, rootId: input.root_id, search: input.search };
-    const page = listTasks(ctx.engine.db, { ...query, limit: input.limit, before: input.cursor });
+    // One row past the page tells whether more exist, without a second query.
+    const rows = listTasks(ctx.engine.db, { ...query, limit: input.limit + 1, before: input.cursor });
+    const page = rows.slice(0, input.limit);
     const show = (t: Task): TaskSummary | PresentedTask => (input.detail ? presentTask(ctx, t) : summarizeTask(t, upstreamApprovals(ctx, t)));
     const tasks = ctx.face === 'mcp' ? takeWithin(page, show) : page.map(show);
     const last = tasks.at(-1)?.id;
-    const hasMore = last !== undefined && (tasks.length < page.length || listTasks(ctx.engine.db, { ...query, limit: 1, before: last }).length > 0);
+    const hasMore = last !== undefined && (tasks.length < page.length || rows.length > page.length);
     return { tasks, has_more: hasMore, cursor: hasMore ? last! : null };
   },
 });

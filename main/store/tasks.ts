@@ -220,7 +220,8 @@ export function listTasks(db: Db, q: ListTasksQuery = {}): Task[] {
     where.push('id < ?');
     args.push(q.before);
   }
-  const limit = Math.min(Math.max(q.limit ?? 100, 1), 10_000);
+  // 10,000 a page, plus the one row past it that tells a caller whether more exist.
+  const limit = Math.min(Math.max(q.limit ?? 100, 1), 10_001);
   const sql = `SELECT * FROM tasks ${where.length ? 'WHERE ' + where.join(' AND ') : ''} ORDER BY id DESC LIMIT ?`;
   const rows = prep(db, sql).all(...args, limit) as TaskRow[];
   if (rows.length === 0) return [];
