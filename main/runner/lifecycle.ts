@@ -66,6 +66,12 @@ export interface Tree {
   pid: number;
   startTime: string | null;
   marker: Record<string, string> | null;
+  /**
+   * Linux: only processes started at or after this many clock ticks since boot can carry the marker (a
+   * tree that was just run: whatever it started is younger than its leader), so older processes' environments
+   * are not read. Unset (takeover): every process is checked.
+   */
+  markerSince?: number;
 }
 
 interface Scan {
@@ -109,7 +115,8 @@ function scanTrees(trees: Tree[]): Scan {
       }
       if (isSameProcess(t.pid, t.startTime)) for (const d of descendantsIn(procs, t.pid)) found.add(d);
     }
-    if (t.marker) for (const p of procs) if (!found.has(p.pid) && carries(p.pid, t.marker)) found.add(p.pid);
+    const since = t.markerSince ?? 0;
+    if (t.marker) for (const p of procs) if (p.start >= since && !found.has(p.pid) && carries(p.pid, t.marker)) found.add(p.pid);
     found.delete(process.pid);
     found.delete(1);
     members[i] = [...found];
@@ -258,6 +265,8 @@ export async function runTree(command: string, args: string[], opts: RunTreeOpti
   const tree: Tree = { pid, startTime: null, marker: markerOf(opts.env) };
   let hookError: unknown = null;
   if (pid > 0) tree.startTime = processStartTime(pid);
+  // Everything this run starts is younger than its leader: a sweep need not read older processes' environments.
+  if (tree.startTime !== null && process.platform === 'linux') tree.markerSince = Number(tree.startTime);
   if (opts.onStdout) child.stdout?.on('data', opts.onStdout);
   else child.stdout?.resume();
   if (opts.onStderr) child.stderr?.on('data', opts.onStderr);

@@ -62,6 +62,8 @@ export interface ProcEntry {
   ppid: number;
   /** Process group id. */
   pgrp: number;
+  /** Start time in clock ticks since boot (the number `processStartTime` gives as a string). */
+  start: number;
 }
 
 /** Every live (non-zombie) process visible in /proc, with parent and group. Linux only; empty elsewhere. */
@@ -73,7 +75,7 @@ export function listProcesses(): ProcEntry[] {
     try {
       const f = statFields(readFileSync(`/proc/${entry}/stat`, 'utf8'));
       if (f[0] === 'Z' || f[0] === 'X') continue;
-      out.push({ pid: Number(entry), ppid: Number(f[1]), pgrp: Number(f[2]) });
+      out.push({ pid: Number(entry), ppid: Number(f[1]), pgrp: Number(f[2]), start: Number(f[19]) });
     } catch {
       // raced with an exiting process
     }
