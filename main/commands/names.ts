@@ -35,6 +35,8 @@ export const COMMAND_NAMES = [
   'list_context_packs',
   'get_context_pack',
   'followup_task',
+  'answer_task',
+  'list_requests',
 ] as const;
 
 export type CommandName = (typeof COMMAND_NAMES)[number];

@@ -19,6 +19,7 @@ import { recordPrompt } from '../cachelab/prompt-record.js';
 import { buildFollowUpPrompt, buildPrompt, buildRepairPrompt, buildResumePrompt, freshAfterInterruptNote, freshFollowUpNote } from './prompt.js';
 import { treeMarkerEnv } from './lifecycle.js';
 import { runTurn, type TurnResult } from './turn.js';
+import { checkTurnForInput, MAX_DENIALS_PER_ATTEMPT, permissionServerFor, runBudget, stopForInput, WaitForInput } from './input-requests.js';
 
 export interface RunContext {
   engine: Engine;
@@ -65,9 +66,12 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
   const stored = getTask(engine.db, taskId);
   if (!stored) return 'failed';
   const task = unsealTask(engine.db, engine.home.root, stored);
+  const resume = resumeRequestOf(engine.db, task);
+  // An answered request continues the same run: its timeout keeps counting from where it paused.
+  const budget = runBudget(ctx.signal, task, resume);
+  ctx = { ...ctx, signal: budget.signal };
   try {
     const adapter = resolveAdapter(engine, task.worker);
-    const resume = resumeRequestOf(engine.db, task);
     const ws = await prepareWorkspace(engine, task, ctx.signal, { keepWorktree: resume !== null });
     checkAbort(ctx);
     const runDir = join(engine.home.artifacts, task.id, `attempt-${task.attempt}`);
@@ -91,10 +95,14 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
         ...treeMarkerEnv(engine.home.root, task.id, task.attempt),
         ...ws.env,
       }),
+      permissionServer: permissionServerFor(engine, adapter, task),
     };
     engine.write(() => recordPrompt(engine, task, prompt, baseTurn));
 
-    let turn = await runWorkerTurn(ctx, adapter, resume ? resumedTurn(engine, adapter, baseTurn, resume, ws.kept === true) : baseTurn, 'starting');
+    const first = resume ? resumedTurn(engine, adapter, baseTurn, resume, ws.kept === true) : baseTurn;
+    // Later turns of this attempt continue the session where it lives (a resumed one: its own runDir).
+    const sessionTurn = { ...baseTurn, runDir: first.runDir };
+    let turn = await runWorkerTurn(ctx, adapter, first, 'starting');
     let repairsLeft = engine.config.verify.auto_repair;
     for (;;) {
       engine.write(() => transition(engine.db, task.id, 'running', 'verifying', { reason: 'worker finished' }));
@@ -113,7 +121,7 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
       }
       repairsLeft--;
       engine.write(() => transition(engine.db, task.id, 'verifying', 'running', { reason: 'auto-repair: verification failed', event: { repairsLeft } }));
-      turn = await runWorkerTurn(ctx, adapter, { ...baseTurn, prompt: buildRepairPrompt(failures.slice(-8000)), resumeSessionId: turn.sessionId }, 'running');
+      turn = await runWorkerTurn(ctx, adapter, { ...sessionTurn, prompt: buildRepairPrompt(failures.slice(-8000)), resumeSessionId: turn.sessionId }, 'running');
     }
 
     const parsed = parseResult(task.kind, turn.finalText);
@@ -128,7 +136,13 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
     });
     return 'completed';
   } catch (err) {
+    if (err instanceof WaitForInput && !ctx.signal.aborted) {
+      stopForInput(engine, task, err.request);
+      return 'waiting_input';
+    }
     return finishWithError(ctx, task, err);
+  } finally {
+    budget.dispose();
   }
 }
 
@@ -158,17 +172,34 @@ function resumedTurn(engine: Engine, adapter: WorkerAdapter, base: WorkerTurn, r
       ...(why ? { reason: `${why}; starting a fresh session${keptWorktree ? ' in the same worktree' : ''}` } : {}),
     }),
   );
-  if (followUp) {
+  if (why && followUp) {
     const message = unsealText(engine.db, task.id, followUpKey(task.attempt), followUp.message);
-    if (why) return { ...base, prompt: base.prompt + freshFollowUpNote({ message, previous: followUp.previous, kind: task.kind }) };
-    return { ...base, prompt: buildFollowUpPrompt({ message, kind: task.kind }), resumeSessionId: resume.sessionId };
+    return { ...base, prompt: base.prompt + freshFollowUpNote({ message, previous: followUp.previous, kind: task.kind }) };
   }
   if (why) return { ...base, prompt: base.prompt + freshAfterInterruptNote(task.kind) };
-  return { ...base, prompt: buildResumePrompt({ interruptedBy: resume.interruptedBy, kind: task.kind }), resumeSessionId: resume.sessionId };
+  // The CLI keeps the session in the config home of the turn that started it: continue it there.
+  const session = { resumeSessionId: resume.sessionId, runDir: sessionRunDir(engine, task.id, resume.sessionId!) ?? base.runDir };
+  if (followUp) {
+    const message = unsealText(engine.db, task.id, followUpKey(task.attempt), followUp.message);
+    return { ...base, ...session, prompt: buildFollowUpPrompt({ message, kind: task.kind }) };
+  }
+  return { ...base, ...session, prompt: buildResumePrompt({ interruptedBy: resume.interruptedBy, kind: task.kind }) };
 }
 
-/** One worker turn, with the task moved to running once the process exists. */
-async function runWorkerTurn(ctx: RunContext, adapter: WorkerAdapter, turn: WorkerTurn, from: 'starting' | 'running'): Promise<TurnResult> {
+/** The runDir of the turn that started (or last ran) a native session: where the CLI keeps it. */
+function sessionRunDir(engine: Engine, taskId: string, sessionId: string): string | null {
+  const row = engine.db
+    .prepare(`SELECT json_extract(payload, '$.runDir') AS d FROM events WHERE task_id = ? AND type = 'worker.started' AND json_extract(payload, '$.sessionId') = ? AND json_extract(payload, '$.runDir') IS NOT NULL ORDER BY seq DESC LIMIT 1`)
+    .get(taskId, sessionId) as { d: string } | undefined;
+  return row?.d ?? null;
+}
+
+/**
+ * One worker turn, with the task moved to running once the process exists. A turn that asked a person
+ * throws WaitForInput; one whose ask the policy denied gets the denial in the same session (at most
+ * MAX_DENIALS_PER_ATTEMPT times).
+ */
+async function runWorkerTurn(ctx: RunContext, adapter: WorkerAdapter, turn: WorkerTurn, from: 'starting' | 'running', denials = 0): Promise<TurnResult> {
   const { engine } = ctx;
   const id = turn.task.id;
   const result = await runTurn(adapter, turn, {
@@ -182,9 +213,18 @@ async function runWorkerTurn(ctx: RunContext, adapter: WorkerAdapter, turn: Work
         engine.db.prepare('UPDATE attempts SET status = ?, pid = ?, pid_start = ? WHERE task_id = ? AND attempt = ?').run('running', pid, startTime, id, turn.task.attempt);
       });
     },
-    onEvents: (events) => persistEvents(engine, id, events),
+    onEvents: (events) => persistEvents(engine, id, events.map((e) => (e.type === 'worker.started' ? { ...e, runDir: turn.runDir } : e))),
   });
   if (result.aborted) throw abortError(result.aborted);
+  if (from === 'starting' && getTask(engine.db, id)?.status === 'starting') {
+    // The worker ended before its spawn was recorded as running (very fast process); record it now.
+    engine.write(() => transition(engine.db, id, 'starting', 'running', { reason: 'worker spawned' }));
+  }
+  const denied = checkTurnForInput(engine, turn, result);
+  if (denied !== null) {
+    if (denials >= MAX_DENIALS_PER_ATTEMPT) throw new StopTask('failed', 'request_denied', `the worker kept asking for what the policy denies (${denials} denials this attempt)`);
+    return runWorkerTurn(ctx, adapter, { ...turn, prompt: denied, resumeSessionId: result.sessionId }, 'running', denials + 1);
+  }
   if (!result.ok) {
     const code = result.error?.code ?? 'worker_failed';
     if (code === 'rate_limited') ctx.onRateLimit?.(adapter.name);
@@ -192,10 +232,6 @@ async function runWorkerTurn(ctx: RunContext, adapter: WorkerAdapter, turn: Work
     throw new StopTask('failed', code, detail);
   }
   ctx.onWorkerOk?.(adapter.name);
-  if (from === 'starting' && getTask(engine.db, id)?.status === 'starting') {
-    // The worker ended before its spawn was recorded as running (very fast process); record it now.
-    engine.write(() => transition(engine.db, id, 'starting', 'running', { reason: 'worker spawned' }));
-  }
   return result;
 }
 

@@ -7,6 +7,7 @@ import { countByStatus } from '../store/tasks.js';
 import { currentLease, releaseLease, renewLease, tryAcquireLease, type Lease } from './lease.js';
 import { workCounts } from './idle.js';
 import { recoverOrphans } from './recovery.js';
+import { sweepExpiredRequests } from './request-expiry.js';
 import { Scheduler, type RunningTask } from './scheduler.js';
 
 export type { RunningTask };
@@ -116,6 +117,13 @@ class Service extends EventEmitter implements SchedulerService {
         return;
       }
       if (!ok) await this.loseLeadership();
+      else {
+        try {
+          sweepExpiredRequests(this.engine);
+        } catch {
+          // database busy: the next beat sweeps again
+        }
+      }
       return;
     }
     if (this.draining) return;

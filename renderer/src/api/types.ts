@@ -22,4 +22,7 @@ export const STATUS_LIST = [
   'cancelled',
   'blocked',
   'orphaned',
+  'waiting_input',
+  'paused',
+  'rejected',
 ] as const;
