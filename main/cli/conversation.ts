@@ -31,6 +31,53 @@ export function registerConversationCommands(program: Command): void {
       });
     });
 
+  for (const [name, command, description] of [
+    ['pause', 'pause_task', 'pause a queued task, or one waiting for an answer (its request stops expiring)'],
+    ['resume', 'resume_task', 'resume a paused task where it was'],
+    ['reverify', 'reverify_task', 'run the verify commands of a task again (no worker turn)'],
+  ] as const) {
+    program
+      .command(name)
+      .description(description)
+      .argument('<id>', 'task id (or a unique prefix of 6+ characters)')
+      .option('--json')
+      .action(async (id: string, o, cmd: Command) => {
+        await withEngine(cmd, async (call) => {
+          const r = await call(command, { id });
+          if (o.json) printJson(r);
+          else out(`${r.task.id}  ${r.task.status}  attempt ${r.task.attempt}`);
+        });
+      });
+  }
+
+  program
+    .command('reject')
+    .description("reject a completed task's change (its worktree stays until prune)")
+    .argument('<id>', 'task id (or a unique prefix of 6+ characters)')
+    .option('--reason <text>')
+    .option('--json')
+    .action(async (id: string, o, cmd: Command) => {
+      await withEngine(cmd, async (call) => {
+        const r = await call('reject_task', { id, reason: o.reason });
+        if (o.json) printJson(r);
+        else out(`${r.task.id}  ${r.task.status}`);
+      });
+    });
+
+  program
+    .command('redirect')
+    .description("replace a task's objective (a running worker gets it at its next turn)")
+    .argument('<id>', 'task id (or a unique prefix of 6+ characters)')
+    .argument('<objective...>', 'the new objective')
+    .option('--json')
+    .action(async (id: string, words: string[], o, cmd: Command) => {
+      await withEngine(cmd, async (call) => {
+        const r = await call('redirect_task', { id, objective: words.join(' ') });
+        if (o.json) printJson(r);
+        else out(`${r.task.id}  ${r.task.status}  (objective replaced)`);
+      });
+    });
+
   program
     .command('answer')
     .description("answer a waiting task's question (text) or permission request (--allow / --deny)")

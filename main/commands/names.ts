@@ -35,6 +35,11 @@ export const COMMAND_NAMES = [
   'list_context_packs',
   'get_context_pack',
   'followup_task',
+  'pause_task',
+  'resume_task',
+  'reject_task',
+  'reverify_task',
+  'redirect_task',
   'answer_task',
   'list_requests',
 ] as const;

@@ -2,7 +2,8 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { isAppError } from '../core/errors.js';
 import type { Engine } from '../engine.js';
-import { inspectChanges, prepareWorkspace, runVerification, type VerifyReport } from '../isolation/workspace.js';
+import { inspectChanges, prepareWorkspace, runVerification, type PreparedWorkspace, type VerifyReport } from '../isolation/workspace.js';
+import { takeRedirect } from '../tasks/controls.js';
 import { appendEvent } from '../store/events.js';
 import { getTask, updateTaskFields } from '../store/tasks.js';
 import { followUpKey } from '../tasks/followup.js';
@@ -16,7 +17,7 @@ import { resolveAdapter } from '../workers/registry.js';
 import { resolveRoute } from '../workers/routing.js';
 import { parseResult, resultJsonSchema } from '../workers/result-schemas.js';
 import { recordPrompt } from '../cachelab/prompt-record.js';
-import { buildFollowUpPrompt, buildPrompt, buildRepairPrompt, buildResumePrompt, freshAfterInterruptNote, freshFollowUpNote } from './prompt.js';
+import { buildFollowUpPrompt, buildPrompt, buildRedirectPrompt, buildRepairPrompt, buildResumePrompt, freshAfterInterruptNote, freshFollowUpNote } from './prompt.js';
 import { treeMarkerEnv } from './lifecycle.js';
 import { runTurn, type TurnResult } from './turn.js';
 import { checkTurnForInput, MAX_DENIALS_PER_ATTEMPT, permissionServerFor, runBudget, stopForInput, WaitForInput } from './input-requests.js';
@@ -74,6 +75,7 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
     const adapter = resolveAdapter(engine, task.worker);
     const ws = await prepareWorkspace(engine, task, ctx.signal, { keepWorktree: resume !== null });
     checkAbort(ctx);
+    if (resume?.reverify) return await reverifyOnly(ctx, task, ws);
     const runDir = join(engine.home.artifacts, task.id, `attempt-${task.attempt}`);
     mkdirSync(runDir, { recursive: true });
     const route = resolveRoute(engine.config, task);
@@ -99,7 +101,9 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
     };
     engine.write(() => recordPrompt(engine, task, prompt, baseTurn));
 
-    const first = resume ? resumedTurn(engine, adapter, baseTurn, resume, ws.kept === true) : baseTurn;
+    let first = resume ? resumedTurn(engine, adapter, baseTurn, resume, ws.kept === true) : baseTurn;
+    // A redirect made while the task waited: a fresh prompt already states it; a session is told.
+    if (engine.write(() => takeRedirect(engine.db, task.id)) && first.resumeSessionId) first = { ...first, prompt: buildRedirectPrompt(task.objective) + '\n' + first.prompt };
     // Later turns of this attempt continue the session where it lives (a resumed one: its own runDir).
     const sessionTurn = { ...baseTurn, runDir: first.runDir };
     let turn = await runWorkerTurn(ctx, adapter, first, 'starting');
@@ -115,7 +119,7 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
       const verify: VerifyReport = await runVerification(engine, task, ws, ctx.signal);
       checkAbort(ctx);
       if (verify.ok) break;
-      const failures = verify.results.filter((r) => r.exitCode !== 0).map((r) => `$ ${Array.isArray(r.command) ? r.command.join(' ') : r.command}\n(exit ${r.exitCode}${r.timedOut ? ', timed out' : ''})\n${r.outputTail}`).join('\n\n');
+      const failures = failureText(verify);
       if (repairsLeft <= 0 || !turn.sessionId) {
         throw new StopTask('failed', 'verification_failed', `verification failed${repairsLeft <= 0 ? '' : ' and the worker has no session to repair in'}:\n${failures.slice(-2000)}`);
       }
@@ -144,6 +148,26 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
   } finally {
     budget.dispose();
   }
+}
+
+function failureText(verify: VerifyReport): string {
+  return verify.results.filter((r) => r.exitCode !== 0).map((r) => `$ ${Array.isArray(r.command) ? r.command.join(' ') : r.command}\n(exit ${r.exitCode}${r.timedOut ? ', timed out' : ''})\n${r.outputTail}`).join('\n\n');
+}
+
+/** `reverify`: the attempt runs no worker turn, only the change inspection and the verify commands. */
+async function reverifyOnly(ctx: RunContext, task: Task, ws: PreparedWorkspace): Promise<TaskStatus> {
+  const { engine } = ctx;
+  engine.write(() => transition(engine.db, task.id, 'starting', 'verifying', { reason: 'reverify: verification only, no worker turn' }));
+  const changes = await inspectChanges(engine, task, ws);
+  if (!changes.ok) throw new StopTask('failed', 'boundary_violation', `changes outside the task's boundary: ${changes.violations.join(', ')}`);
+  const verify = await runVerification(engine, task, ws, ctx.signal);
+  checkAbort(ctx);
+  if (!verify.ok) throw new StopTask('failed', 'verification_failed', `verification failed:\n${failureText(verify).slice(-2000)}`);
+  engine.write(() => {
+    transition(engine.db, task.id, 'verifying', 'completed', { reason: 'reverified', fields: { pid: null } });
+    endAttempt(engine, task, 'completed', null);
+  });
+  return 'completed';
 }
 
 /**
@@ -224,6 +248,11 @@ async function runWorkerTurn(ctx: RunContext, adapter: WorkerAdapter, turn: Work
   if (denied !== null) {
     if (denials >= MAX_DENIALS_PER_ATTEMPT) throw new StopTask('failed', 'request_denied', `the worker kept asking for what the policy denies (${denials} denials this attempt)`);
     return runWorkerTurn(ctx, adapter, { ...turn, prompt: denied, resumeSessionId: result.sessionId }, 'running', denials + 1);
+  }
+  // Redirected while this turn ran: the next turn of the same session gets the new objective.
+  if (result.ok && result.sessionId && engine.write(() => takeRedirect(engine.db, id))) {
+    const latest = unsealTask(engine.db, engine.home.root, getTask(engine.db, id)!);
+    return runWorkerTurn(ctx, adapter, { ...turn, prompt: buildRedirectPrompt(latest.objective), resumeSessionId: result.sessionId }, 'running', denials);
   }
   if (!result.ok) {
     const code = result.error?.code ?? 'worker_failed';

@@ -130,6 +130,8 @@ export interface ResumeRequest {
   worktree: string | null;
   /** Set by a follow-up (tasks/followup.ts): the message for the next turn and what came before. */
   followUp?: FollowUpRequest;
+  /** `reverify`: no worker turn, only the verification (tasks/controls.ts). */
+  reverify?: boolean;
 }
 
 /** A follow-up's part of a resume request. */
@@ -152,7 +154,7 @@ export function resumeRequestOf(db: Db, task: Pick<Task, 'id' | 'attempt'>): Res
     | undefined;
   if (!row) return null;
   const p = JSON.parse(row.payload) as { attempt?: number; strategy?: string; resume?: ResumeRequest };
-  return (p.strategy === 'resume' || p.strategy === 'followup' || p.strategy === 'answer') && p.attempt === task.attempt && p.resume ? p.resume : null;
+  return (p.strategy === 'resume' || p.strategy === 'followup' || p.strategy === 'answer' || p.strategy === 'reverify') && p.attempt === task.attempt && p.resume ? p.resume : null;
 }
 
 function retryRoute(config: Config, t: Task, strategy: RetryStrategy): { gateway: string | null; effort: Task['reasoningEffort']; model: string | null } {
