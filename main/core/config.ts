@@ -105,6 +105,8 @@ export const configSchema = z.strictObject({
       approvals: z.boolean().default(true),
       failures: z.boolean().default(true),
       completions: z.boolean().default(false),
+      /** A worker's question or permission request (at once, like approvals). */
+      requests: z.boolean().default(true),
     })
     .prefault({}),
 });
@@ -205,6 +207,7 @@ question = "ask"                # ask | deny: a worker's question
 approvals = true
 failures = true
 completions = false
+requests = true                 # a task's question or permission request
 `;
 
 export function writeDefaultConfig(path: string, force: boolean): boolean {
