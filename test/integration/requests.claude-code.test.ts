@@ -5,33 +5,14 @@ import { parseConfig } from '../../main/core/config.js';
 import { listEvents } from '../../main/store/events.js';
 import { listRequests } from '../../main/store/requests.js';
 import { getTask } from '../../main/store/tasks.js';
-import { startGateway, type Gateway, type TurnContext } from '../fixtures/gateway/index.js';
+import { startGateway, type Gateway } from '../fixtures/gateway/index.js';
+import { PERMISSION_COMMAND, permissionScript } from '../helpers/hitl-scripts.js';
 import { runCli } from '../helpers/cli.js';
 import { makeHome, type TestHome } from '../helpers/env.js';
 import { cliUnavailable } from '../helpers/worker-cli.js';
 
 const KEY_ENV = 'LW_HITL_GATEWAY_KEY';
 const T = 240_000;
-/** A command acceptEdits does not allow on its own: Claude Code asks for it. */
-const COMMAND = `node -e "require('fs').writeFileSync('granted.txt', 'ok')"`;
-
-/**
- * Chosen from what the session already holds (not the turn count, which an interrupted turn may or may
- * not advance): the command first; after a person's answer, the command again (allow) or a final
- * answer (deny); once the command ran, the final answer.
- */
-function script(ctx: TurnContext) {
-  const text = JSON.stringify(ctx.body.messages ?? []);
-  const final = (summary: string) => ({ json: { summary, files_changed: existsSync(join(ctx.cwd ?? '/nonexistent', 'granted.txt')) ? ['granted.txt'] : [], notes: null, escalation: null } });
-  if (text.includes('A person denied your request')) return final('Continued without the command.');
-  if (text.includes('granted.txt') && /tool_result/.test(text) && text.includes('A person allowed')) {
-    // The allowed command has run once its tool_result follows the allow message.
-    const afterAllow = text.slice(text.lastIndexOf('A person allowed'));
-    if (afterAllow.includes('tool_result')) return final('Ran the allowed command.');
-  }
-  return { text: 'Running a command.', tools: [{ shell: COMMAND }] };
-}
-
 describe('Claude Code asks permission through LightWorker (real CLI, scripted gateway)', () => {
   let gw: Gateway;
   let h: TestHome;
@@ -39,7 +20,7 @@ describe('Claude Code asks permission through LightWorker (real CLI, scripted ga
   beforeAll(async () => {
     why = await cliUnavailable('claude');
     gw = await startGateway({ keepBodies: true });
-    gw.addScript('perm', script);
+    gw.addScript('perm', permissionScript);
     h = makeHome({ config: parseConfig({ gateways: { fake: { base_url: `${gw.url}/v1`, key_env: KEY_ENV } }, scheduler: { kill_grace_ms: 500 } }) });
     h.configure(`[gateways.fake]\nbase_url = "${gw.url}/v1"\nkey_env = "${KEY_ENV}"\n[scheduler]\nkill_grace_ms = 500\n`);
   });
@@ -71,10 +52,10 @@ describe('Claude Code asks permission through LightWorker (real CLI, scripted ga
     if (why) ctx.skip();
     const id = await askingTask();
     const [req] = listRequests(h.engine.db, { taskId: id });
-    expect(req).toMatchObject({ kind: 'permission', status: 'pending', tool: 'Bash', command: COMMAND, attempt: 1 });
+    expect(req).toMatchObject({ kind: 'permission', status: 'pending', tool: 'Bash', command: PERMISSION_COMMAND, attempt: 1 });
     // The request shows on every face: CLI, MCP (get_task), HTTP goes through the same table.
-    expect((await cli(['requests'])).stdout).toContain(`Bash: ${COMMAND}`);
-    expect((await h.call('get_task', { id }, 'mcp')).task.needs).toMatchObject({ kind: 'permission', asks: `Bash: ${COMMAND}` });
+    expect((await cli(['requests'])).stdout).toContain(`Bash: ${PERMISSION_COMMAND}`);
+    expect((await h.call('get_task', { id }, 'mcp')).task.needs).toMatchObject({ kind: 'permission', asks: `Bash: ${PERMISSION_COMMAND}` });
     const before = task(id).sessionId;
     expect(before).toBeTruthy();
     const answered = await cli(['answer', id, '--allow']);

@@ -2,23 +2,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../main/core/config.js';
 import { listEvents } from '../../main/store/events.js';
 import { getTask } from '../../main/store/tasks.js';
-import { startGateway, type Gateway, type TurnContext } from '../fixtures/gateway/index.js';
+import { startGateway, type Gateway } from '../fixtures/gateway/index.js';
+import { QUESTION, questionScript } from '../helpers/hitl-scripts.js';
 import { runCli } from '../helpers/cli.js';
 import { makeHome, type TestHome } from '../helpers/env.js';
 import { cliUnavailable } from '../helpers/worker-cli.js';
 
 const KEY_ENV = 'LW_HITL_CODEX_KEY';
 const T = 240_000;
-const QUESTION = 'Should the summary be in English or in French?';
-
-/** Asks first; once the session holds the answer, finishes with it (the answer is in its context). */
-function script(ctx: TurnContext) {
-  const text = JSON.stringify(ctx.body.input ?? ctx.body);
-  const answered = /A person answered:\\n([^\\"]+)/.exec(text);
-  if (answered) return { json: { summary: `Answered in ${answered[1].trim()}.`, findings: [`the person said: ${answered[1].trim()}`], escalation: null } };
-  return { json: { summary: 'Need a decision first.', findings: [], escalation: { type: 'question', text: QUESTION, options: ['English', 'French'], command: null, scope: null, reason: 'the objective does not say' } } };
-}
-
 describe('Codex asks a question through the escalation protocol (real CLI, scripted gateway)', () => {
   let gw: Gateway;
   let h: TestHome;
@@ -26,7 +17,7 @@ describe('Codex asks a question through the escalation protocol (real CLI, scrip
   beforeAll(async () => {
     why = await cliUnavailable('codex');
     gw = await startGateway({ keepBodies: true });
-    gw.addScript('question', script);
+    gw.addScript('question', questionScript);
     h = makeHome({ config: parseConfig({ gateways: { fake: { base_url: `${gw.url}/v1`, key_env: KEY_ENV } } }) });
     h.configure(`[gateways.fake]\nbase_url = "${gw.url}/v1"\nkey_env = "${KEY_ENV}"\n`);
   });
