@@ -122,7 +122,7 @@ console.log(JSON.stringify({ summary: 'wrote c.txt', files_changed: ['c.txt'], n
     const id = r.task.id as string;
     const waiting = await cli(['followup', id, 'hello']);
     expect(waiting.code).toBe(1);
-    expect(waiting.stderr).toMatch(/awaiting_approval; a follow-up goes to a completed, failed, timed_out, cancelled task \[illegal_transition\]/);
+    expect(waiting.stderr).toMatch(/awaiting_approval; a follow-up goes to a completed, failed, timed_out, cancelled, rejected, waiting_input task \[illegal_transition\]/);
     const empty = await cli(['followup', id, ' ']);
     expect(empty.code).toBe(2);
     expect(empty.stderr).toMatch(/message/);
