@@ -147,4 +147,42 @@ describe('questions and permission requests (escalation protocol)', () => {
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/no question or permission request waiting for an answer \[illegal_transition\]/);
   });
+
+  it('a follow-up to a waiting task takes the place of the answer: the request is closed as superseded', async () => {
+    const { id, log } = await asking({ question: 'Which colour?' });
+    await runUntilIdle();
+    expect((await cli(['followup', id, 'never mind the colour, just write b.txt'])).code).toBe(0);
+    expect(listRequests(h.engine.db, { status: ['cancelled'] })[0]).toMatchObject({ taskId: id, answer: 'superseded by a follow-up' });
+    await runUntilIdle();
+    expect(task(id).status).toBe('completed');
+    expect(lines(log)[1].prompt).toContain('never mind the colour, just write b.txt');
+  });
+});
+
+describe('timeouts pause while a task waits', () => {
+  /** A task (timeout 4 s) whose turns each work `turnMs`; the first asks, and a person answers after `waitMs`. */
+  async function run(turnMs: number, waitMs: number) {
+    const r = await h.call('delegate_task', {
+      objective: 'slow', workspace: h.repo, kind: 'execute', mode: 'auto_execute', timeout_s: 4,
+      metadata: { mock: { sleep_ms: turnMs, result: { question: 'go on?' }, followup: { sleep_ms: turnMs, result: { summary: 'done', files_changed: [], notes: null } } } },
+    });
+    const id = r.task.id as string;
+    await runUntilIdle();
+    expect(task(id).status).toBe('waiting_input');
+    await new Promise((res) => setTimeout(res, waitMs));
+    expect((await cli(['answer', id, 'yes'])).code).toBe(0);
+    await runUntilIdle();
+    return task(id);
+  }
+
+  it('the waiting time does not count', async () => {
+    const t = await run(300, 5000);
+    expect(t.status, JSON.stringify(t.error)).toBe('completed');
+  });
+
+  it('the run time before the question does: the continued attempt gets only what is left', async () => {
+    const t = await run(3000, 0);
+    expect(t.status).toBe('timed_out');
+    expect(t.attempt).toBe(2);
+  });
 });
