@@ -130,4 +130,22 @@ console.log(JSON.stringify({ summary: 'wrote c.txt', files_changed: ['c.txt'], n
     expect(unknown).toMatchObject({ code: 'invalid_input', details: { field: 'worker' } });
     expect(task(id)).toMatchObject({ status: 'awaiting_approval', attempt: 1 });
   });
+
+  it('follow-ups do not spend the retry budget; retries do', async () => {
+    h.configure('[scheduler]\nkill_grace_ms = 300\n[limits]\nretry_budget = 1\n');
+    const r = await h.call('delegate_task', { objective: 'fail', workspace: h.repo, kind: 'explore', metadata: { mock: { fail_message: 'boom' } } });
+    const id = r.task.id as string;
+    await runUntilIdle();
+    for (let i = 0; i < 2; i++) {
+      expect(task(id).status).toBe('failed');
+      expect((await cli(['followup', id, `try again ${i}`])).code).toBe(0);
+      await runUntilIdle();
+    }
+    expect(task(id).attempt).toBe(3);
+    expect((await cli(['retry', id])).code).toBe(0);
+    await runUntilIdle();
+    const refused = await cli(['retry', id]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/retry budget of this task tree is used up \(1 of limits.retry_budget = 1\)/);
+  });
 });
