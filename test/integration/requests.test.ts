@@ -1,13 +1,11 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startSchedulerService, type SchedulerService } from '../../main/scheduler/service.js';
 import { waitTasks } from '../../main/scheduler/wait.js';
-import { listEvents } from '../../main/store/events.js';
 import { listRequests } from '../../main/store/requests.js';
-import { getTask } from '../../main/store/tasks.js';
-import { runCli } from '../helpers/cli.js';
 import { makeHome, type TestHome } from '../helpers/env.js';
+import { hitlHarness } from './hitl.helpers.js';
 import { until } from '../helpers/procs.js';
 
 let h: TestHome;
@@ -22,15 +20,8 @@ afterEach(async () => {
   h.cleanup();
 });
 
-const task = (id: string) => getTask(h.engine.db, id)!;
-const events = (id: string, type: string) => listEvents(h.engine.db, { taskId: id, types: [type] }).events;
-const cli = (args: string[]) => runCli(args, { home: h.home, timeoutMs: 60_000 });
-const lines = (path: string) => (existsSync(path) ? readFileSync(path, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)) : []);
 
-async function runUntilIdle(): Promise<void> {
-  const r = await cli(['run', '--until-idle']);
-  expect(r.code, r.stderr).toBe(0);
-}
+const { task, events, cli, lines, runUntilIdle } = hitlHarness(() => h);
 
 /** An execute task whose first turn ends with `ask` as its final answer and whose answered turn finishes. */
 async function asking(ask: unknown, extra: Record<string, unknown> = {}) {

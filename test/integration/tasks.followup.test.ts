@@ -1,12 +1,10 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { followUpTask } from '../../main/tasks/followup.js';
-import { listEvents } from '../../main/store/events.js';
-import { getTask } from '../../main/store/tasks.js';
-import { runCli } from '../helpers/cli.js';
 import { makeHome, type TestHome } from '../helpers/env.js';
+import { hitlHarness } from './hitl.helpers.js';
 
 let h: TestHome;
 beforeEach(() => {
@@ -15,16 +13,9 @@ beforeEach(() => {
 });
 afterEach(() => h.cleanup());
 
-const task = (id: string) => getTask(h.engine.db, id)!;
-const events = (id: string, type: string) => listEvents(h.engine.db, { taskId: id, types: [type] }).events;
-const cli = (args: string[]) => runCli(args, { home: h.home, timeoutMs: 60_000 });
-const lines = (path: string) => (existsSync(path) ? readFileSync(path, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)) : []);
 const gitLog = (dir: string, range: string) => execFileSync('git', ['log', '--format=%s', range], { cwd: dir, encoding: 'utf8' }).trim().split('\n').filter(Boolean);
 
-async function runUntilIdle(): Promise<void> {
-  const r = await cli(['run', '--until-idle']);
-  expect(r.code, r.stderr).toBe(0);
-}
+const { task, events, cli, lines, runUntilIdle } = hitlHarness(() => h);
 
 /** A completed execute task whose first turn writes a.txt and whose follow-up turn writes b.txt. */
 async function completedExecuteTask(promptLog: string) {
