@@ -3,7 +3,9 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startSchedulerService, type SchedulerService } from '../../main/scheduler/service.js';
 import { waitTasks } from '../../main/scheduler/wait.js';
-import { listRequests } from '../../main/store/requests.js';
+import { listRequests, pendingRequestOf } from '../../main/store/requests.js';
+import { enterWaiting, expireRequests, openRequest } from '../../main/requests/requests.js';
+import { transition } from '../../main/tasks/state.js';
 import { makeHome, type TestHome } from '../helpers/env.js';
 import { hitlHarness } from './hitl.helpers.js';
 import { until } from '../helpers/procs.js';
@@ -147,6 +149,25 @@ describe('questions and permission requests (escalation protocol)', () => {
     await runUntilIdle();
     expect(task(id).status).toBe('completed');
     expect(lines(log)[1].prompt).toContain('never mind the colour, just write b.txt');
+  });
+});
+
+describe('request expiry and the turn that asked', () => {
+  it('a request does not expire while the turn that asked is still ending; once the task waits it does', async () => {
+    h.configure('[requests]\nexpiry_s = 1\n');
+    const id = (await h.call('delegate_task', { objective: 'x', workspace: h.repo, kind: 'explore' })).task.id as string;
+    const db = h.engine.db;
+    const req = h.engine.write(() => {
+      transition(db, id, 'queued', 'starting');
+      const t = transition(db, id, 'starting', 'running');
+      return openRequest(db, h.engine.config, t, { kind: 'question', question: 'still there?' });
+    });
+    const later = req.expiresAt + 1;
+    expect(h.engine.write(() => expireRequests(db, later))).toEqual([]);
+    expect(pendingRequestOf(db, id)?.id).toBe(req.id);
+    h.engine.write(() => enterWaiting(db, id, req));
+    expect(h.engine.write(() => expireRequests(db, later))).toEqual([id]);
+    expect(task(id)).toMatchObject({ status: 'failed', error: { code: 'request_expired' } });
   });
 });
 
