@@ -5,6 +5,7 @@ import { AppError } from '../core/errors.js';
 import type { TreeNode, VerificationSummary } from '../commands/tasks.js';
 import { STATUSES, type Task } from '../tasks/types.js';
 import { RETRY_STRATEGIES } from '../tasks/ops.js';
+import { formatRoute, type RouteRecord } from '../workers/route-record.js';
 import { collect, splitList, withEngine } from './context.js';
 import { ago, err, out, printJson, table } from './output.js';
 
@@ -31,7 +32,7 @@ function taskLine(t: Task): string[] {
   return [t.id, t.status, t.kind, t.worker, ago(t.createdAt), t.name];
 }
 
-export function printTask(t: Task & { waitingOn?: string[] }, verification?: VerificationSummary | null): void {
+export function printTask(t: Task & { waitingOn?: string[] }, verification?: VerificationSummary | null, route?: RouteRecord | null): void {
   const lines = [
     `${t.id}  ${t.status}${t.waitingOn?.length ? ` (waiting on approval of ${t.waitingOn.join(', ')})` : ''}`,
     `name:       ${t.name}`,
@@ -41,6 +42,7 @@ export function printTask(t: Task & { waitingOn?: string[] }, verification?: Ver
   ];
   if (t.dependsOn.length) lines.push(`depends on: ${t.dependsOn.join(', ')}`);
   if (t.worktreePath) lines.push(`worktree:   ${t.worktreePath} (${t.branch})`);
+  if (route) lines.push(`route:      ${formatRoute(route)}`);
   if (t.usage.inputTokens || t.usage.outputTokens) {
     lines.push(`usage:      ${t.usage.inputTokens} in (${t.usage.cachedTokens} cached), ${t.usage.outputTokens} out${t.usage.costUsd !== null ? `, $${t.usage.costUsd.toFixed(4)}` : ''}`);
   }
@@ -170,7 +172,7 @@ export function registerTaskCommands(program: Command): void {
       await withEngine(cmd, async (call) => {
         const r = await call('get_task', { id });
         if (o.json) printJson(r);
-        else printTask(r.task, r.verification);
+        else printTask(r.task, r.verification, r.route);
       });
     });
 

@@ -36,7 +36,7 @@ export function registerWorkerCommands(program: Command): void {
             ['worker', 'installed', 'version', 'auth', 'sessions', 'schema', 'sandbox', 'note'],
             r.workers.map((w) => [
               w.name, yesNo(w.installed), w.version ?? '-', yesNo(w.authenticated), yesNo(w.capabilities.sessions), yesNo(w.capabilities.structuredOutput),
-              w.capabilities.sandboxModes.join(',') || '-', w.reason ?? w.authSource ?? w.command ?? '',
+              w.capabilities.sandboxModes.join(',') || '-', w.reason ?? (w.auth.ok ? w.auth.source : `${w.auth.source}: ${w.auth.hint}`),
             ]),
           ),
         );

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { RouteRecord } from '../workers/route-record.js';
 import { AppError } from '../core/errors.js';
 import { listEvents } from '../store/events.js';
 import { listTasks, requireTask } from '../store/tasks.js';
@@ -66,6 +67,13 @@ export interface VerificationSummary {
 }
 
 /** The latest verification run of a task, from its verify.* events (null when none ran). */
+/** The route the task's latest turn used (its last `task.route` event), or null before its first run. */
+export function lastRoute(ctx: CommandContext, id: string): (RouteRecord & { attempt: number }) | null {
+  const { events } = listEvents(ctx.engine.db, { taskId: id, types: ['task.route'], limit: 5000 });
+  const last = events.at(-1);
+  return last ? (last.payload as unknown as RouteRecord & { attempt: number }) : null;
+}
+
 export function lastVerification(ctx: CommandContext, id: string): VerificationSummary | null {
   const { events } = listEvents(ctx.engine.db, { taskId: id, types: ['verify.started', 'verify.command', 'verify.completed'], limit: 5000 });
   const start = events.map((e) => e.type).lastIndexOf('verify.started');
@@ -93,7 +101,7 @@ export const getTask = defineCommand({
   input: z.strictObject({ id: TASK_ID }),
   readOnly: true,
   handler(ctx, input) {
-    return { task: presentTask(ctx, requireTask(ctx.engine.db, input.id)), verification: lastVerification(ctx, input.id) };
+    return { task: presentTask(ctx, requireTask(ctx.engine.db, input.id)), verification: lastVerification(ctx, input.id), route: lastRoute(ctx, input.id) };
   },
 });
 

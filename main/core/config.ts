@@ -14,17 +14,35 @@ const profileSchema = z.strictObject({
   worker: z.string().min(1).optional(),
 });
 
+const ENV_NAME = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name');
+
+/** How a worker authenticates (main/workers/credentials.ts); unset = auto. */
+export const AUTH_MODES = ['login', 'env', 'gateway', 'none'] as const;
+/** How a gateway wants its key: `Authorization: Bearer` or `x-api-key` (unset: the worker's native style). */
+export const GATEWAY_AUTH_STYLES = ['bearer', 'x-api-key'] as const;
+
 const gatewaySchema = z.strictObject({
   base_url: z.string().url(),
   /** Name of the environment variable that holds the key; the key itself is never stored. */
-  key_env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name'),
+  key_env: ENV_NAME,
   wire_api: z.enum(['responses', 'messages', 'chat']).optional(),
+  auth: z.enum(GATEWAY_AUTH_STYLES).optional(),
+  /** Our model name → the provider's (e.g. "claude-sonnet-4-5" = "glm-4.6"). */
+  model_map: z.record(z.string().min(1), z.string().min(1)).default({}),
 });
 
-const linkedWorkerSchema = z.strictObject({
-  command: z.array(z.string()).min(1),
+/**
+ * `[workers.NAME]`: a linked CLI (`command` + `resume`), and for any worker how it authenticates:
+ * `auth`, extra key variables it may receive (`keys`), and whether the user's exported
+ * OPENAI_BASE_URL / ANTHROPIC_BASE_URL apply (`inherit_base_url`).
+ */
+const workerSchema = z.strictObject({
+  command: z.array(z.string()).min(1).optional(),
   resume: z.array(z.string()).min(1).optional(),
   max_concurrency: z.number().int().min(1).max(64).default(2),
+  auth: z.enum(AUTH_MODES).optional(),
+  keys: z.array(ENV_NAME).max(32).default([]),
+  inherit_base_url: z.boolean().default(false),
 });
 
 /** Per-repository worktree setup (`.lightworker/setup.toml`, or `[setup."<repo path>"]` here). */
@@ -69,7 +87,7 @@ export const configSchema = z.strictObject({
     .prefault({}),
   profiles: z.record(z.string(), profileSchema).default({}),
   gateways: z.record(z.string(), gatewaySchema).default({}),
-  workers: z.record(z.string(), linkedWorkerSchema).default({}),
+  workers: z.record(z.string(), workerSchema).default({}),
   worktrees: z
     .strictObject({
       ttl_hours: z.number().min(0).default(72),
@@ -159,6 +177,15 @@ reasoning = "gpt-5.5"           # every other effort
 # [gateways.local]
 # base_url = "http://127.0.0.1:8080/v1"
 # key_env = "LOCAL_GATEWAY_KEY"   # the name of the variable; the key itself is never stored
+# auth = "bearer"                  # or "x-api-key"; unset: the worker's own style
+# model_map = { "claude-sonnet-4-5" = "glm-4.6" }   # our model name -> the provider's
+
+# How a built-in worker authenticates (default: auto = gateway key when the task names a
+# gateway, else your CLI login, else the CLI's own key variables):
+# [workers.codex]
+# auth = "login"             # login | env | gateway | none
+# keys = ["MY_EXTRA_KEY"]    # extra variables passed with auth = "env"
+# inherit_base_url = false   # true: honour an exported OPENAI_BASE_URL / ANTHROPIC_BASE_URL
 
 # [workers.myagent]
 # command = ["myagent", "run", "{prompt}"]

@@ -16,7 +16,10 @@ export const LINKED_PREFIX = 'workers.linked.';
 /** Linked workers: from `lightworker workers link` (settings) and config.toml [workers.NAME]. */
 export function linkedSpecs(engine: Engine): LinkedWorkerSpec[] {
   const fromDb = settingsWithPrefix<LinkedWorkerSpec>(engine.db, LINKED_PREFIX).map((s) => s.value);
-  const fromConfig = Object.entries(engine.config.workers).map(([name, w]) => ({ name, command: w.command, resume: w.resume, maxConcurrency: w.max_concurrency }));
+  // A [workers.NAME] block without `command` only sets how a worker authenticates: not a linked CLI.
+  const fromConfig = Object.entries(engine.config.workers)
+    .filter(([name, w]) => w.command && !BUILTIN_ADAPTERS.has(name))
+    .map(([name, w]) => ({ name, command: w.command!, resume: w.resume, maxConcurrency: w.max_concurrency }));
   const seen = new Set(fromDb.map((s) => s.name));
   return [...fromDb, ...fromConfig.filter((s) => !seen.has(s.name))];
 }
@@ -28,7 +31,7 @@ export function resolveAdapter(engine: Engine, name: string): WorkerAdapter {
   const stored = getSetting<LinkedWorkerSpec>(engine.db, LINKED_PREFIX + name);
   if (stored) return linkedAdapter(stored);
   const cfg = engine.config.workers[name];
-  if (cfg) return linkedAdapter({ name, command: cfg.command, resume: cfg.resume, maxConcurrency: cfg.max_concurrency });
+  if (cfg?.command) return linkedAdapter({ name, command: cfg.command, resume: cfg.resume, maxConcurrency: cfg.max_concurrency });
   throw new AppError('worker_missing', `no worker named "${name}" (built in: ${[...BUILTIN_ADAPTERS.keys()].join(', ')}; link others with \`lightworker workers link\`)`);
 }
 

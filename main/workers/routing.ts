@@ -63,7 +63,13 @@ export function gatewayRoute(config: Config, name: string, env: NodeJS.ProcessEn
   const key = env[g.key_env] ?? null;
   // Whatever env the key came from, the redactor must know it before the worker can print it.
   registerSecretValues([key]);
-  return { name, baseUrl: g.base_url, keyEnv: g.key_env, key, wireApi: g.wire_api };
+  return { name, baseUrl: g.base_url, keyEnv: g.key_env, key, wireApi: g.wire_api, authStyle: g.auth, modelMap: g.model_map };
+}
+
+/** The model name the worker sends: ours, mapped through the gateway's model_map (ours when unmapped). */
+export function providerModel(turn: { model: string | null; gateway: GatewayRoute | null }): string | null {
+  if (!turn.model) return null;
+  return turn.gateway?.modelMap?.[turn.model] ?? turn.model;
 }
 
 /** Resolve model, effort and gateway for a task's turn. Throws `invalid_input` / `forbidden` naming the field. */
