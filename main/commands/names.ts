@@ -30,6 +30,7 @@ export const COMMAND_NAMES = [
   'list_workers',
   'link_worker',
   'unlink_worker',
+  'add_gateway',
   'get_cache_metrics',
   'add_context_pack',
   'list_context_packs',

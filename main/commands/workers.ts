@@ -6,7 +6,8 @@ import type { WorkerInfo } from '../workers/adapter.js';
 import { validateLinkedSpec, type LinkedWorkerSpec } from '../workers/linked.js';
 import { allWorkerNames, BUILTIN_ADAPTERS, LINKED_PREFIX, resolveAdapter } from '../workers/registry.js';
 import { resolveAuth, workerAuthSettings, type GatewayKey } from '../workers/credentials.js';
-import { defineCommand, type CommandContext } from './table.js';
+import { addGatewayPreset } from '../workers/gateway-presets.js';
+import { defineCommand, requirePersonOrAllowed, type CommandContext } from './table.js';
 
 export interface WorkerListing extends WorkerInfo {
   builtin: boolean;
@@ -115,4 +116,24 @@ export const unlinkWorker = defineCommand({
   },
 });
 
-export const WORKER_COMMANDS = [listWorkers, linkWorker, unlinkWorker];
+
+export const addGateway = defineCommand({
+  name: 'add_gateway',
+  description: 'Append a ready-made [gateways.NAME] block (a preset such as zcode-glm) to config.toml.',
+  input: z.strictObject({
+    preset: z.string().min(1).max(64),
+    name: z.string().min(1).max(64).regex(/^[A-Za-z0-9_-]+$/, 'letters, digits, _ -').optional(),
+    base_url: z.string().url().optional(),
+    key_env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name').optional(),
+  }),
+  readOnly: false,
+  handler(ctx, input): { gateway: string; path: string; block: string } {
+    requirePersonOrAllowed(ctx, 'changing config.toml');
+    const path = ctx.engine.home.config;
+    const r = addGatewayPreset(path, input.preset, input);
+    ctx.engine.config = r.config;
+    return { gateway: r.name, path, block: r.block };
+  },
+});
+
+export const WORKER_COMMANDS = [listWorkers, linkWorker, unlinkWorker, addGateway];
