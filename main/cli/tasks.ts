@@ -69,8 +69,7 @@ function printTree(nodes: TreeNode[], indent = ''): void {
 }
 
 export function registerTaskCommands(program: Command): void {
-  program
-    .command('submit')
+  addBudgetOptions(program.command('submit'))
     .description('queue a task (or a batch with --batch FILE)')
     .argument('[objective...]', 'what the worker should do')
     .option('--objective-file <file>', 'read the objective from a file')
@@ -136,6 +135,7 @@ export function registerTaskCommands(program: Command): void {
           context_pack: o.contextPack,
           metadata: o.metadata,
           parent_id: o.parent,
+          budget: budgetOf(o),
         };
         // --review-by: the execute task plus a review task chained on it (main/commands/orchestration.ts).
         const r = o.reviewBy ? await call('delegate_reviewed', { ...input, kind: 'execute', review_by: o.reviewBy }) : await call('delegate_task', input);
@@ -253,4 +253,18 @@ function readOptionFile(flag: string, path: string): string {
     const why = err.code === 'ENOENT' ? 'no such file' : err.code === 'EISDIR' ? 'is a directory' : err.code === 'EACCES' ? 'permission denied' : err.message;
     throw new AppError('invalid_input', `--${flag}: cannot read ${full}: ${why}`, { field: flag, path: full });
   }
+}
+
+/** `--max-concurrency/--max-attempts/--max-retries`: the budget of the task tree a submit or orchestrate creates. */
+export function addBudgetOptions(cmd: Command): Command {
+  return cmd
+    .option('--max-concurrency <n>', "tasks of this tree running at once (default scheduler.per_root)", parseIntOption('max-concurrency'))
+    .option('--max-attempts <n>', 'attempts each task of this tree may make', parseIntOption('max-attempts'))
+    .option('--max-retries <n>', 'retries the whole tree may spend (default limits.retry_budget)', parseIntOption('max-retries'));
+}
+
+/** The `budget` input from those options, or undefined when none was given. */
+export function budgetOf(o: { maxConcurrency?: number; maxAttempts?: number; maxRetries?: number }): { concurrency?: number; attempts?: number; retries?: number } | undefined {
+  const b = { concurrency: o.maxConcurrency, attempts: o.maxAttempts, retries: o.maxRetries };
+  return Object.values(b).some((v) => v !== undefined) ? b : undefined;
 }

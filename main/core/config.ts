@@ -12,6 +12,8 @@ const profileSchema = z.strictObject({
   reasoning_effort: z.enum(EFFORTS).default('medium'),
   kinds: z.array(z.enum(KINDS)).min(1).default([...KINDS]),
   worker: z.string().min(1).optional(),
+  /** Cost rank, lower = cheaper: workflow routing picks the cheapest adequate profile. */
+  cost: z.number().int().min(0).max(1000).optional(),
 });
 
 const ENV_NAME = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name');
@@ -86,6 +88,14 @@ export const configSchema = z.strictObject({
     })
     .prefault({}),
   profiles: z.record(z.string(), profileSchema).default({}),
+  routing: z
+    .strictObject({
+      /** `retry --strategy deeper_profile` moves a task one step along this chain of profiles. */
+      escalation: z.array(z.string().min(1)).min(1).default(['fast_worker', 'deep_worker']),
+      /** Workflow type → profile it runs with, or "cheapest" (the cheapest adequate profile by cost rank). */
+      types: z.partialRecord(z.enum(['chore', 'feature', 'hotfix', 'refactor']), z.string().min(1)).default({ chore: 'cheapest' }),
+    })
+    .prefault({}),
   gateways: z.record(z.string(), gatewaySchema).default({}),
   workers: z.record(z.string(), workerSchema).default({}),
   worktrees: z
@@ -173,6 +183,11 @@ reasoning = "gpt-5.5"           # every other effort
 # model = "gpt-5.5"
 # reasoning_effort = "high"
 # kinds = ["execute", "review"]
+# cost = 40                 # rank, lower = cheaper (built-ins: fast_worker 10, reviewer 20, planner 30, deep_worker 40)
+
+[routing]
+escalation = ["fast_worker", "deep_worker"]   # retry --strategy deeper_profile: the next profile here
+types = { chore = "cheapest" }                # workflow type -> profile, or "cheapest" adequate by cost
 
 # [gateways.local]
 # base_url = "http://127.0.0.1:8080/v1"

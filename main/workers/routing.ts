@@ -1,7 +1,8 @@
 import type { Config } from '../core/config.js';
+import { profileFor } from '../core/profiles.js';
 import { AppError } from '../core/errors.js';
 import { registerSecretValues } from '../core/secret-values.js';
-import type { ReasoningEffort, Task, TaskKind } from '../tasks/types.js';
+import type { ReasoningEffort, Task } from '../tasks/types.js';
 import type { GatewayRoute } from './adapter.js';
 
 /**
@@ -14,29 +15,7 @@ import type { GatewayRoute } from './adapter.js';
  * - a gateway is a base URL plus the NAME of the env var holding its key; the key is read from this
  *   process's environment at turn time and never stored.
  */
-export interface ProfileSpec {
-  model?: string;
-  reasoning_effort: ReasoningEffort;
-  kinds: TaskKind[];
-  worker?: string;
-}
-
-export const BUILTIN_PROFILE_SPECS: Record<string, ProfileSpec> = {
-  planner: { reasoning_effort: 'high', kinds: ['plan'] },
-  fast_worker: { reasoning_effort: 'low', kinds: ['explore', 'execute', 'review'] },
-  deep_worker: { reasoning_effort: 'high', kinds: ['explore', 'execute', 'review'] },
-  reviewer: { reasoning_effort: 'medium', kinds: ['review', 'explore'] },
-};
-
-/** A profile by name: config.toml [profiles.NAME] wins over the built-in of that name. */
-export function profileFor(config: Config, name: string): ProfileSpec {
-  const p = config.profiles[name] ?? BUILTIN_PROFILE_SPECS[name];
-  if (!p) {
-    const known = [...new Set([...Object.keys(BUILTIN_PROFILE_SPECS), ...Object.keys(config.profiles)])].join(', ');
-    throw new AppError('invalid_input', `profile: unknown profile "${name}" (known: ${known})`, { field: 'profile' });
-  }
-  return p;
-}
+export { BUILTIN_PROFILE_SPECS, profileFor, type ProfileSpec } from '../core/profiles.js';
 
 export interface Route {
   /** null: let the worker choose (the mock worker, or no model configured). */
