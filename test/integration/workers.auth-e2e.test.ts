@@ -63,6 +63,27 @@ describe('workers --json and doctor tell the truth about credentials', () => {
   });
 });
 
+describe('a linked CLI gets the keys its auth setting names, and no other', () => {
+  it('auth = "env" with keys passes those variables; unrelated secrets stay out', { timeout: 90_000 }, async () => {
+    const h = makeHome();
+    try {
+      const probe = 'console.log(JSON.stringify({ mine: process.env.MY_AGENT_KEY ?? null, other: process.env.UNRELATED_API_KEY ?? null, token: process.env.LIGHTWORKER_TOKEN ?? null }))';
+      writeFileSync(h.engine.home.config, `[workers.probe]\ncommand = ${JSON.stringify([process.execPath, '-e', probe, '{prompt}'])}\nauth = "env"\nkeys = ["MY_AGENT_KEY"]\n`);
+      const env = { MY_AGENT_KEY: 'sk-agent-0123456789abcdef', UNRELATED_API_KEY: 'sk-unrelated-0123456789', LIGHTWORKER_TOKEN: 'lw-0123456789abcdef' };
+      const sub = await runCli(['submit', 'probe', '--workspace', h.repo, '--worker', 'probe', '--json'], { home: h.home, env });
+      expect(sub.code, sub.stderr).toBe(0);
+      const id = JSON.parse(sub.stdout).task.id as string;
+      await runCli(['run', '--until-idle', '--timeout', '60'], { home: h.home, env, timeoutMs: 80_000 });
+      const t = JSON.parse((await runCli(['show', id, '--json'], { home: h.home })).stdout).task;
+      expect(t.status, JSON.stringify(t.error)).toBe('completed');
+      // The key reaches the worker; what LightWorker stores of it is redacted.
+      expect(t.result).toEqual({ mine: '[REDACTED]', other: null, token: null });
+    } finally {
+      h.cleanup();
+    }
+  });
+});
+
 describe('a logged-in user runs a real codex task with no auth setting (lightworker run)', () => {
   let gw: Gateway;
   beforeAll(async () => {
