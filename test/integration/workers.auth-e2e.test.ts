@@ -63,6 +63,29 @@ describe('workers --json and doctor tell the truth about credentials', () => {
   });
 });
 
+describe('a worker without credentials', () => {
+  it('fails its task at once with auth_missing and the fix, without starting the CLI', { timeout: 90_000 }, async () => {
+    const h = makeHome();
+    const user = tempDir('lw-user-');
+    try {
+      const env = { ...CLEAR, HOME: user.dir };
+      const sub = await runCli(['submit', 'x', '--workspace', h.repo, '--worker', 'codex', '--json'], { home: h.home, env });
+      const id = JSON.parse(sub.stdout).task.id as string;
+      await runCli(['run', '--until-idle', '--timeout', '60'], { home: h.home, env, timeoutMs: 80_000 });
+      const shown = JSON.parse((await runCli(['show', id, '--json'], { home: h.home })).stdout);
+      expect(shown.task.status).toBe('failed');
+      expect(shown.task.error.code).toBe('auth_missing');
+      expect(shown.task.error.message).toMatch(/codex login.*OPENAI_API_KEY.*gateway/);
+      expect(shown.task.pid).toBeNull();
+      const { events } = await h.call('get_events', { task_id: id, limit: 1000 });
+      expect(events.map((e: { type: string }) => e.type)).not.toContain('worker.started');
+    } finally {
+      h.cleanup();
+      user.cleanup();
+    }
+  });
+});
+
 describe('a linked CLI gets the keys its auth setting names, and no other', () => {
   it('auth = "env" with keys passes those variables; unrelated secrets stay out', { timeout: 90_000 }, async () => {
     const h = makeHome();
