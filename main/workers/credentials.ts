@@ -155,6 +155,21 @@ export function resolveAuth(worker: string, settings: WorkerAuthSettings, gatewa
   };
 }
 
+/** Every string value in a JSON document (none when it is not JSON). */
+function stringLeaves(text: string): string[] {
+  const out: string[] = [];
+  const walk = (v: unknown): void => {
+    if (typeof v === 'string') out.push(v);
+    else if (v && typeof v === 'object') Object.values(v).forEach(walk);
+  };
+  try {
+    walk(JSON.parse(text));
+  } catch {
+    // Not JSON: nothing to register by value; the shape-based redaction still applies.
+  }
+  return out;
+}
+
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
 /**
@@ -164,6 +179,8 @@ const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
  */
 export function stageLogin(src: string, dest: string): () => void {
   const original = readFileSync(src);
+  // Whatever the worker prints of its login (tokens, keys) is redacted like any other secret.
+  registerSecretValues(stringLeaves(original.toString('utf8')));
   mkdirSync(dirname(dest), { recursive: true, mode: 0o700 });
   copyFileSync(src, dest);
   return () => {

@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { redactText } from '../../main/core/redact.js';
 import { resolveAuth, stageLogin } from '../../main/workers/credentials.js';
 import { describeRoute, formatRoute } from '../../main/workers/route-record.js';
 import { tempDir } from '../helpers/env.js';
@@ -87,6 +88,13 @@ describe('stageLogin: the user login for one turn', () => {
     release();
     expect(readFileSync(src, 'utf8')).toBe('{"tokens":{"refresh_token":"rotated"}}');
     expect(existsSync(dest)).toBe(false);
+  });
+
+  it('registers the login\'s tokens for redaction', () => {
+    const token = 'eyJhbGciOiJSUzI1NiJ9.login-access-token-0123456789';
+    const home = userHome({ '.codex/auth.json': JSON.stringify({ tokens: { access_token: token } }) });
+    stageLogin(join(home, '.codex/auth.json'), join(home, 'run', 'auth.json'))();
+    expect(redactText(`the worker printed ${token}`)).not.toContain(token);
   });
 
   it('never overwrites a login the user changed meanwhile', () => {
