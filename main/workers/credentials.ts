@@ -209,3 +209,14 @@ export function stageSecretFile(dest: string, content: string): () => void {
 export function authOfTurn(worker: string, turn: { auth?: TurnAuth; gateway: GatewayKey | null }): TurnAuth {
   return turn.auth ?? resolveAuth(worker, {}, turn.gateway);
 }
+
+/** Where the adapters stage credentials inside a turn's run folder (codex, Claude Code, OpenCode). */
+export const STAGED_CREDENTIALS = ['codex-home/auth.json', 'claude-home/.claude/.credentials.json', 'opencode-home/.local/share/opencode/auth.json'];
+
+/**
+ * Remove credentials a turn staged in `runDir` but never released (its runner died mid-turn): called on
+ * takeover, so a crash leaves no login or key in the artifacts.
+ */
+export function removeStagedCredentials(runDir: string): void {
+  for (const rel of STAGED_CREDENTIALS) rmSync(join(runDir, rel), { force: true });
+}

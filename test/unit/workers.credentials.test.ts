@@ -2,9 +2,10 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { redactText } from '../../main/core/redact.js';
-import { resolveAuth, stageLogin } from '../../main/workers/credentials.js';
+import { recoverOrphans } from '../../main/scheduler/recovery.js';
+import { resolveAuth, stageLogin, STAGED_CREDENTIALS } from '../../main/workers/credentials.js';
 import { describeRoute, formatRoute } from '../../main/workers/route-record.js';
-import { tempDir } from '../helpers/env.js';
+import { makeHome, tempDir } from '../helpers/env.js';
 
 let cleanups: (() => void)[] = [];
 afterEach(() => {
@@ -120,5 +121,22 @@ describe('describeRoute: what `show` records for a turn', () => {
     expect(r).toEqual({ worker: 'claude-code', gateway: 'zai', host: 'open.bigmodel.cn', authStyle: 'bearer', credential: 'gateway zai (ZAI_KEY)', model: 'claude-sonnet-4-5', providerModel: 'glm-4.6' });
     expect(JSON.stringify(r)).not.toContain(gw.key);
     expect(formatRoute(r)).toBe('gateway zai → open.bigmodel.cn (bearer), model claude-sonnet-4-5 → glm-4.6, credential gateway zai (ZAI_KEY)');
+  });
+});
+
+describe('takeover removes credentials a dead runner left staged', () => {
+  it('deletes every staged login of the orphaned attempt, nothing else', async () => {
+    const h = makeHome();
+    cleanups.push(h.cleanup);
+    const { task } = await h.call('delegate_task', { objective: 'x', workspace: h.repo });
+    h.engine.db.prepare("UPDATE tasks SET status = 'running', runner_id = 'gone' WHERE id = ?").run(task.id);
+    const runDir = join(h.engine.home.artifacts, task.id, 'attempt-1');
+    for (const rel of [...STAGED_CREDENTIALS, 'codex-home/sessions/keep.jsonl']) {
+      mkdirSync(join(runDir, rel, '..'), { recursive: true });
+      writeFileSync(join(runDir, rel), '{"token":"x"}');
+    }
+    expect(await recoverOrphans(h.engine, 'me', 0)).toEqual([task.id]);
+    for (const rel of STAGED_CREDENTIALS) expect(existsSync(join(runDir, rel))).toBe(false);
+    expect(existsSync(join(runDir, 'codex-home/sessions/keep.jsonl'))).toBe(true);
   });
 });
