@@ -17,7 +17,7 @@ import { registerSecretValues } from '../core/secret-values.js';
  * - `gateway`: only the key of the task's gateway (`[gateways.NAME] key_env`).
  * - `none`: nothing (a linked CLI that uses its own config under your HOME, a keyless local model).
  * - unset (auto): the gateway's key when the task names a gateway; else the login file when it exists;
- *   else the CLI's key variables when one is set.
+ *   else the CLI's key variables when one is set (those first when an inherited base URL applies).
  *
  * Exported OPENAI_BASE_URL / ANTHROPIC_BASE_URL apply only with `inherit_base_url = true`.
  * LIGHTWORKER_REUSE_CLI_AUTH (the old opt-in) is no longer needed: login reuse is the default.
@@ -147,7 +147,9 @@ export function resolveAuth(worker: string, settings: WorkerAuthSettings, gatewa
     const names = [...(cli?.keys ?? []), ...(settings.keys ?? [])];
     return viaEnv() ?? { ...base, mode: 'env', source: 'env (none set)', ok: false, hint: names.length ? `export ${names.join(' or ')} where LightWorker runs` : `list the key variables in [workers.${worker}] keys = [...]` };
   }
-  const found = viaLogin() ?? viaEnv();
+  // An exported base URL the user opted into comes with its exported key (ANTHROPIC_BASE_URL +
+  // ANTHROPIC_AUTH_TOKEN for an Anthropic-compatible provider): that pair wins over the vendor login.
+  const found = Object.keys(baseUrls).length ? (viaEnv() ?? viaLogin()) : (viaLogin() ?? viaEnv());
   if (found) return found;
   return {
     ...base, mode: 'login', source: 'none found', ok: false,

@@ -75,6 +75,9 @@ describe('resolveAuth: what a worker authenticates with', () => {
     expect(ignored.baseUrls).toEqual({});
     expect(ignored.hint).toMatch(/ANTHROPIC_BASE_URL is not used.*inherit_base_url = true/);
     expect(resolveAuth('claude-code', { inherit_base_url: true }, null, env).baseUrls).toEqual({ ANTHROPIC_BASE_URL: env.ANTHROPIC_BASE_URL });
+    // The exported pair (base URL + its token) goes together, ahead of the vendor login.
+    const pair = resolveAuth('claude-code', { inherit_base_url: true }, null, { ...env, ANTHROPIC_AUTH_TOKEN: 'glm-token-0123456789abcdef' });
+    expect(pair).toMatchObject({ mode: 'env', source: 'env ANTHROPIC_AUTH_TOKEN', env: { ANTHROPIC_AUTH_TOKEN: 'glm-token-0123456789abcdef' } });
   });
 });
 
