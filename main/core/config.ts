@@ -27,6 +27,14 @@ const linkedWorkerSchema = z.strictObject({
   max_concurrency: z.number().int().min(1).max(64).default(2),
 });
 
+/** `[workers.vscode]`: the VS Code bridge worker (main/workers/vscode.ts), not a linked CLI. */
+const vscodeWorkerSchema = z.strictObject({
+  /** A bridge's discovery file; default: the live ones in ~/.lightworker/vscode-bridge/. */
+  bridge: z.string().min(1).optional(),
+  agent: z.enum(['claude-code', 'codex']).optional(),
+  max_concurrency: z.number().int().min(1).max(64).default(2),
+});
+
 /** Per-repository worktree setup (`.lightworker/setup.toml`, or `[setup."<repo path>"]` here). */
 export const setupSchema = z.strictObject({
   copy: z.array(z.string().min(1).max(1024)).max(256).default([]),
@@ -69,7 +77,7 @@ export const configSchema = z.strictObject({
     .prefault({}),
   profiles: z.record(z.string(), profileSchema).default({}),
   gateways: z.record(z.string(), gatewaySchema).default({}),
-  workers: z.record(z.string(), linkedWorkerSchema).default({}),
+  workers: z.object({ vscode: vscodeWorkerSchema.optional() }).catchall(linkedWorkerSchema).default({}),
   worktrees: z
     .strictObject({
       ttl_hours: z.number().min(0).default(72),
