@@ -190,7 +190,7 @@ describe('the VS Code bridge under Node with a stub of the vscode module', () =>
   it('cancels a first turn (no session yet) by killing the whole process tree, SIGTERM-deaf members too', async () => {
     const { reply, pids, turnId } = await startSleepingTurn(join(tmp.dir, 'cancel-delete'));
     const del = await call(bridge, 'DELETE', `/v1/turns/${turnId}`);
-    expect(JSON.parse(del.body)).toEqual({ ok: true, turn_id: turnId, cancelled: true });
+    expect(JSON.parse(del.body)).toEqual({ ok: true, turn_id: turnId, cancelled: true, ended: true });
     // DELETE answers once the tree is gone.
     expect(isAlive(pids.agent)).toBe(false);
     expect(isAlive(pids.grandchild)).toBe(false);

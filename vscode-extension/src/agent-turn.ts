@@ -118,11 +118,19 @@ export class AgentTurn {
     return this.ended;
   }
 
-  /** Kill the whole tree now (works from the first moment of the first turn: no session id needed). */
-  async cancel(reason: string): Promise<void> {
+  /**
+   * Kill the whole tree now (works from the first moment of the first turn: no session id needed).
+   * True once the agent has exited; false if it still had not a few seconds after SIGKILL.
+   */
+  async cancel(reason: string): Promise<boolean> {
     this.cancelReason ??= reason;
     const pid = this.child?.pid;
     if (pid && this.child!.exitCode === null && this.child!.signalCode === null) await killTree(pid, this.graceMs);
-    await this.ended;
+    if (!this.ended) return true;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<boolean>((r) => (timer = setTimeout(() => r(false), 5000)));
+    const ended = await Promise.race([this.ended.then(() => true), late]);
+    clearTimeout(timer);
+    return ended;
   }
 }

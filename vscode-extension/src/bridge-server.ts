@@ -87,6 +87,7 @@ export function parseTurnRequest(body: unknown, api: BridgeApi): TurnRequest {
  * - POST /v1/turns {agent?, prompt, cwd, sandbox?, session_id?, model?, env?} → NDJSON stream of
  *   turn.started / stdout {line} / stderr / turn.exited; a dropped connection cancels the turn
  * - DELETE /v1/turns/<id> → cancels (kills the agent's process tree), answers when it is gone
+ *   (`ended: false` if it still was not, seconds after SIGKILL)
  */
 export async function startBridge(opts: BridgeOptions): Promise<Bridge> {
   const token = randomBytes(32).toString('base64url');
@@ -138,8 +139,8 @@ export async function startBridge(opts: BridgeOptions): Promise<Bridge> {
     if (cancelMatch && req.method === 'DELETE') {
       const turn = turns.get(cancelMatch[1]);
       if (!turn) throw new BridgeError(404, 'not_found', `turn ${cancelMatch[1]} is not running`);
-      await turn.cancel('cancelled by LightWorker');
-      return sendJson(res, 200, { ok: true, turn_id: turn.id, cancelled: true });
+      const ended = await turn.cancel('cancelled by LightWorker');
+      return sendJson(res, 200, { ok: true, turn_id: turn.id, cancelled: true, ended });
     }
     if (['/v1/health', '/v1/agents', '/v1/turns'].includes(path) || cancelMatch) throw new BridgeError(405, 'method_not_allowed', `${req.method} is not allowed on ${path}`);
     throw new BridgeError(404, 'not_found', `no route ${path}`);
