@@ -172,6 +172,11 @@ reasoning = "gpt-5.5"           # every other effort
 # command = ["myagent", "run", "{prompt}"]
 # resume = ["myagent", "resume", "{session}", "{prompt}"]
 
+# The vscode worker (the LightWorker Bridge extension in VS Code, vscode-extension/):
+# [workers.vscode]
+# bridge = "/home/me/.lightworker/vscode-bridge/0123456789abcdef.json"  # default: the live editor with the repo open
+# agent = "claude-code"            # or "codex"; default: the first whose extension CLI is there
+
 [worktrees]
 ttl_hours = 72
 
