@@ -35,10 +35,16 @@ export function workspaceKey(folders: readonly string[]): string {
  */
 export function writeDiscovery(dir: string, record: DiscoveryRecord): string {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  chmodSync(dir, 0o700);
+  try {
+    chmodSync(dir, 0o700);
+  } catch {
+    // a folder the user pointed us at and does not own: the file itself is still 0600
+  }
   const path = join(dir, `${workspaceKey(record.workspace_folders)}.json`);
   const tmp = `${path}.${process.pid}.tmp`;
-  writeFileSync(tmp, JSON.stringify(record, null, 2) + '\n', { mode: 0o600 });
+  rmSync(tmp, { force: true });
+  // 'wx': never write through something already at that name (a planted symlink).
+  writeFileSync(tmp, JSON.stringify(record, null, 2) + '\n', { mode: 0o600, flag: 'wx' });
   chmodSync(tmp, 0o600);
   renameSync(tmp, path);
   return path;
