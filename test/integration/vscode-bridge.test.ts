@@ -200,6 +200,22 @@ describe('the VS Code bridge under Node with a stub of the vscode module', () =>
     expect((await call(bridge, 'DELETE', `/v1/turns/${turnId}`)).status).toBe(404);
   });
 
+  it('refuses a turn past the limit of turns running at once', async () => {
+    const small = await startBridge({ api: stub, extensionVersion: '0.1.0', discoveryDir: join(tmp.dir, 'discovery-small'), killGraceMs: 300, maxTurns: 1 });
+    const saved = bridge;
+    bridge = small;
+    try {
+      const { reply, turnId } = await startSleepingTurn(join(tmp.dir, 'busy'));
+      const second = await call(small, 'POST', '/v1/turns', { body: JSON.stringify({ agent: 'codex', prompt: 'hi', cwd: work }) });
+      expect([second.status, JSON.parse(second.body).error.code]).toEqual([429, 'busy']);
+      expect((await call(small, 'DELETE', `/v1/turns/${turnId}`)).status).toBe(200);
+      await reply;
+    } finally {
+      bridge = saved;
+      await small.stop();
+    }
+  });
+
   it('cancels when LightWorker drops the connection, and when the user closes the turn terminal', async () => {
     let response: import('node:http').IncomingMessage | null = null;
     const a = await startSleepingTurn(join(tmp.dir, 'cancel-drop'), (r) => (response = r));

@@ -87,6 +87,16 @@ describe('the vscode worker end to end through the bridge extension', () => {
     expect(JSON.stringify(events)).not.toContain(JSON.parse(readFileSync(discoveryFile(), 'utf8')).token);
   });
 
+  it('a failed verification goes back to the same agent session in the editor (--resume), then passes', async () => {
+    const task = await submitAndRun(['-k', 'execute', '--mode', 'auto_execute', '--verify', '["git","ls-files","--error-unmatch","repaired.txt"]', 'Create hello.txt; verification wants repaired.txt.']);
+    expect(task.status, JSON.stringify(task.error)).toBe('completed');
+    const [first, followup] = agentCalls().slice(-2);
+    expect(first.args).not.toContain('--resume');
+    expect(followup.args[followup.args.indexOf('--resume') + 1]).toBe(task.sessionId);
+    expect(followup.cwd).toBe(task.worktreePath);
+    expect(readFileSync(join(task.worktreePath, 'repaired.txt'), 'utf8')).toBe(`repaired in ${task.sessionId}\n`);
+  });
+
   it('[workers.vscode] bridge + agent = "codex" pick the bridge and the Codex extension CLI', async () => {
     writeFileSync(join(h.home, 'config.toml'), `[workers.vscode]\nbridge = "${discoveryFile()}"\nagent = "codex"\n`);
     try {
