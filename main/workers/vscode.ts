@@ -126,6 +126,8 @@ function createParser(turn: WorkerTurn): StreamParser {
   let agentExit: number | null = null;
   let exited: { cancelled: boolean; reason: string | null } | null = null;
   let bridgeError: string | null = null;
+  // The agent's stderr reaches us inside the stream (the client's own stderr is empty): keep a tail.
+  let agentStderr = '';
   return {
     line(line: string): NormalizedEvent[] {
       const e = JSON.parse(line) as Record<string, unknown>;
@@ -140,9 +142,12 @@ function createParser(turn: WorkerTurn): StreamParser {
           return [{ type: 'worker.message', text: e.line.slice(0, 4000) }];
         }
       }
+      if (e.type === 'stderr' && typeof e.text === 'string') agentStderr = (agentStderr + e.text).slice(-4000);
       if (e.type === 'turn.exited') {
         agentExit = typeof e.code === 'number' ? e.code : null;
         exited = { cancelled: e.cancelled === true, reason: typeof e.reason === 'string' ? e.reason : null };
+        const output = exited.cancelled ? `cancelled: ${exited.reason}` : (exited.reason ?? `exit ${agentExit ?? String(e.signal)}`);
+        return [{ type: 'worker.tool', name: 'vscode.turn', status: agentExit === 0 && !exited.cancelled ? 'completed' : 'failed', output }];
       }
       if (e.type === 'bridge.error') {
         bridgeError = String(e.message);
@@ -156,7 +161,7 @@ function createParser(turn: WorkerTurn): StreamParser {
         const message = `vscode bridge client exited with code ${exitCode} before the turn started${stderrTail.trim() ? `: ${stderrTail.trim().slice(-500)}` : ''}`;
         return { ok: false, finalText: null, sessionId: null, error: { code: 'worker_failed', message } };
       }
-      const outcome = await (inner as StreamParser).finish(agentExit ?? exitCode, stderrTail);
+      const outcome = await (inner as StreamParser).finish(agentExit ?? exitCode, stderrTail.trim() ? stderrTail : agentStderr);
       const ended = exited as { cancelled: boolean; reason: string | null } | null;
       if (ended?.cancelled && outcome.ok) return { ...outcome, ok: false, error: { code: 'worker_failed', message: `the turn was cancelled in the editor (${ended.reason})` } };
       if (!outcome.ok && outcome.error && ended?.reason && !ended.cancelled) outcome.error.message += ` (${ended.reason})`;

@@ -97,6 +97,15 @@ describe('the vscode worker end to end through the bridge extension', () => {
     expect(readFileSync(join(task.worktreePath, 'repaired.txt'), 'utf8')).toBe(`repaired in ${task.sessionId}\n`);
   });
 
+  it("an agent that fails in the editor fails the task with the agent's own error", async () => {
+    const task = await submitAndRun(['-k', 'explore', 'FAKE_AGENT_FAIL']);
+    expect(task.status).toBe('failed');
+    expect(task.error.message).toContain('claude exited with code 1: Invalid API key · Please run /login');
+    const { events } = await h.call('get_events', { task_id: task.id, limit: 1000 });
+    const turn = events.filter((e: any) => e.type === 'worker.tool' && e.payload?.name === 'vscode.turn').map((e: any) => e.payload.status);
+    expect(turn).toEqual(['started', 'failed']);
+  });
+
   it('[workers.vscode] bridge + agent = "codex" pick the bridge and the Codex extension CLI', async () => {
     writeFileSync(join(h.home, 'config.toml'), `[workers.vscode]\nbridge = "${discoveryFile()}"\nagent = "codex"\n`);
     try {

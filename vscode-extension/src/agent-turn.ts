@@ -84,6 +84,11 @@ export class AgentTurn {
 
   /** Spawn and stream; resolves when the agent exited and its tree is gone. */
   run(): Promise<void> {
+    if (this.cancelReason !== null) {
+      // Cancelled before it started: nothing to spawn.
+      this.emit({ type: 'turn.exited', turn_id: this.id, code: null, signal: null, cancelled: true, reason: this.cancelReason });
+      return Promise.resolve();
+    }
     const args = [...this.cli.prefix, ...buildAgentArgs(this.request)];
     const child = spawn(this.cli.command, args, { cwd: this.request.cwd, env: agentEnv(this.cli, this.request.env), detached: process.platform !== 'win32', stdio: ['ignore', 'pipe', 'pipe'] });
     this.child = child;
