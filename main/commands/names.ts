@@ -26,6 +26,7 @@ export const COMMAND_NAMES = [
   'accept_task',
   'get_task_diff',
   'prune_workspaces',
+  'open_in_editor',
   'mcp_config',
   'list_workers',
   'link_worker',

@@ -7,7 +7,7 @@ import { defineCommand } from './table.js';
 
 const SECTIONS = Object.keys(configSchema.shape) as [keyof typeof configSchema.shape, ...(keyof typeof configSchema.shape)[]];
 /** Sections that are maps of named entries: a new value replaces the whole map, so entries can be removed. */
-const MAPS = new Set<string>(['profiles', 'gateways', 'workers']);
+const MAPS = new Set<string>(['profiles', 'gateways', 'workers', 'prices']);
 
 function readRaw(path: string): Record<string, unknown> {
   if (!existsSync(path)) return {};
