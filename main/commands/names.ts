@@ -8,6 +8,7 @@ export const COMMAND_NAMES = [
   'delegate_batch',
   'get_task',
   'list_tasks',
+  'list_workspaces',
   'get_task_tree',
   'approve_task',
   'cancel_task',

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { AppError } from '../core/errors.js';
 import { listEvents } from '../store/events.js';
-import { listTasks, requireTask } from '../store/tasks.js';
+import { listTasks, listWorkspaces, requireTask } from '../store/tasks.js';
 import { createTasks, type CreateContext } from '../tasks/create.js';
 import { allWorkerNames } from '../workers/registry.js';
 import { costOfRoot, costOfTask, effectivePrices, type CostSummary } from '../tasks/cost.js';
@@ -96,7 +96,7 @@ function costOf(ctx: CommandContext, t: Task): { task: CostSummary; root: CostSu
 
 export const getTask = defineCommand({
   name: 'get_task',
-  description: 'One task in full, with its latest verification and cost (task and tree).',
+  description: 'One task in full, with its latest verification.',
   input: z.strictObject({ id: TASK_ID }),
   readOnly: true,
   handler(ctx, input) {
@@ -127,6 +127,16 @@ export const listTasksCommand = defineCommand({
     const last = tasks.at(-1)?.id;
     const hasMore = last !== undefined && (tasks.length < page.length || rows.length > page.length);
     return { tasks, has_more: hasMore, cursor: hasMore ? last! : null };
+  },
+});
+
+export const listWorkspacesCommand = defineCommand({
+  name: 'list_workspaces',
+  description: 'Repositories tasks ran in, most recently used first (pickers and filters).',
+  input: z.strictObject({ limit: z.number().int().min(1).max(500).default(50) }),
+  readOnly: true,
+  handler(ctx, input) {
+    return { workspaces: listWorkspaces(ctx.engine.db, input.limit) };
   },
 });
 
@@ -197,4 +207,4 @@ export const retryTaskCommand = defineCommand({
   },
 });
 
-export const TASK_COMMANDS = [delegateTask, delegateBatch, getTask, listTasksCommand, getTaskTree, approveTaskCommand, cancelTaskCommand, retryTaskCommand];
+export const TASK_COMMANDS = [delegateTask, delegateBatch, getTask, listTasksCommand, listWorkspacesCommand, getTaskTree, approveTaskCommand, cancelTaskCommand, retryTaskCommand];

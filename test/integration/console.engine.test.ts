@@ -114,3 +114,20 @@ describe('open_in_editor', () => {
     await expect(openInEditor(h.engine.config, task, { PATH: '/usr/bin', EDITOR: 'vim' })).rejects.toThrow(/runs in a terminal; set \[editor\] command/);
   });
 });
+
+describe('repositories', () => {
+  it('list_workspaces names each repository once, most recent first', async () => {
+    const { makeRepo } = await import('../helpers/env.js');
+    const other = makeRepo(join(h.root, 'other'));
+    const a = await h.call('delegate_task', { objective: 'a', workspace: h.repo, mode: 'plan_only' });
+    await h.call('delegate_task', { objective: 'b', workspace: h.repo, mode: 'plan_only' });
+    const c = await h.call('delegate_task', { objective: 'c', workspace: other, mode: 'plan_only' });
+    const w = await h.call('list_workspaces');
+    expect(w.workspaces.map((x: { workspace: string; tasks: number }) => [x.workspace, x.tasks])).toEqual([
+      [other, 1],
+      [h.repo, 2],
+    ]);
+    expect(a.task.workspace).toBe(h.repo);
+    expect(c.task.workspace).toBe(other);
+  });
+});
