@@ -3,6 +3,7 @@ import { parse as parseToml, stringify as stringifyToml } from 'smol-toml';
 import { z } from 'zod';
 import { configSchema, parseConfig } from '../core/config.js';
 import { AppError } from '../core/errors.js';
+import { DEFAULT_PRICES, effectivePrices } from '../tasks/cost.js';
 import { defineCommand } from './table.js';
 
 const SECTIONS = Object.keys(configSchema.shape) as [keyof typeof configSchema.shape, ...(keyof typeof configSchema.shape)[]];
@@ -24,7 +25,8 @@ export const getSettings = defineCommand({
   input: z.strictObject({}),
   readOnly: true,
   handler(ctx) {
-    return { path: ctx.engine.home.config, exists: existsSync(ctx.engine.home.config), config: ctx.engine.config };
+    const prices = { effective: effectivePrices(ctx.engine.config), builtin: DEFAULT_PRICES };
+    return { path: ctx.engine.home.config, exists: existsSync(ctx.engine.home.config), config: ctx.engine.config, prices };
   },
 });
 

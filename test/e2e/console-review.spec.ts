@@ -115,7 +115,6 @@ test.describe('review page', () => {
     for (const theme of ['light', 'dark'] as const) {
       test(`the diff is readable in the ${theme} theme at ${width} px`, async ({ page, lw, shot }) => {
         await openAt(page, lw.url, `#/tasks/${diffTask}`, width, theme);
-        await page.locator('button[data-action=diff]').click();
         await expect(page.locator('.d2h-wrapper')).toBeVisible();
         await expect(page.locator('.d2h-file-name').first()).toBeVisible();
         // No colour trick (the old dark theme inverted a light diff into grey on grey).

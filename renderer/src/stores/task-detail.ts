@@ -1,7 +1,7 @@
 import { defineStore } from 'pinia';
 import { computed, ref } from 'vue';
 import { api, isUnknownCommand } from '../api/client.js';
-import type { EventRow, TaskView, TreeNode } from '../api/types.js';
+import type { CostSummary, EventRow, TaskView, TreeNode } from '../api/types.js';
 import { useLive } from './live.js';
 import { useNotices } from './notices.js';
 import { keyedDebounce } from './refresh.js';
@@ -41,13 +41,17 @@ export const useTaskDetail = defineStore('task-detail', () => {
   const diff = ref<DiffState>({ kind: 'none' });
   const error = ref<string | null>(null);
   const busy = ref<TaskAction | null>(null);
+  const cost = ref<{ task: CostSummary; root: CostSummary } | null>(null);
+  const editorBusy = ref(false);
 
   const verification = computed(() => events.value.filter((e) => /^verif/.test(e.type)));
 
   async function loadTask(): Promise<void> {
     if (!id.value) return;
     try {
-      task.value = (await api().call<{ task: TaskView }>('get_task', { id: id.value })).task;
+      const r = await api().call<{ task: TaskView; cost?: { task: CostSummary; root: CostSummary } }>('get_task', { id: id.value });
+      task.value = r.task;
+      cost.value = r.cost ?? null;
       error.value = null;
     } catch (err) {
       error.value = (err as Error).message;
@@ -81,6 +85,7 @@ export const useTaskDetail = defineStore('task-detail', () => {
     if (id.value !== taskId) {
       id.value = taskId;
       task.value = null;
+      cost.value = null;
       events.value = [];
       tree.value = [];
       diff.value = { kind: 'none' };
@@ -114,5 +119,19 @@ export const useTaskDetail = defineStore('task-detail', () => {
     }
   }
 
-  return { id, task, events, tree, diff, error, busy, verification, open, loadDiff, act };
+  /** Open the worktree (else the repository) in the user's editor, through the engine (argv, no shell). */
+  async function openEditor(): Promise<void> {
+    if (!id.value) return;
+    editorBusy.value = true;
+    try {
+      const r = await api().call<{ argv: string[]; path: string }>('open_in_editor', { id: id.value });
+      useNotices().info(`Opened ${r.path} in ${r.argv[0].split('/').pop()}`);
+    } catch (err) {
+      useNotices().error(err);
+    } finally {
+      editorBusy.value = false;
+    }
+  }
+
+  return { id, task, cost, events, tree, diff, error, busy, editorBusy, verification, open, loadDiff, act, openEditor };
 });
