@@ -69,11 +69,13 @@ export const useBrowserNotify = defineStore('browser-notify', () => {
   }
 
   async function onEvent(e: EventRow): Promise<void> {
-    if (!enabled.value || e.type !== 'task.status' || !e.taskId) return;
+    if (!enabled.value || !e.taskId) return;
+    // A state change, or a task created straight into a state (awaiting approval under plan_only).
+    const to = e.type === 'task.status' ? String(e.payload.to) : e.type === 'task.created' ? String(e.payload.status) : null;
+    if (!to) return;
     const settings = useSettings();
     if (!settings.config) await settings.load();
     const want = settings.config?.notifications ?? { approvals: true, failures: true, completions: false };
-    const to = String(e.payload.to);
     if (to === 'awaiting_approval' && want.approvals) {
       pendingApprovals.push(e.taskId);
       approvalTimer ??= setTimeout(flushApprovals, APPROVAL_BATCH_MS);
