@@ -5,25 +5,11 @@ import { join } from 'node:path';
 import type { Page } from '@playwright/test';
 import { startConsole, type ConsoleServer } from './console-server.js';
 import { expect, test } from './fixtures.js';
+import { contrastOf, noSidewaysScroll, openAt, shootEverySize, WIDTHS as SIZES } from './page-helpers.js';
 
 // Issue 16, a working day in the console: one execute task reviewed end to end (approve, live log,
 // diff, verification, cost, accept) without reading JSON; prices; a server restart; the Goal tab with
 // the default mock worker; repositories; open in editor; browser notifications. Both themes, 800 and 1440 px.
-
-type Theme = 'light' | 'dark';
-const SIZES = [800, 1440] as const;
-
-async function openAt(page: Page, url: string, hash: string, width: number, theme: Theme): Promise<void> {
-  await page.setViewportSize({ width, height: 900 });
-  await page.evaluate((t) => localStorage.setItem('lightworker.theme', t), theme);
-  await page.goto(`${url}${hash}`);
-  await page.reload();
-  await expect(page.locator('html')).toHaveAttribute('data-theme', theme);
-}
-
-async function noSidewaysScroll(page: Page, width: number): Promise<void> {
-  expect(await page.evaluate(() => document.documentElement.scrollWidth), `the page scrolls sideways at ${width} px`).toBeLessThanOrEqual(width);
-}
 
 /** A second git repository beside the fixture's one. */
 function makeRepo(dir: string): string {
@@ -140,16 +126,7 @@ test.describe('review of one execute task, entirely in the console', () => {
       for (const kind of ['message', 'tool', 'output', 'usage', 'status', 'done']) {
         const line = page.locator(`.ll-${kind} .ll-text`).first();
         await expect(line).toBeVisible();
-        const ratio = await line.evaluate((el) => {
-          const rgb = (c: string) => (/\d+(\.\d+)?/g.exec(c) ? c.match(/\d+(\.\d+)?/g)!.slice(0, 3).map(Number) : [0, 0, 0]);
-          const lum = (c: number[]) => {
-            const [r, g, b] = c.map((v) => (v / 255 <= 0.03928 ? v / 255 / 12.92 : ((v / 255 + 0.055) / 1.055) ** 2.4));
-            return 0.2126 * r + 0.7152 * g + 0.0722 * b;
-          };
-          const box = el.closest('.live-log') as HTMLElement;
-          const [a, b] = [lum(rgb(getComputedStyle(el).color)), lum(rgb(getComputedStyle(box).backgroundColor))].sort((x, y) => y - x);
-          return (a + 0.05) / (b + 0.05);
-        });
+        const ratio = await contrastOf(page, `.ll-${kind} .ll-text`);
         expect(ratio, `${kind} line contrast in ${theme}`).toBeGreaterThanOrEqual(4.5);
       }
     }
@@ -211,14 +188,7 @@ test.describe('after serve restarts', () => {
     const banner = page.getByTestId('session-banner');
     await expect(banner).toContainText('The server restarted');
     await expect(page.getByTestId('live')).toHaveText(/signed out/);
-    for (const width of SIZES) {
-      for (const theme of ['light', 'dark'] as const) {
-        await page.setViewportSize({ width, height: 700 });
-        await page.evaluate((t) => document.documentElement.setAttribute('data-theme', t), theme);
-        await noSidewaysScroll(page, width);
-        await shot(page, `workday-signed-out-${theme}-${width}`);
-      }
-    }
+    await shootEverySize(page, shot, 'workday-signed-out');
     // Something that is not a console URL is refused where it was typed.
     await banner.locator('input[name=login-url]').fill('https://example.com/?token=abc');
     await banner.locator('button[data-action=sign-in-again]').click();
@@ -256,14 +226,7 @@ test('the Goal tab plans and runs with the default mock worker; a fixed field cl
   await expect(page.getByTestId('metadata-error')).toContainText('metadata: not valid JSON');
   await form.locator('textarea[name=metadata]').fill('{"mock": {"sleep_ms": 100}}');
   await expect(page.getByTestId('metadata-error')).toHaveCount(0);
-  for (const width of SIZES) {
-    for (const theme of ['light', 'dark'] as const) {
-      await page.setViewportSize({ width, height: 900 });
-      await page.evaluate((t) => document.documentElement.setAttribute('data-theme', t), theme);
-      await noSidewaysScroll(page, width);
-      await shot(page, `workday-new-goal-${theme}-${width}`);
-    }
-  }
+  await shootEverySize(page, shot, 'workday-new-goal');
   await form.getByRole('button', { name: 'Plan and queue' }).click();
   await expect(page).toHaveURL(/#\/tasks\/[0-9A-Z]{26}$/);
   await expect(page.getByTestId('detail-status')).toHaveAttribute('data-status', 'completed', { timeout: 45_000 });
@@ -357,14 +320,8 @@ test.describe('browser notifications', () => {
     await box.locator('button[data-action=notify-on]').click();
     await expect(box.getByTestId('notify-state')).toHaveText('on');
     await expect(box.getByTestId('notify-permission')).toHaveText('granted');
-    for (const width of SIZES) {
-      for (const theme of ['light', 'dark'] as const) {
-        await page.setViewportSize({ width, height: 900 });
-        await page.evaluate((t) => document.documentElement.setAttribute('data-theme', t), theme);
-        await box.scrollIntoViewIfNeeded();
-        await shot(page, `workday-settings-notifications-${theme}-${width}`);
-      }
-    }
+    await box.scrollIntoViewIfNeeded();
+    await shootEverySize(page, shot, 'workday-settings-notifications');
     const { task } = await lw.call('delegate_task', { objective: 'ask me', name: 'notify me', workspace: lw.repo, mode: 'plan_only' });
     await expect.poll(() => notes(page), { timeout: 15_000 }).toEqual(['Approval needed: notify me']);
     // Several at once: one notification naming how many.
