@@ -27,7 +27,9 @@ export async function shootEverySize(page: Page, shot: (page: Page, name: string
   for (const width of WIDTHS) {
     for (const theme of ['light', 'dark'] as const) {
       await page.setViewportSize({ width, height: 900 });
-      await page.evaluate((t) => document.documentElement.setAttribute('data-theme', t), theme);
+      // The theme button, as a user switches: the page keeps its state, the button its label.
+      if ((await page.locator('html').getAttribute('data-theme')) !== theme) await page.locator('nav.side button[aria-label^="switch to"]').click();
+      await expect(page.locator('html')).toHaveAttribute('data-theme', theme);
       await noSidewaysScroll(page, width);
       await shot(page, `${name}-${theme}-${width}`);
     }
