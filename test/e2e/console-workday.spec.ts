@@ -368,3 +368,18 @@ test('a task created awaiting approval appears in the open inbox and its count a
   await lw.call('cancel_task', { id: task.id });
   await expect(page.locator(`li.card[data-task-id="${task.id}"]`)).toHaveCount(0);
 });
+
+test('a long log opens at its end; earlier lines load on request', async ({ page, lw }) => {
+  const lines = Array.from({ length: 2100 }, (_, i) => ({ type: 'message', text: `line ${i + 1}` }));
+  const { task } = await lw.call('delegate_task', { objective: 'chatty', name: 'long log', workspace: lw.repo, metadata: { mock: { sleep_ms: 10, events: lines } } });
+  await expect.poll(async () => (await lw.call('get_task', { id: task.id })).task.status, { timeout: 45_000 }).toBe('completed');
+  await openAt(page, lw.url, `#/tasks/${task.id}`, 1440, 'dark');
+  const log = page.getByTestId('live-log');
+  await expect(log.locator('.ll-message .ll-text', { hasText: /^line 2100$/ })).toHaveCount(1);
+  await expect(log.locator('.ll-message .ll-text', { hasText: /^line 1$/ })).toHaveCount(0);
+  await log.locator('button[data-action=log-earlier]').click();
+  await expect(log.locator('.ll-message .ll-text', { hasText: /^line 1$/ })).toHaveCount(1);
+  await expect(log.locator('button[data-action=log-earlier]')).toHaveCount(0);
+  // Every line once: the 2,100 scripted ones and the mock's own "received N prompt bytes".
+  expect(await log.locator('.ll-message').count()).toBe(2101);
+});

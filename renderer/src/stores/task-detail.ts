@@ -32,6 +32,9 @@ function doneMessage(action: TaskAction, r: { commit?: string; branch?: string |
   return DONE[action];
 }
 
+/** Events per page of the task's log. */
+const EVENT_PAGE = 2000;
+
 /** One task in full: the task, its event stream, its tree and its diff, live. */
 export const useTaskDetail = defineStore('task-detail', () => {
   const id = ref<string | null>(null);
@@ -43,6 +46,8 @@ export const useTaskDetail = defineStore('task-detail', () => {
   const busy = ref<TaskAction | null>(null);
   const cost = ref<{ task: CostSummary; root: CostSummary } | null>(null);
   const editorBusy = ref(false);
+  /** More events exist before the oldest one loaded. */
+  const hasEarlier = ref(false);
 
   const verification = computed(() => events.value.filter((e) => /^verif/.test(e.type)));
 
@@ -65,10 +70,21 @@ export const useTaskDetail = defineStore('task-detail', () => {
       tree.value = [];
     }
   }
+  /** The newest events (a long run's log ends where it is now); live ones that raced the load are kept. */
   async function loadEvents(): Promise<void> {
     if (!id.value) return;
-    const r = await api().call<{ events: EventRow[] }>('get_events', { task_id: id.value, limit: 5000 });
-    events.value = r.events;
+    const r = await api().call<{ events: EventRow[] }>('get_events', { task_id: id.value, limit: EVENT_PAGE, newest: true });
+    const last = r.events.at(-1)?.seq ?? 0;
+    events.value = [...r.events, ...events.value.filter((e) => e.seq > last)];
+    hasEarlier.value = r.events.length === EVENT_PAGE;
+  }
+  /** Scrollback past the first page: the page of events before the oldest one shown. */
+  async function loadEarlier(): Promise<void> {
+    const first = events.value[0]?.seq;
+    if (!id.value || first === undefined) return;
+    const r = await api().call<{ events: EventRow[] }>('get_events', { task_id: id.value, limit: EVENT_PAGE, newest: true, before: first });
+    events.value = [...r.events, ...events.value];
+    hasEarlier.value = r.events.length === EVENT_PAGE;
   }
   async function loadDiff(): Promise<void> {
     if (!id.value) return;
@@ -86,6 +102,7 @@ export const useTaskDetail = defineStore('task-detail', () => {
       id.value = taskId;
       task.value = null;
       cost.value = null;
+      hasEarlier.value = false;
       events.value = [];
       tree.value = [];
       diff.value = { kind: 'none' };
@@ -133,5 +150,5 @@ export const useTaskDetail = defineStore('task-detail', () => {
     }
   }
 
-  return { id, task, cost, events, tree, diff, error, busy, editorBusy, verification, open, loadDiff, act, openEditor };
+  return { id, task, cost, events, hasEarlier, tree, diff, error, busy, editorBusy, verification, open, loadDiff, loadEarlier, act, openEditor };
 });
