@@ -383,3 +383,28 @@ test('a long log opens at its end; earlier lines load on request', async ({ page
   // Every line once: the 2,100 scripted ones and the mock's own "received N prompt bytes".
   expect(await log.locator('.ll-message').count()).toBe(2101);
 });
+
+test.describe('when serve stops', () => {
+  let own: ConsoleServer;
+  test.beforeAll(async () => {
+    own = await startConsole();
+  });
+  test.afterAll(async () => own?.stop());
+
+  test('an offline banner while it is gone; when it is back with a new token, the signed-out banner', async ({ browser, shot }) => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.goto(`${own.loginUrl}#/tasks`);
+    await expect(page.getByTestId('live')).toHaveText(/live/);
+    const exited = new Promise((r) => own.proc.once('exit', r));
+    own.proc.kill('SIGKILL');
+    await exited;
+    await expect(page.getByTestId('offline-banner')).toContainText('The console server is not reachable');
+    await expect(page.getByTestId('live')).toHaveText(/offline/);
+    await shootEverySize(page, shot, 'workday-offline');
+    await own.restart();
+    await expect(page.getByTestId('session-banner')).toContainText('The server restarted', { timeout: 30_000 });
+    await expect(page.getByTestId('offline-banner')).toHaveCount(0);
+    await context.close();
+  });
+});
