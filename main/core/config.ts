@@ -14,6 +14,13 @@ const profileSchema = z.strictObject({
   worker: z.string().min(1).optional(),
 });
 
+/** USD per million tokens of one model; `cached` (prompt-cache reads) defaults to the input price. */
+export const priceSchema = z.strictObject({
+  input: z.number().min(0).max(10_000),
+  cached: z.number().min(0).max(10_000).optional(),
+  output: z.number().min(0).max(10_000),
+});
+
 const gatewaySchema = z.strictObject({
   base_url: z.string().url(),
   /** Name of the environment variable that holds the key; the key itself is never stored. */
@@ -25,13 +32,6 @@ const linkedWorkerSchema = z.strictObject({
   command: z.array(z.string()).min(1),
   resume: z.array(z.string()).min(1).optional(),
   max_concurrency: z.number().int().min(1).max(64).default(2),
-});
-
-/** USD per million tokens of one model; `cached` (prompt-cache reads) defaults to the input price. */
-export const priceSchema = z.strictObject({
-  input: z.number().min(0).max(10_000),
-  cached: z.number().min(0).max(10_000).optional(),
-  output: z.number().min(0).max(10_000),
 });
 
 /** Per-repository worktree setup (`.lightworker/setup.toml`, or `[setup."<repo path>"]` here). */
