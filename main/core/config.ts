@@ -14,6 +14,13 @@ const profileSchema = z.strictObject({
   worker: z.string().min(1).optional(),
 });
 
+/** USD per million tokens of one model; `cached` (prompt-cache reads) defaults to the input price. */
+export const priceSchema = z.strictObject({
+  input: z.number().min(0).max(10_000),
+  cached: z.number().min(0).max(10_000).optional(),
+  output: z.number().min(0).max(10_000),
+});
+
 const gatewaySchema = z.strictObject({
   base_url: z.string().url(),
   /** Name of the environment variable that holds the key; the key itself is never stored. */
@@ -98,6 +105,10 @@ export const configSchema = z.strictObject({
       completions: z.boolean().default(false),
     })
     .prefault({}),
+  /** Price overrides by model name, over DEFAULT_PRICES (main/tasks/cost.ts). */
+  prices: z.record(z.string().min(1).max(200), priceSchema).default({}),
+  /** The editor "open worktree" starts: argv, `{path}` replaced (else appended); unset: $VISUAL, $EDITOR, code. */
+  editor: z.strictObject({ command: z.array(z.string().min(1).max(4096)).min(1).max(64).optional() }).prefault({}),
 });
 
 export type Config = z.infer<typeof configSchema>;
@@ -194,6 +205,16 @@ timeout_s = 600
 approvals = true
 failures = true
 completions = false
+
+# Prices for cost estimates, USD per million tokens (cached = prompt-cache reads; defaults to input).
+# Built-in defaults cover the default models; a [prices."model"] here overrides or adds one.
+# [prices."gpt-5.5"]
+# input = 1.25
+# cached = 0.125
+# output = 10.0
+
+# [editor]
+# command = ["code", "--new-window", "{path}"]   # default: $VISUAL, else $EDITOR, else code
 `;
 
 export function writeDefaultConfig(path: string, force: boolean): boolean {
