@@ -50,8 +50,8 @@ const workerSchema = z.strictObject({
   resume: z.array(z.string()).min(1).optional(),
   max_concurrency: z.number().int().min(1).max(64).default(2),
   auth: z.enum(AUTH_MODES).optional(),
-  keys: z.array(ENV_NAME).max(32).default([]),
-  inherit_base_url: z.boolean().default(false),
+  keys: z.array(ENV_NAME).max(32).optional(),
+  inherit_base_url: z.boolean().optional(),
 });
 
 /** `[workers.vscode]`: the VS Code bridge worker (main/workers/vscode.ts), not a linked CLI. */
