@@ -1,7 +1,7 @@
 import { defineStore } from 'pinia';
 import { computed, ref } from 'vue';
 import { api, isUnknownCommand } from '../api/client.js';
-import type { CostSummary, EventRow, TaskView, TreeNode } from '../api/types.js';
+import type { CostSummary, EventRow, RouteRecord, TaskView, TreeNode } from '../api/types.js';
 import { useLive } from './live.js';
 import { useNotices } from './notices.js';
 import { keyedDebounce } from './refresh.js';
@@ -45,6 +45,8 @@ export const useTaskDetail = defineStore('task-detail', () => {
   const error = ref<string | null>(null);
   const busy = ref<TaskAction | null>(null);
   const cost = ref<{ task: CostSummary; root: CostSummary } | null>(null);
+  /** The route the latest turn really used (gateway host, auth style, provider model, credential source). */
+  const route = ref<RouteRecord | null>(null);
   const editorBusy = ref(false);
   /** More events exist before the oldest one loaded. */
   const hasEarlier = ref(false);
@@ -54,9 +56,10 @@ export const useTaskDetail = defineStore('task-detail', () => {
   async function loadTask(): Promise<void> {
     if (!id.value) return;
     try {
-      const r = await api().call<{ task: TaskView; cost?: { task: CostSummary; root: CostSummary } }>('get_task', { id: id.value });
+      const r = await api().call<{ task: TaskView; cost?: { task: CostSummary; root: CostSummary }; route?: RouteRecord | null }>('get_task', { id: id.value });
       task.value = r.task;
       cost.value = r.cost ?? null;
+      route.value = r.route ?? null;
       error.value = null;
     } catch (err) {
       error.value = (err as Error).message;
@@ -150,5 +153,5 @@ export const useTaskDetail = defineStore('task-detail', () => {
     }
   }
 
-  return { id, task, cost, events, hasEarlier, tree, diff, error, busy, editorBusy, verification, open, loadDiff, loadEarlier, act, openEditor };
+  return { id, task, cost, route, events, hasEarlier, tree, diff, error, busy, editorBusy, verification, open, loadDiff, loadEarlier, act, openEditor };
 });
