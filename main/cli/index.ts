@@ -10,7 +10,7 @@ import { registerSchedulerCommands } from './scheduler.js';
 import { registerServeCommand } from '../http/serve-command.js';
 import { findPackageRoot } from '../http/static.js';
 import { registerMcpCommands } from './mcp.js';
-import { registerWorkerCommands } from './workers.js';
+import { registerGatewayCommands, registerWorkerCommands } from './workers.js';
 import { registerCachelabCommands } from './cachelab.js';
 import { registerConversationCommands } from './conversation.js';
 
@@ -45,6 +45,7 @@ export function buildProgram(): Command {
   registerServeCommand(program);
   registerMcpCommands(program);
   registerWorkerCommands(program);
+  registerGatewayCommands(program);
   registerCachelabCommands(program);
   registerConversationCommands(program);
   for (const c of program.commands) c.exitOverride();

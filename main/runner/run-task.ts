@@ -15,6 +15,8 @@ import type { NormalizedEvent, WorkerAdapter, WorkerTurn } from '../workers/adap
 import { minimalEnv } from '../workers/env.js';
 import { resolveAdapter } from '../workers/registry.js';
 import { resolveRoute } from '../workers/routing.js';
+import { resolveAuth, workerAuthSettings } from '../workers/credentials.js';
+import { describeRoute } from '../workers/route-record.js';
 import { parseResult, resultJsonSchema } from '../workers/result-schemas.js';
 import { recordPrompt } from '../cachelab/prompt-record.js';
 import { buildFollowUpPrompt, buildPrompt, buildRedirectPrompt, buildRepairPrompt, buildResumePrompt, freshAfterInterruptNote, freshFollowUpNote } from './prompt.js';
@@ -79,6 +81,8 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
     const runDir = join(engine.home.artifacts, task.id, `attempt-${task.attempt}`);
     mkdirSync(runDir, { recursive: true });
     const route = resolveRoute(engine.config, task);
+    const auth = resolveAuth(task.worker, workerAuthSettings(engine.config, task.worker), route.gateway);
+    if (!auth.ok) throw new StopTask('failed', 'auth_missing', `worker ${task.worker} has no credentials (${auth.source}): ${auth.hint}`);
     const resultSchema = resultJsonSchema(task.kind);
     const prompt = buildPrompt(task, { resultSchema, config: engine.config, db: engine.db });
     const baseTurn: WorkerTurn = {
@@ -98,8 +102,12 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
         ...ws.env,
       }),
       permissionServer: permissionServerFor(engine, adapter, task),
+      auth,
     };
-    engine.write(() => recordPrompt(engine, task, prompt, baseTurn));
+    engine.write(() => {
+      recordPrompt(engine, task, prompt, baseTurn);
+      appendEvent(engine.db, task.id, 'task.route', { attempt: task.attempt, ...describeRoute(task.worker, baseTurn, auth) });
+    });
 
     let first = resume ? resumedTurn(engine, adapter, baseTurn, resume, ws.kept === true) : baseTurn;
     // A redirect made while the task waited: a fresh prompt already states it; a session is told.

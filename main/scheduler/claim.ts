@@ -17,7 +17,7 @@ export interface ClaimLimits {
 
 /**
  * Runnable queued tasks, best first by priority then age: every dependency completed or accepted,
- * and their root and repository under the limits. `exclude` lists workers that cannot take work now.
+ * and their root and repository under the limits (a root's own budget, tasks/budget.ts, over perRoot). `exclude` lists workers that cannot take work now.
  */
 export function listCandidates(db: Db, limits: ClaimLimits, excludeWorkers: string[], max = 64): Candidate[] {
   const rows = prep(db, 
@@ -28,7 +28,8 @@ export function listCandidates(db: Db, limits: ClaimLimits, excludeWorkers: stri
          AND NOT EXISTS (
            SELECT 1 FROM task_deps d JOIN tasks p ON p.id = d.depends_on
            WHERE d.task_id = t.id AND p.status NOT IN ('completed', 'accepted'))
-         AND (SELECT COUNT(*) FROM tasks a WHERE a.status IN ('starting','running','verifying') AND a.root_id = t.root_id) < ?
+         AND (SELECT COUNT(*) FROM tasks a WHERE a.status IN ('starting','running','verifying') AND a.root_id = t.root_id)
+             < COALESCE((SELECT json_extract(s.value, '$.concurrency') FROM settings s WHERE s.key = 'root_budget.' || t.root_id), ?)
          AND (SELECT COUNT(*) FROM tasks a WHERE a.status IN ('starting','running','verifying') AND a.workspace = t.workspace) < ?
        ORDER BY t.priority DESC, t.id
        LIMIT ?`,

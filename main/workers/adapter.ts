@@ -1,4 +1,5 @@
 import type { Task } from '../tasks/types.js';
+import type { TurnAuth } from './credentials.js';
 
 /**
  * A worker adapter knows one agent CLI: how to detect it, how to build argv + env for a turn, and how
@@ -43,6 +44,10 @@ export interface GatewayRoute {
   /** The key value, read by the runner from its own environment; passed to the worker only. */
   key: string | null;
   wireApi?: 'responses' | 'messages' | 'chat';
+  /** How the key is sent; undefined: the worker's native style (Claude Code x-api-key, others Bearer). */
+  authStyle?: 'bearer' | 'x-api-key';
+  /** Our model name → the provider's. */
+  modelMap?: Record<string, string>;
 }
 
 export interface WorkerTurn {
@@ -66,6 +71,8 @@ export interface WorkerTurn {
   baseEnv: Record<string, string>;
   /** How to start the MCP server that answers this turn's permission prompts (adapters with permissionTool). */
   permissionServer?: { command: string; args: string[]; env: Record<string, string> };
+  /** What the worker authenticates with (main/workers/credentials.ts); absent: auto, from this process's env. */
+  auth?: TurnAuth;
 }
 
 export interface SpawnSpec {
@@ -74,6 +81,8 @@ export interface SpawnSpec {
   /** The complete environment of the child (nothing else is inherited). */
   env: Record<string, string>;
   cwd: string;
+  /** Called once the turn's process tree has ended: removes staged credentials (writing a refreshed login back). */
+  release?: () => void;
 }
 
 export type NormalizedEvent =
