@@ -13,6 +13,7 @@ import { findPackageRoot } from '../http/static.js';
 import { registerMcpCommands } from './mcp.js';
 import { registerWorkerCommands } from './workers.js';
 import { registerCachelabCommands } from './cachelab.js';
+import { registerSettingsCommands } from './settings.js';
 
 /** The version in package.json: the one number `npm pack` and bin/lightworker.js's fast `--version` use too. */
 function packageVersion(): string {
@@ -47,6 +48,7 @@ export function buildProgram(): Command {
   registerMcpCommands(program);
   registerWorkerCommands(program);
   registerCachelabCommands(program);
+  registerSettingsCommands(program);
   for (const c of program.commands) c.exitOverride();
   return program;
 }
