@@ -83,6 +83,12 @@ export const configSchema = z.strictObject({
     })
     .prefault({}),
   setup: z.record(z.string(), setupSchema).default({}),
+  git: z
+    .strictObject({
+      /** Author of task commits, "Name <email>"; default: the repository's user.name / user.email. */
+      author: z.string().regex(/^[^<>]*[^<>\s][^<>]*<[^<>\s]+>\s*$/, 'expected "Name <email>"').optional(),
+    })
+    .prefault({}),
   notifications: z
     .strictObject({
       approvals: z.boolean().default(true),
@@ -176,6 +182,9 @@ ttl_hours = 72
 [verify]
 auto_repair = 1
 timeout_s = 600
+
+# [git]
+# author = "Your Name <you@example.com>"   # task commits' author (default: the repository's user.name/email)
 
 [notifications]
 approvals = true
