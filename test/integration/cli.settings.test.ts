@@ -128,4 +128,29 @@ describe('a running process reloads config.toml', () => {
     runner.kill('SIGTERM');
     expect(await exited(runner)).toBe(0);
   }, 90_000);
+
+  it('`serve` answers with the new settings after another process changes config.toml', async () => {
+    const { home } = homeWith(HAND_WRITTEN);
+    const serve = startCli(['serve', '--port', '0', '--no-open'], { home });
+    children.push(serve);
+    let text = '';
+    serve.stdout!.on('data', (d) => (text += String(d)));
+    serve.stderr!.on('data', (d) => (text += String(d)));
+    await until(() => /LightWorker console: http:\/\/\S+/.test(text), 60_000, 'serve to print its URL');
+    const url = new URL(/LightWorker console: (http:\/\/\S+)/.exec(text)![1]);
+    const settings = async () => {
+      const res = await fetch(new URL('api/commands/get_settings', url.origin + '/'), {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${url.searchParams.get('token')}` },
+        body: '{}',
+      });
+      const body = await res.json();
+      return (body.data ?? body).config;
+    };
+    expect((await settings()).scheduler.max_concurrency).toBe(4);
+    expect((await runCli(['settings', 'set', 'scheduler.max_concurrency', '6'], { home })).code).toBe(0);
+    await until(async () => (await settings()).scheduler.max_concurrency === 6, 30_000, 'serve to reload config.toml');
+    serve.kill('SIGTERM');
+    await exited(serve);
+  }, 90_000);
 });
