@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { parse as parseToml, stringify as stringifyToml } from 'smol-toml';
 import { AppError } from '../core/errors.js';
+import { setIn } from '../core/toml-edit.js';
 import { withEngine } from './context.js';
 import { out, printJson } from './output.js';
 
@@ -13,13 +14,6 @@ export function parseSettingValue(text: string): unknown {
   } catch {
     return text;
   }
-}
-
-/** `doc` with `path` set to `value`, copying along the path. */
-function setPath(doc: unknown, path: string[], value: unknown): Doc {
-  const base = typeof doc === 'object' && doc !== null && !Array.isArray(doc) ? { ...(doc as Doc) } : {};
-  base[path[0]] = path.length === 1 ? value : setPath(base[path[0]], path.slice(1), value);
-  return base;
 }
 
 /** `lightworker settings` (show) and `settings set KEY VALUE`, over get_settings / update_settings. */
@@ -47,7 +41,7 @@ export function registerSettingsCommands(program: Command): void {
       await withEngine(cmd, async (call) => {
         const current = ((await call('get_settings', {})) as { config: Doc }).config;
         // The whole section in force with the one change: update_settings writes only what differs.
-        const section = setPath(current[path[0]], path.slice(1), parseSettingValue(text));
+        const section = setIn(current[path[0]], path.slice(1), parseSettingValue(text));
         const r = (await call('update_settings', { settings: { [path[0]]: section } })) as { path: string; config: Doc };
         if (o.json) return printJson(r);
         out(`${key} = ${JSON.stringify(path.reduce<unknown>((v, k) => (v as Doc)[k], r.config))}  (${r.path})`);

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { configSchema, parseConfig, type Config } from '../core/config.js';
 import { configProblems } from '../core/config-rules.js';
 import { AppError } from '../core/errors.js';
-import { editToml } from '../core/toml-edit.js';
+import { editToml, isPlainObject } from '../core/toml-edit.js';
 import { defineCommand } from './table.js';
 
 type Section = keyof typeof configSchema.shape;
@@ -24,8 +24,6 @@ function innerType(schema: z.ZodType): string {
  * section adds): a new value replaces the whole map, so entries can be removed.
  */
 const MAPS = new Set<string>(SECTIONS.filter((s) => innerType(configSchema.shape[s]) === 'record'));
-
-const isPlainObject = (v: unknown): v is Doc => typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Date);
 
 function sameValue(a: unknown, b: unknown): boolean {
   return JSON.stringify(a) === JSON.stringify(b);

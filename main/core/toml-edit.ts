@@ -172,7 +172,8 @@ function scan(text: string): Scan {
   return { headers, pairs };
 }
 
-const isPlainObject = (v: unknown): v is Doc => typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Date);
+/** A TOML table's value: a plain object (not an array, not a date). */
+export const isPlainObject = (v: unknown): v is Doc => typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Date);
 const samePath = (a: string[], b: string[]) => a.length === b.length && a.every((x, i) => x === b[i]);
 const startsWith = (a: string[], prefix: string[]) => prefix.length <= a.length && prefix.every((x, i) => x === a[i]);
 
@@ -236,7 +237,7 @@ function getIn(doc: unknown, path: string[]): unknown {
 }
 
 /** `obj` with the value at `path` set (or removed when `value` is undefined); copies along the path. */
-function setIn(obj: unknown, path: string[], value: unknown): unknown {
+export function setIn(obj: unknown, path: string[], value: unknown): unknown {
   const base = isPlainObject(obj) ? { ...obj } : {};
   if (path.length === 1) {
     if (value === undefined) delete base[path[0]];
