@@ -19,7 +19,7 @@ const LIVE_STATES: TaskStatus[] = ['starting', 'running', 'verifying', 'queued',
  * Keep `run`'s status line current: the leader's role, what runs and waits in the home, and what ended
  * while this process ran (each end also printed as a line that stays). Returns the unsubscribe.
  */
-function followRunStatus(engine: Engine, svc: SchedulerService, call: (name: string, input?: unknown) => Promise<any>, line: StatusLine): () => void {
+function followRunStatus(engine: Engine, svc: SchedulerService, call: (name: string, input?: unknown) => Promise<unknown>, line: StatusLine): () => void {
   const ended: Record<string, number> = {};
   let pending: NodeJS.Timeout | null = null;
   const refresh = async () => {

@@ -4,7 +4,7 @@ import { waitTasks, type WaitResult } from '../scheduler/wait.js';
 import type { TaskSummary } from '../tasks/summary.js';
 import { describeCounts, type StatusLine } from './progress.js';
 
-type Call = (name: string, input?: unknown) => Promise<any>;
+type Call = (name: string, input?: unknown) => Promise<unknown>;
 
 /** The status of the tasks a command waits for: one task by name and state, several as counts. */
 export function describeWaited(tasks: TaskSummary[], label = 'waiting'): string {
