@@ -18,17 +18,28 @@ export function describeWaited(tasks: TaskSummary[], label = 'waiting'): string 
   return `${label}: ${tasks.length} tasks · ${describeCounts(counts)}`;
 }
 
-/** Say once, above the status, that nothing will move while no process holds the scheduler lease. */
-async function noteWhenNothingRuns(call: Call, line: StatusLine): Promise<void> {
-  const s = (await call('scheduler_status', {})) as { leader: unknown };
-  if (!s.leader) line.note('no scheduler is running in this home; start one with `lightworker run` (or `serve`)');
+const MOVING = new Set(['queued', 'starting', 'running', 'verifying']);
+
+/**
+ * The snapshot callback that keeps the status line current, and says once (above it) when tasks wait
+ * for a scheduler that no process runs — nothing would move.
+ */
+async function statusUpdater(call: Call, line: StatusLine, label?: string): Promise<(tasks: TaskSummary[]) => void> {
+  const { leader } = (await call('scheduler_status', {})) as { leader: unknown };
+  let told = Boolean(leader);
+  return (tasks) => {
+    if (!told && tasks.some((t) => MOVING.has(t.status))) {
+      told = true;
+      line.note('no scheduler is running in this home; start one with `lightworker run` (or `serve`)');
+    }
+    line.set(describeWaited(tasks, label));
+  };
 }
 
 /** `waitTasks` with the status line kept up to date; the line is stopped before this returns. */
 export async function waitWithStatus(engine: Engine, call: Call, ids: string[], timeoutMs: number, line: StatusLine, label?: string): Promise<WaitResult> {
   try {
-    await noteWhenNothingRuns(call, line);
-    return await waitTasks(engine, ids, timeoutMs, undefined, (tasks) => line.set(describeWaited(tasks, label)));
+    return await waitTasks(engine, ids, timeoutMs, undefined, await statusUpdater(call, line, label));
   } finally {
     line.stop();
   }
@@ -46,10 +57,10 @@ function flatten(nodes: TreeNode[]): string[] {
 export async function waitForTree(engine: Engine, call: Call, id: string, timeoutMs: number, line: StatusLine, label?: string): Promise<WaitResult> {
   const deadline = Date.now() + timeoutMs;
   try {
-    await noteWhenNothingRuns(call, line);
+    const update = await statusUpdater(call, line, label);
     let ids = flatten(((await call('get_task_tree', { id })) as { roots: TreeNode[] }).roots);
     for (;;) {
-      const r = await waitTasks(engine, ids, Math.max(0, deadline - Date.now()), undefined, (tasks) => line.set(describeWaited(tasks, label)));
+      const r = await waitTasks(engine, ids, Math.max(0, deadline - Date.now()), undefined, update);
       if (r.reason !== 'settled') return r;
       const now = flatten(((await call('get_task_tree', { id })) as { roots: TreeNode[] }).roots);
       if (now.length === ids.length) return r;

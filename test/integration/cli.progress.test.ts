@@ -91,6 +91,11 @@ describe('wait', () => {
     expect(r.stdout.split('\n')[0]).toBe('timeout');
     const q = await runCli(['wait', id, '--timeout', '0', '--quiet'], { home });
     expect(q.stderr).toBe('');
+    // A task that needs a person does not need a scheduler: no such note.
+    const gated = await runCli(['submit', '-w', repo, '--kind', 'execute', '--json', 'needs approval'], { home });
+    const g = await runCli(['wait', JSON.parse(gated.stdout).task.id], { home });
+    expect(g.stdout.split('\n')[0]).toBe('needs_approval');
+    expect(g.stderr).not.toContain('no scheduler');
   });
 });
 
