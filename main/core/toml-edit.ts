@@ -253,6 +253,7 @@ type Edit = { start: number; end: number; text: string };
 /** One change against the current text: the edit that sets `path` to `value` (undefined: removes it). */
 function editFor(text: string, doc: Doc, path: string[], value: unknown): Edit[] {
   const { headers, pairs } = scan(text);
+  const eol = text.includes('\r\n') ? '\r\n' : '\n'; // a Windows-edited file keeps its line ends
   const exact = pairs.find((p) => samePath(p.path, path));
   if (exact) {
     if (value === undefined) return [{ start: exact.lineStart, end: exact.lineEnd, text: '' }];
@@ -279,15 +280,24 @@ function editFor(text: string, doc: Doc, path: string[], value: unknown): Edit[]
   const parentPath = path.slice(0, -1);
   const parent = headers.find((h) => !h.array && samePath(h.path, parentPath));
   if (isPlainObject(value) && !parent && !headers.some((h) => samePath(h.path, path))) {
-    const sep = text.length === 0 ? '' : text.endsWith('\n\n') ? '' : text.endsWith('\n') ? '\n' : '\n\n';
-    return [{ start: text.length, end: text.length, text: `${sep}${tableText(path, value)}` }];
+    const sep = text.length === 0 || /\r?\n\r?\n$/.test(text) ? '' : text.endsWith('\n') ? eol : eol + eol;
+    return [{ start: text.length, end: text.length, text: `${sep}${tableText(path, value).replace(/\n/g, eol)}` }];
   }
+  const line = (at: number, key: string[]) => {
+    const nl = at > 0 && text[at - 1] !== '\n' ? eol : '';
+    return [{ start: at, end: at, text: `${nl}${key.map(formatKey).join('.')} = ${formatValue(value)}${eol}` }];
+  };
   if (parent || parentPath.length === 0) {
     // After the table's last key (so blank lines and comments before the next table stay where they are).
     const inTable = pairs.filter((p) => (parent ? p.table === parent : p.table === null));
     const at = inTable.length ? inTable[inTable.length - 1].lineEnd : parent ? parent.lineEnd : headers.length ? text.lastIndexOf('\n', headers[0].start - 1) + 1 : text.length;
-    const nl = at > 0 && text[at - 1] !== '\n' ? '\n' : '';
-    return [{ start: at, end: at, text: `${nl}${formatKey(path[path.length - 1])} = ${formatValue(value)}\n` }];
+    return line(at, [path[path.length - 1]]);
+  }
+  // A table defined by dotted keys (`scheduler.max_concurrency = 2`): one more dotted key beside them.
+  const dotted = pairs.filter((p) => startsWith(p.path, parentPath) && (p.table?.path.length ?? 0) < parentPath.length);
+  if (dotted.length) {
+    const last = dotted[dotted.length - 1];
+    return line(last.lineEnd, path.slice(last.table?.path.length ?? 0));
   }
   // No such table yet: a new one at the end of the file.
   return editFor(text, doc, parentPath, setIn(getIn(doc, parentPath), [path[path.length - 1]], value));

@@ -107,3 +107,24 @@ describe('editToml', () => {
     expect(editToml(HAND_WRITTEN, parse(HAND_WRITTEN) as Doc)).toBe(HAND_WRITTEN);
   });
 });
+
+describe('editToml on other layouts', () => {
+  it('adds a dotted key beside dotted keys that define the table', () => {
+    const text = '# compact style\nscheduler.max_concurrency = 2 # two\n\n[approvals]\nallow_mcp = false\n';
+    const out = edit(text, (d) => (d.scheduler.per_root = 1));
+    expect(out).toBe('# compact style\nscheduler.max_concurrency = 2 # two\nscheduler.per_root = 1\n\n[approvals]\nallow_mcp = false\n');
+  });
+
+  it('keeps CRLF line ends, and a file without a final newline', () => {
+    const crlf = '# win\r\n[scheduler]\r\nmax_concurrency = 2\r\n';
+    expect(edit(crlf, (d) => (d.scheduler.per_root = 1))).toBe('# win\r\n[scheduler]\r\nmax_concurrency = 2\r\nper_root = 1\r\n');
+    expect(edit(crlf, (d) => (d.verify = { timeout_s: 5 }))).toBe(`${crlf}\r\n[verify]\r\ntimeout_s = 5\r\n`);
+    expect(edit('[scheduler]\nmax_concurrency = 2', (d) => (d.scheduler.per_root = 1))).toBe('[scheduler]\nmax_concurrency = 2\nper_root = 1\n');
+  });
+
+  it('leaves arrays of tables and multi-line strings it does not touch as they are', () => {
+    const text = '[[extra]]\nname = "a"\n\n[scheduler]\nnote = """\nline one\nline = two\n"""\nmax_concurrency = 2\n';
+    const out = edit(text, (d) => (d.scheduler.max_concurrency = 3));
+    expect(out).toBe(text.replace('max_concurrency = 2', 'max_concurrency = 3'));
+  });
+});
