@@ -82,7 +82,7 @@ export function registerSchedulerCommands(program: Command): void {
         const engine = ctx.engine;
         const svc = await startSchedulerService(engine, { onlyWithWork: Boolean(o.untilIdle) });
         const line = createStatusLine({ quiet: o.quiet });
-        const stopStatus = followRunStatus(engine, svc, call, line);
+        const stopStatus = o.quiet ? () => undefined : followRunStatus(engine, svc, call, line);
         let announcedStandby = false;
         // Announcements go through the status line, so a live line is cleared before they print.
         const say = (text: string) => (o.quiet ? err(text) : line.note(text));
