@@ -101,8 +101,8 @@ export const updateSettings = defineCommand({
     for (const [section, value] of Object.entries(input.settings)) {
       if (!value) continue;
       const part = changedPart(value, raw[section], before[section as Section]);
-      if (MAPS.has(section)) next[section] = part;
-      else if (Object.keys(part).length || section in raw) next[section] = { ...(raw[section] as Doc | undefined), ...part };
+      if (!Object.keys(part).length && !(section in raw)) continue; // nothing new, nothing to remove
+      next[section] = MAPS.has(section) ? part : { ...(raw[section] as Doc | undefined), ...part };
     }
     // Validate everything before writing anything: the schema names a bad key or type, the rules a model
     // outside models.allow (only problems this change brings: an older one elsewhere is doctor's to report).

@@ -227,9 +227,9 @@ export function formatValue(v: unknown): string {
 function tableText(path: string[], value: Doc): string {
   const leaves = Object.entries(value).filter(([, v]) => v !== undefined && !isPlainObject(v));
   const subs = Object.entries(value).filter(([, v]) => isPlainObject(v)) as [string, Doc][];
-  let text = `[${path.map(formatKey).join('.')}]\n${leaves.map(([k, v]) => `${formatKey(k)} = ${formatValue(v)}\n`).join('')}`;
-  for (const [k, v] of subs) text += `\n${tableText([...path, k], v)}`;
-  return text;
+  // A table holding only sub-tables needs no header of its own (TOML defines it implicitly).
+  const own = leaves.length || !subs.length ? `[${path.map(formatKey).join('.')}]\n${leaves.map(([k, v]) => `${formatKey(k)} = ${formatValue(v)}\n`).join('')}` : '';
+  return [own, ...subs.map(([k, v]) => tableText([...path, k], v))].filter(Boolean).join('\n');
 }
 
 function getIn(doc: unknown, path: string[]): unknown {
@@ -272,7 +272,11 @@ function editFor(text: string, doc: Doc, path: string[], value: unknown): Edit[]
     for (const h of headers) {
       if (!startsWith(h.path, path)) continue;
       const end = Math.max(h.lineEnd, ...pairs.filter((p) => p.table === h).map((p) => p.lineEnd));
-      edits.push({ start: text.lastIndexOf('\n', h.start - 1) + 1, end, text: '' });
+      let start = text.lastIndexOf('\n', h.start - 1) + 1;
+      // The blank line that set the table apart goes with it when nothing follows (or another blank does).
+      const blankBefore = /(^|\n)\r?\n$/.exec(text.slice(0, start));
+      if (blankBefore && blankBefore.index + blankBefore[1].length > 0 && (end === text.length || /^\r?\n/.test(text.slice(end)))) start = blankBefore.index + blankBefore[1].length;
+      edits.push({ start, end, text: '' });
     }
     for (const p of pairs) if (startsWith(p.path, path) && !(p.table && startsWith(p.table.path, path))) edits.push({ start: p.lineStart, end: p.lineEnd, text: '' });
     return edits;

@@ -3,7 +3,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, startCli } from '../helpers/cli.js';
-import { makeRepo, tempDir } from '../helpers/env.js';
+import { makeHome, makeRepo, tempDir } from '../helpers/env.js';
 import { exited, until } from '../helpers/procs.js';
 import { defaultConfig } from '../../main/core/config.js';
 import { Engine } from '../../main/engine.js';
@@ -87,6 +87,27 @@ describe('settings set', () => {
     const check = JSON.parse(r.stdout).checks.find((c: { name: string }) => c.name === 'config');
     expect(check).toMatchObject({ ok: false });
     expect(check.detail).toContain('models.fast: "gpt-4-turbo" is not in models.allow');
+  });
+});
+
+describe('update_settings as the console calls it (every section sent back)', () => {
+  it('saving unchanged settings leaves the file byte for byte; one changed field changes one line', async () => {
+    const h = makeHome();
+    try {
+      h.configure(HAND_WRITTEN);
+      const all = (await h.call('get_settings')).config;
+      await h.call('update_settings', { settings: all });
+      expect(readFileSync(h.engine.home.config, 'utf8')).toBe(HAND_WRITTEN);
+      await h.call('update_settings', { settings: { ...all, scheduler: { ...all.scheduler, per_root: 3 } } });
+      expect(readFileSync(h.engine.home.config, 'utf8')).toBe(HAND_WRITTEN.replace('per_root = 2', 'per_root = 3'));
+      // A map section replaces its entries: a removed gateway goes, with nothing else touched.
+      await h.call('update_settings', { settings: { gateways: { local: { base_url: 'http://127.0.0.1:9/v1', key_env: 'LOCAL_KEY' } } } });
+      expect(readFileSync(h.engine.home.config, 'utf8')).toContain('[gateways.local]\nbase_url = "http://127.0.0.1:9/v1"\nkey_env = "LOCAL_KEY"\n');
+      await h.call('update_settings', { settings: { gateways: {} } });
+      expect(readFileSync(h.engine.home.config, 'utf8')).toBe(HAND_WRITTEN.replace('per_root = 2', 'per_root = 3'));
+    } finally {
+      h.cleanup();
+    }
   });
 });
 

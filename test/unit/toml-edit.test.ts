@@ -128,3 +128,11 @@ describe('editToml on other layouts', () => {
     expect(out).toBe(text.replace('max_concurrency = 2', 'max_concurrency = 3'));
   });
 });
+
+describe('editToml: new nested tables', () => {
+  it('writes no empty header for a table that only holds sub-tables', () => {
+    expect(editToml('', { profiles: { quick: { model: 'm' } } })).toBe('[profiles.quick]\nmodel = "m"\n');
+    expect(editToml('', { models: { per_worker: { a: { fast: 'x' }, b: { fast: 'y' } } } })).toBe('[models.per_worker.a]\nfast = "x"\n\n[models.per_worker.b]\nfast = "y"\n');
+    expect(editToml('', { profiles: { empty: {} } })).toBe('[profiles.empty]\n');
+  });
+});
