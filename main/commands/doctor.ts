@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, statfsSync } from 'node:fs';
+import { existsSync, readFileSync, statfsSync } from 'node:fs';
+import { parse as parseToml } from 'smol-toml';
 import { loadConfig } from '../core/config.js';
 import { configProblems } from '../core/config-rules.js';
 import { connect } from 'node:net';
@@ -68,12 +69,14 @@ function configCheck(ctx: CommandContext): DoctorCheck {
   const path = ctx.engine.home.config;
   const fix = `edit ${path} (or change it in Settings); \`lightworker init --force\` rewrites the documented defaults`;
   let config;
+  let raw: unknown = {};
   try {
     config = loadConfig(path);
+    if (existsSync(path)) raw = parseToml(readFileSync(path, 'utf8'));
   } catch (err) {
     return { name: 'config', ok: false, detail: (err as Error).message, fix };
   }
-  const problems = configProblems(config);
+  const problems = configProblems(config, raw);
   if (problems.length) return { name: 'config', ok: false, detail: problems.map((p) => `${p.key}: ${p.message}`).join('; '), fix };
   return { name: 'config', ok: true, detail: existsSync(path) ? `${path} is valid` : `no ${path}: defaults in force` };
 }

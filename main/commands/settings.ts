@@ -107,8 +107,8 @@ export const updateSettings = defineCommand({
     // Validate everything before writing anything: the schema names a bad key or type, the rules a model
     // outside models.allow (only problems this change brings: an older one elsewhere is doctor's to report).
     const config = parseConfig(next, 'settings');
-    const known = new Set(configProblems(before).map((p) => `${p.key}\n${p.message}`));
-    const added = configProblems(config).filter((p) => !known.has(`${p.key}\n${p.message}`));
+    const known = new Set(configProblems(before, raw).map((p) => `${p.key}\n${p.message}`));
+    const added = configProblems(config, next).filter((p) => !known.has(`${p.key}\n${p.message}`));
     if (added.length) throw new AppError('invalid_input', `settings: ${added[0].key}: ${added[0].message}`, { key: added[0].key, field: added[0].key });
     const out = fileText(text, next);
     if (out !== text) {

@@ -67,6 +67,7 @@ describe('settings set', () => {
       ['models.fast', 'gpt-4-turbo', /models\.fast: "gpt-4-turbo" is not in models\.allow/],
       ['profiles.deep.model', 'claude-opus', /profiles\.deep\.model: "claude-opus" is not in models\.allow/],
       ['models.allow', '["gpt-5.5"]', /models\.fast: "gpt-5\.5-mini" is not in models\.allow/], // would strand the fast model
+      ['models.per_worker.codex', '{ fast = "gpt-5.5-mini", reasoning = "o3" }', /models\.per_worker\.codex\.reasoning: "o3" is not in models\.allow/],
       ['scheduler.bogus', '1', /scheduler\.bogus: Unrecognized key/],
       ['scheduler.max_concurrency', 'many', /scheduler\.max_concurrency: .*expected number/],
     ] as const) {
@@ -77,6 +78,15 @@ describe('settings set', () => {
       expect(readFileSync(config, 'utf8')).toBe(HAND_WRITTEN);
     }
   });
+
+  it('narrowing models.allow to one vendor is not refused over the built-in claude-code pair the file never wrote', async () => {
+    const { home, config } = homeWith(HAND_WRITTEN.replace('per_worker = {}\n', ''));
+    const r = await runCli(['settings', 'set', 'models.allow', '["gpt-5.5", "gpt-5.5-mini"]'], { home });
+    expect(r.code, r.stderr).toBe(0);
+    expect(readFileSync(config, 'utf8')).toContain('allow = ["gpt-5.5", "gpt-5.5-mini"]\n');
+    const doctor = JSON.parse((await runCli(['doctor', '--json'], { home })).stdout);
+    expect(doctor.checks.find((c: { name: string }) => c.name === 'config').ok).toBe(true);
+  }, 60_000);
 
   it('doctor fails a hand-edited file the settings would refuse, naming the key', async () => {
     const { home, config } = homeWith(HAND_WRITTEN);
