@@ -109,7 +109,11 @@ export class Engine {
 
   private refuseConfig(error: Error): void {
     if (this.closed) return;
-    this.write(() => appendEvent(this.db, null, 'config.invalid', { path: this.home.config, error: error.message, pid: process.pid, kept: 'the configuration loaded before' }));
+    try {
+      this.write(() => appendEvent(this.db, null, 'config.invalid', { path: this.home.config, error: error.message, pid: process.pid, kept: 'the configuration loaded before' }));
+    } catch {
+      // A busy or closing database must not crash a leader over a note; the old config stays either way.
+    }
   }
 
   private flush(): void {

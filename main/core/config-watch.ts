@@ -20,20 +20,27 @@ function fingerprint(path: string): string {
 
 /**
  * Watch `config.toml` by polling its stat every `intervalMs` (no fs.watch: it misses atomic renames on
- * some platforms and holds a descriptor per process). A change is validated before it is applied. The
- * timer is unref'd; call the returned function to stop.
+ * some platforms and holds a descriptor per process). A change is validated before it is applied; an
+ * invalid version is reported only once it has stood for a poll (an editor that writes in two steps is
+ * not reported mid-save). The timer is unref'd; call the returned function to stop.
  */
 export function watchConfigFile(path: string, handlers: ConfigWatchHandlers, intervalMs = 500): () => void {
   let seen = fingerprint(path);
+  let invalid: Error | null = null;
   const timer = setInterval(() => {
     const now = fingerprint(path);
-    if (now === seen) return;
+    if (now === seen) {
+      if (invalid) handlers.onInvalid(invalid);
+      invalid = null;
+      return;
+    }
     seen = now;
+    invalid = null;
     let config: Config;
     try {
       config = loadConfig(path);
     } catch (err) {
-      handlers.onInvalid(err as Error);
+      invalid = err as Error;
       return;
     }
     handlers.onChange(config);
