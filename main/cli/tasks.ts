@@ -70,7 +70,7 @@ export function registerTaskCommands(program: Command): void {
     .addOption(new Option('-k, --kind <kind>', 'plan | explore | review | execute').choices(['plan', 'explore', 'review', 'execute']))
     .option('-w, --workspace <dir>', 'git repository to work in (default: current directory)')
     .option('-n, --name <name>', 'short name')
-    .option('--worker <name>', 'worker CLI (mock, codex, claude-code, opencode, or a linked one)')
+    .option('--worker <name>', 'worker CLI (mock, codex, claude-code, opencode, vscode, or a linked one)')
     .option('--model <model>')
     .addOption(new Option('--effort <effort>', 'reasoning effort').choices(['low', 'medium', 'high', 'xhigh']))
     .option('--profile <name>')

@@ -95,6 +95,7 @@ const INSTALL_HINT: Record<string, string> = {
   codex: 'npm install -g @openai/codex',
   'claude-code': 'npm install -g @anthropic-ai/claude-code',
   opencode: 'npm install -g opencode-ai',
+  vscode: 'npm run vscode:package, install vscode-extension/lightworker-vscode-bridge.vsix in VS Code, open the repository there',
 };
 
 /** Every worker: installed and its version (detection never runs a model). Missing CLIs only warn. */

@@ -5,6 +5,7 @@ import { configSchema, parseConfig, type Config } from '../core/config.js';
 import { configProblems } from '../core/config-rules.js';
 import { AppError } from '../core/errors.js';
 import { editToml, isPlainObject } from '../core/toml-edit.js';
+import { DEFAULT_PRICES, effectivePrices } from '../tasks/cost.js';
 import { defineCommand } from './table.js';
 
 type Section = keyof typeof configSchema.shape;
@@ -20,8 +21,8 @@ function innerType(schema: z.ZodType): string {
 }
 
 /**
- * Sections that are maps of named entries (profiles, gateways, workers, setup, and any record a later
- * section adds): a new value replaces the whole map, so entries can be removed.
+ * Sections that are maps of named entries (profiles, gateways, workers, setup, prices, and any record a
+ * later section adds): a new value replaces the whole map, so entries can be removed.
  */
 const MAPS = new Set<string>(SECTIONS.filter((s) => innerType(configSchema.shape[s]) === 'record'));
 
@@ -82,7 +83,8 @@ export const getSettings = defineCommand({
   input: z.strictObject({}),
   readOnly: true,
   handler(ctx) {
-    return { path: ctx.engine.home.config, exists: existsSync(ctx.engine.home.config), config: ctx.engine.config };
+    const prices = { effective: effectivePrices(ctx.engine.config), builtin: DEFAULT_PRICES };
+    return { path: ctx.engine.home.config, exists: existsSync(ctx.engine.home.config), config: ctx.engine.config, prices };
   },
 });
 

@@ -1,9 +1,10 @@
 import { z } from 'zod';
 import { AppError } from '../core/errors.js';
 import { listEvents } from '../store/events.js';
-import { listTasks, requireTask } from '../store/tasks.js';
+import { listTasks, listWorkspaces, requireTask } from '../store/tasks.js';
 import { createTasks, type CreateContext } from '../tasks/create.js';
 import { allWorkerNames } from '../workers/registry.js';
+import { costOfRoot, costOfTask, effectivePrices, type CostSummary } from '../tasks/cost.js';
 import { approveTask, cancelTask, RETRY_STRATEGIES, retryTask, waitingOn } from '../tasks/ops.js';
 import { batchInputSchema, TASK_ID, taskInputSchema } from '../tasks/schema.js';
 import { summarizeTask, type TaskSummary } from '../tasks/summary.js';
@@ -90,13 +91,20 @@ export function lastVerification(ctx: CommandContext, id: string): VerificationS
   };
 }
 
+/** A task's cost and its whole tree's: tokens × the price table (config `[prices]` over the defaults). */
+function costOf(ctx: CommandContext, t: Task): { task: CostSummary; root: CostSummary } {
+  const prices = effectivePrices(ctx.engine.config);
+  return { task: costOfTask(ctx.engine.db, prices, t.id), root: costOfRoot(ctx.engine.db, prices, t.rootId).total };
+}
+
 export const getTask = defineCommand({
   name: 'get_task',
   description: 'One task in full, with its latest verification.',
   input: z.strictObject({ id: TASK_ID }),
   readOnly: true,
   handler(ctx, input) {
-    return { task: presentTask(ctx, requireTask(ctx.engine.db, input.id)), verification: lastVerification(ctx, input.id) };
+    const task = requireTask(ctx.engine.db, input.id);
+    return { task: presentTask(ctx, task), verification: lastVerification(ctx, input.id), cost: costOf(ctx, task) };
   },
 });
 
@@ -125,12 +133,24 @@ export const listTasksCommand = defineCommand({
   },
 });
 
+export const listWorkspacesCommand = defineCommand({
+  name: 'list_workspaces',
+  description: 'Repositories tasks ran in, most recently used first (pickers and filters).',
+  input: z.strictObject({ limit: z.number().int().min(1).max(500).default(50) }),
+  readOnly: true,
+  handler(ctx, input) {
+    return { workspaces: listWorkspaces(ctx.engine.db, input.limit) };
+  },
+});
+
 export interface TreeNode {
   id: string;
   name: string;
   kind: Task['kind'];
   status: Task['status'];
   dependsOn: string[];
+  /** Estimated USD (tokens × prices); null without priced usage. */
+  costUsd: number | null;
   children: TreeNode[];
 }
 
@@ -142,8 +162,9 @@ export const getTaskTree = defineCommand({
   handler(ctx, input) {
     const t = requireTask(ctx.engine.db, input.id);
     const all = listTasks(ctx.engine.db, { rootId: t.rootId, limit: 10_000 }).reverse();
+    const cost = costOfRoot(ctx.engine.db, effectivePrices(ctx.engine.config), t.rootId);
     const nodes = new Map<string, TreeNode>(
-      all.map((x) => [x.id, { id: x.id, name: x.name, kind: x.kind, status: x.status, dependsOn: x.dependsOn, children: [] }]),
+      all.map((x) => [x.id, { id: x.id, name: x.name, kind: x.kind, status: x.status, dependsOn: x.dependsOn, costUsd: cost.byTask.get(x.id) ?? null, children: [] }]),
     );
     const roots: TreeNode[] = [];
     for (const x of all) {
@@ -152,7 +173,7 @@ export const getTaskTree = defineCommand({
       if (parent) parent.children.push(node);
       else roots.push(node);
     }
-    return { rootId: t.rootId, roots, count: all.length };
+    return { rootId: t.rootId, roots, count: all.length, cost: cost.total };
   },
 });
 
@@ -189,4 +210,4 @@ export const retryTaskCommand = defineCommand({
   },
 });
 
-export const TASK_COMMANDS = [delegateTask, delegateBatch, getTask, listTasksCommand, getTaskTree, approveTaskCommand, cancelTaskCommand, retryTaskCommand];
+export const TASK_COMMANDS = [delegateTask, delegateBatch, getTask, listTasksCommand, listWorkspacesCommand, getTaskTree, approveTaskCommand, cancelTaskCommand, retryTaskCommand];

@@ -14,6 +14,13 @@ const profileSchema = z.strictObject({
   worker: z.string().min(1).optional(),
 });
 
+/** USD per million tokens of one model; `cached` (prompt-cache reads) defaults to the input price. */
+export const priceSchema = z.strictObject({
+  input: z.number().min(0).max(10_000),
+  cached: z.number().min(0).max(10_000).optional(),
+  output: z.number().min(0).max(10_000),
+});
+
 const gatewaySchema = z.strictObject({
   base_url: z.string().url(),
   /** Name of the environment variable that holds the key; the key itself is never stored. */
@@ -24,6 +31,14 @@ const gatewaySchema = z.strictObject({
 const linkedWorkerSchema = z.strictObject({
   command: z.array(z.string()).min(1),
   resume: z.array(z.string()).min(1).optional(),
+  max_concurrency: z.number().int().min(1).max(64).default(2),
+});
+
+/** `[workers.vscode]`: the VS Code bridge worker (main/workers/vscode.ts), not a linked CLI. */
+const vscodeWorkerSchema = z.strictObject({
+  /** A bridge's discovery file; default: the live ones in ~/.lightworker/vscode-bridge/. */
+  bridge: z.string().min(1).optional(),
+  agent: z.enum(['claude-code', 'codex']).optional(),
   max_concurrency: z.number().int().min(1).max(64).default(2),
 });
 
@@ -69,7 +84,7 @@ export const configSchema = z.strictObject({
     .prefault({}),
   profiles: z.record(z.string(), profileSchema).default({}),
   gateways: z.record(z.string(), gatewaySchema).default({}),
-  workers: z.record(z.string(), linkedWorkerSchema).default({}),
+  workers: z.object({ vscode: vscodeWorkerSchema.optional() }).catchall(linkedWorkerSchema).default({}),
   worktrees: z
     .strictObject({
       ttl_hours: z.number().min(0).default(72),
@@ -96,6 +111,10 @@ export const configSchema = z.strictObject({
       completions: z.boolean().default(false),
     })
     .prefault({}),
+  /** Price overrides by model name, over DEFAULT_PRICES (main/tasks/cost.ts). */
+  prices: z.record(z.string().min(1).max(200), priceSchema).default({}),
+  /** The editor "open worktree" starts: argv, `{path}` replaced (else appended); unset: $VISUAL, $EDITOR, code. */
+  editor: z.strictObject({ command: z.array(z.string().min(1).max(4096)).min(1).max(64).optional() }).prefault({}),
 });
 
 export type Config = z.infer<typeof configSchema>;
@@ -170,6 +189,11 @@ reasoning = "gpt-5.5"           # every other effort
 # command = ["myagent", "run", "{prompt}"]
 # resume = ["myagent", "resume", "{session}", "{prompt}"]
 
+# The vscode worker (the LightWorker Bridge extension in VS Code, vscode-extension/):
+# [workers.vscode]
+# bridge = "/home/me/.lightworker/vscode-bridge/0123456789abcdef.json"  # default: the live editor with the repo open
+# agent = "claude-code"            # or "codex"; default: the first whose extension CLI is there
+
 [worktrees]
 ttl_hours = 72
 
@@ -190,6 +214,16 @@ timeout_s = 600
 approvals = true
 failures = true
 completions = false
+
+# Prices for cost estimates, USD per million tokens (cached = prompt-cache reads; defaults to input).
+# Built-in defaults cover the default models; a [prices."model"] here overrides or adds one.
+# [prices."gpt-5.5"]
+# input = 1.25
+# cached = 0.125
+# output = 10.0
+
+# [editor]
+# command = ["code", "--new-window", "{path}"]   # default: $VISUAL, else $EDITOR, else code
 `;
 
 export function writeDefaultConfig(path: string, force: boolean): boolean {

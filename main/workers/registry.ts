@@ -7,22 +7,27 @@ import { mockAdapter } from './mock.js';
 import { codexAdapter } from './codex.js';
 import { claudeCodeAdapter } from './claude-code.js';
 import { opencodeAdapter } from './opencode.js';
+import { vscodeAdapter } from './vscode.js';
 
 /** Built-in adapters by worker name. The real CLIs register here (codex, claude-code, opencode). */
-export const BUILTIN_ADAPTERS = new Map<string, WorkerAdapter>([mockAdapter, codexAdapter, claudeCodeAdapter, opencodeAdapter].map((a) => [a.name, a]));
+export const BUILTIN_ADAPTERS = new Map<string, WorkerAdapter>([mockAdapter, codexAdapter, claudeCodeAdapter, opencodeAdapter, vscodeAdapter()].map((a) => [a.name, a]));
 
 export const LINKED_PREFIX = 'workers.linked.';
 
 /** Linked workers: from `lightworker workers link` (settings) and config.toml [workers.NAME]. */
 export function linkedSpecs(engine: Engine): LinkedWorkerSpec[] {
   const fromDb = settingsWithPrefix<LinkedWorkerSpec>(engine.db, LINKED_PREFIX).map((s) => s.value);
-  const fromConfig = Object.entries(engine.config.workers).map(([name, w]) => ({ name, command: w.command, resume: w.resume, maxConcurrency: w.max_concurrency }));
+  // [workers.vscode] configures the built-in bridge worker; only entries with a command are linked CLIs.
+  const fromConfig = Object.entries(engine.config.workers).flatMap(([name, w]) =>
+    'command' in w && !BUILTIN_ADAPTERS.has(name) ? [{ name, command: w.command, resume: w.resume, maxConcurrency: w.max_concurrency }] : [],
+  );
   const seen = new Set(fromDb.map((s) => s.name));
   return [...fromDb, ...fromConfig.filter((s) => !seen.has(s.name))];
 }
 
 /** The adapter for a worker name, or `worker_missing`. */
 export function resolveAdapter(engine: Engine, name: string): WorkerAdapter {
+  if (name === 'vscode') return vscodeAdapter(engine.config.workers.vscode);
   const builtin = BUILTIN_ADAPTERS.get(name);
   if (builtin) return builtin;
   const stored = getSetting<LinkedWorkerSpec>(engine.db, LINKED_PREFIX + name);
