@@ -70,6 +70,12 @@ export function createStatusLine(opts: StatusLineOptions = {}): StatusLine {
   };
   const clock = setInterval(draw, opts.tickMs ?? 1000);
   clock.unref();
+  // A process.exit() mid-wait (a second Ctrl-C, --timeout's backstop) must not leave the prompt after a
+  // half-drawn status.
+  const clearAtExit = () => {
+    if (!stopped && text) stream.write(CLEAR);
+  };
+  process.once('exit', clearAtExit);
   return {
     set(t) {
       text = redactText(t);
@@ -84,6 +90,7 @@ export function createStatusLine(opts: StatusLineOptions = {}): StatusLine {
       if (stopped) return;
       stopped = true;
       clearInterval(clock);
+      process.off('exit', clearAtExit);
       if (text) stream.write(CLEAR);
     },
   };
