@@ -47,4 +47,20 @@ export function registerSettingsCommands(program: Command): void {
         out(`${key} = ${JSON.stringify(path.reduce<unknown>((v, k) => (v as Doc)[k], r.config))}  (${r.path})`);
       });
     });
+  settings
+    .command('unset')
+    .description('remove one key (or a named entry such as gateways.local) from config.toml, so its default applies again')
+    .argument('<key>', 'dotted key, e.g. verify.timeout_s or profiles.deep')
+    .option('--json')
+    .action(async (key: string, o, cmd: Command) => {
+      const path = key.split('.').filter(Boolean);
+      if (path.length < 2) throw new AppError('invalid_input', `key: "${key}" names no key inside a section (e.g. verify.timeout_s)`, { field: 'key' });
+      await withEngine(cmd, async (call) => {
+        const current = ((await call('get_settings', {})) as { config: Doc }).config;
+        const section = setIn(current[path[0]], path.slice(1), null);
+        const r = (await call('update_settings', { settings: { [path[0]]: section } })) as { path: string; config: Doc };
+        if (o.json) return printJson(r);
+        out(`${key} removed  (${r.path})`);
+      });
+    });
 }

@@ -33,7 +33,7 @@ function sameValue(a: unknown, b: unknown): boolean {
 /**
  * What of `update` to write: keys already in the file are kept (and looked into); a key the file does
  * not have is written only when it differs from the value in force (a form that sends every field back
- * adds nothing but what the user changed).
+ * adds nothing but what the user changed). `null` removes a key the file has (its default applies again).
  */
 function changedPart(update: Doc, inFile: unknown, inForce: unknown): Doc {
   const file = isPlainObject(inFile) ? inFile : {};
@@ -41,10 +41,16 @@ function changedPart(update: Doc, inFile: unknown, inForce: unknown): Doc {
   const out: Doc = {};
   for (const [k, v] of Object.entries(update)) {
     if (v === undefined) continue;
-    if (k in file) out[k] = isPlainObject(v) && isPlainObject(file[k]) ? changedPart(v, file[k], force[k]) : v;
+    if (v === null) {
+      if (k in file) out[k] = null; // TOML has no null: it asks to remove the key from the file
+    } else if (k in file) out[k] = isPlainObject(v) && isPlainObject(file[k]) ? changedPart(v, file[k], force[k]) : v;
     else if (!sameValue(v, force[k])) out[k] = v;
   }
   return out;
+}
+
+function withoutNulls(doc: Doc): Doc {
+  return Object.fromEntries(Object.entries(doc).filter(([, v]) => v !== null).map(([k, v]) => [k, isPlainObject(v) ? withoutNulls(v) : v]));
 }
 
 function readRaw(path: string): { text: string; raw: Doc } {
@@ -90,7 +96,7 @@ export const getSettings = defineCommand({
 
 export const updateSettings = defineCommand({
   name: 'update_settings',
-  description: 'Change sections of config.toml (validated; map sections like gateways are replaced whole) and reload.',
+  description: 'Change sections of config.toml (validated; map sections like gateways are replaced whole; null removes a key) and reload.',
   input: z.strictObject({
     settings: z.partialRecord(z.enum(SECTIONS), z.record(z.string(), z.unknown())),
   }),
@@ -104,7 +110,7 @@ export const updateSettings = defineCommand({
       if (!value) continue;
       const part = changedPart(value, raw[section], before[section as Section]);
       if (!Object.keys(part).length && !(section in raw)) continue; // nothing new, nothing to remove
-      next[section] = MAPS.has(section) ? part : { ...(raw[section] as Doc | undefined), ...part };
+      next[section] = withoutNulls(MAPS.has(section) ? part : { ...(raw[section] as Doc | undefined), ...part });
     }
     // Validate everything before writing anything: the schema names a bad key or type, the rules a model
     // outside models.allow (only problems this change brings: an older one elsewhere is doctor's to report).

@@ -61,6 +61,17 @@ describe('settings set', () => {
     expect(shown.config.approvals.allow_mcp).toBe(true);
   });
 
+  it('unset removes a key or a named entry from the file (its default applies again), keeping the rest as written', async () => {
+    const withGateway = `${HAND_WRITTEN}\n[gateways.local]   # my proxy\nbase_url = "http://127.0.0.1:8080/v1"\nkey_env = "LOCAL_KEY"\n`;
+    const { home, config } = homeWith(withGateway);
+    const r = await runCli(['settings', 'unset', 'scheduler.per_root'], { home });
+    expect(r.code, r.stderr).toBe(0);
+    expect(readFileSync(config, 'utf8')).toBe(withGateway.replace('per_root = 2\n', ''));
+    expect((await runCli(['settings', 'unset', 'gateways.local'], { home })).code).toBe(0);
+    expect(readFileSync(config, 'utf8')).toBe(HAND_WRITTEN.replace('per_root = 2\n', ''));
+    expect(JSON.parse((await runCli(['settings', '--json'], { home })).stdout).config.scheduler.per_root).toBe(2); // the default
+  });
+
   it('refuses a model outside models.allow, an unknown key and a wrong type, naming the key and writing nothing', async () => {
     const { home, config } = homeWith(HAND_WRITTEN);
     for (const [key, value, named] of [
