@@ -9,6 +9,7 @@ import { RETRY_STRATEGIES } from '../tasks/ops.js';
 import { formatRoute, type RouteRecord } from '../workers/route-record.js';
 import { collect, splitList, withEngine } from './context.js';
 import { ago, err, out, printJson, table } from './output.js';
+import { verificationLines } from './verification.js';
 
 /** A commander parser for an integer option; bad input names the option (exit 2). */
 export function parseIntOption(name: string) {
@@ -51,19 +52,12 @@ export function printTask(t: Task & { waitingOn?: string[]; needs?: NeedsInput }
   if (t.error) lines.push(`error:      ${t.error.code}: ${t.error.message}`);
   lines.push('objective:', ...t.objective.split('\n').map((l) => `  ${l}`));
   if (t.verify.length) lines.push('verify:', ...t.verify.map((v) => `  ${Array.isArray(v) ? JSON.stringify(v) : v}`));
-  if (verification) {
-    lines.push(`verification (attempt ${verification.attempt}): ${verification.ok === null ? 'running' : verification.ok ? 'passed' : 'FAILED'}`);
-    for (const c of verification.commands) {
-      const cmd = Array.isArray(c.command) ? (c.command as string[]).join(' ') : String(c.command);
-      lines.push(`  $ ${cmd}  → ${c.timedOut ? 'timed out' : `exit ${c.exitCode}`} in ${c.durationMs} ms`);
-      if (c.exitCode !== 0 && c.outputTail) lines.push(...c.outputTail.trimEnd().split('\n').slice(-15).map((l) => `    ${l}`));
-    }
-  }
+  if (verification) lines.push(...verificationLines(verification));
   if (t.result !== null) lines.push(`result${t.schemaValid === false ? ' (not schema-valid)' : ''}:`, ...JSON.stringify(t.result, null, 2).split('\n').map((l) => `  ${l}`));
   out(lines.join('\n'));
 }
 
-function printTree(nodes: TreeNode[], indent = ''): void {
+export function printTree(nodes: TreeNode[], indent = ''): void {
   for (const n of nodes) {
     out(`${indent}${n.id}  ${n.status.padEnd(17)} ${n.kind.padEnd(7)} ${n.name}${n.dependsOn.length ? `  ← ${n.dependsOn.join(', ')}` : ''}`);
     printTree(n.children, indent + '  ');

@@ -67,6 +67,8 @@ export interface VerificationSummary {
   ok: boolean | null;
   attempt: number;
   commands: { command: unknown; exitCode: number | null; durationMs: number; timedOut: boolean; outputTail: string }[];
+  /** The whole output of the run (an artifact), once it has completed. */
+  log?: string | null;
 }
 
 /** The latest verification run of a task, from its verify.* events (null when none ran). */
@@ -86,6 +88,7 @@ export function lastVerification(ctx: CommandContext, id: string): VerificationS
   return {
     ok: done ? Boolean(done.payload.ok) : null,
     attempt: Number(run[0].payload.attempt ?? 0),
+    log: done ? ((done.payload.log as string | null) ?? null) : null,
     commands: run
       .filter((e) => e.type === 'verify.command')
       .map((e) => ({

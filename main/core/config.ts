@@ -143,6 +143,12 @@ export const configSchema = z.strictObject({
       profiles: z.record(z.string(), requestRuleSchema).default({}),
     })
     .prefault({}),
+  git: z
+    .strictObject({
+      /** Author of task commits, "Name <email>"; default: the repository's user.name / user.email. */
+      author: z.string().regex(/^[^<>]*[^<>\s][^<>]*<[^<>\s]+>\s*$/, 'expected "Name <email>"').optional(),
+    })
+    .prefault({}),
   notifications: z
     .strictObject({
       approvals: z.boolean().default(true),
@@ -268,6 +274,9 @@ permission = "ask"              # ask | deny: a worker's permission request (nev
 question = "ask"                # ask | deny: a worker's question
 # [requests.kinds.review]       # per kind; [requests.profiles.NAME] per profile (wins)
 # permission = "deny"
+
+# [git]
+# author = "Your Name <you@example.com>"   # task commits' author (default: the repository's user.name/email)
 
 [notifications]
 approvals = true

@@ -98,8 +98,12 @@ export class Scheduler extends EventEmitter {
     this.paused = getSetting<boolean>(this.engine.db, 'scheduler.paused') ?? false;
     this.engine.watch();
     this.engine.events.on('event', this.onEvent);
+    // New limits (config.toml reloaded) may let a queued task start now.
+    this.engine.events.on('config', this.onConfig);
     this.wake();
   }
+
+  private readonly onConfig = (): void => this.wake();
 
   pause(): void {
     this.paused = true;
@@ -119,6 +123,7 @@ export class Scheduler extends EventEmitter {
   async stop(abortReason?: 'shutdown' | 'leader_lost' | 'timeout', opts: { killNow?: boolean } = {}): Promise<void> {
     this.stopped = true;
     this.engine.events.off('event', this.onEvent);
+    this.engine.events.off('config', this.onConfig);
     if (this.pauseTimer) clearTimeout(this.pauseTimer);
     if (abortReason) for (const r of this.running.values()) r.controller.abort(abortReason);
     if (abortReason && opts.killNow) await this.killNow();

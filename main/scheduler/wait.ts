@@ -50,10 +50,12 @@ function snapshot(engine: Engine, ids: string[]): { done: WaitResult['reason'] |
 /**
  * Resolve as soon as every named task has ended, or one of them needs a person (awaiting approval,
  * queued behind a dependency that awaits approval, or waiting for an answer) — never hang on a person. Sees other processes'
- * changes through the engine's data_version watch. `timeoutMs` bounds the wait.
+ * changes through the engine's data_version watch. `timeoutMs` bounds the wait. `onSnapshot` sees the
+ * tasks' summaries at the start and after every change (a face's progress line).
  */
-export function waitTasks(engine: Engine, ids: string[], timeoutMs: number, signal?: AbortSignal): Promise<WaitResult> {
+export function waitTasks(engine: Engine, ids: string[], timeoutMs: number, signal?: AbortSignal, onSnapshot?: (tasks: TaskSummary[]) => void): Promise<WaitResult> {
   const first = snapshot(engine, ids);
+  onSnapshot?.(first.tasks);
   if (first.done) return Promise.resolve({ reason: first.done, counts: countStatuses(first.tasks), tasks: first.tasks });
   engine.watch();
   return new Promise((resolve) => {
@@ -71,6 +73,7 @@ export function waitTasks(engine: Engine, ids: string[], timeoutMs: number, sign
     };
     const check = () => {
       const s = snapshot(engine, ids);
+      onSnapshot?.(s.tasks);
       if (s.done) finish(s.done);
     };
     const onAbort = () => finish('aborted');
