@@ -2,7 +2,10 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { isAppError } from '../core/errors.js';
 import type { Engine } from '../engine.js';
-import { inspectChanges, prepareWorkspace, runVerification, type VerifyReport } from '../isolation/workspace.js';
+import { inspectChanges, prepareWorkspace, runVerification, type PreparedWorkspace, type VerifyReport } from '../isolation/workspace.js';
+import { describeConflicts, integrateSources } from '../isolation/integrate.js';
+import { teamInputsFor } from '../orchestration/team-inputs.js';
+import { teamTagOf } from '../orchestration/team-schema.js';
 import { appendEvent } from '../store/events.js';
 import { getTask, updateTaskFields } from '../store/tasks.js';
 import { unsealTask } from '../tasks/secrets.js';
@@ -65,35 +68,20 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
   if (!stored) return 'failed';
   const task = unsealTask(engine.db, engine.home.root, stored);
   try {
-    const adapter = resolveAdapter(engine, task.worker);
+    const sources = integrationSources(task);
+    // An integration runs no worker CLI: LightWorker merges the sources itself, then verifies as usual.
+    const adapter = sources ? null : resolveAdapter(engine, task.worker);
     const resume = resumeRequestOf(engine.db, task);
     const ws = await prepareWorkspace(engine, task, ctx.signal, { keepWorktree: resume !== null });
     checkAbort(ctx);
-    const runDir = join(engine.home.artifacts, task.id, `attempt-${task.attempt}`);
-    mkdirSync(runDir, { recursive: true });
-    const route = resolveRoute(engine.config, task);
-    const resultSchema = resultJsonSchema(task.kind);
-    const prompt = buildPrompt(task, { resultSchema, config: engine.config, db: engine.db });
-    const baseTurn: WorkerTurn = {
-      task,
-      prompt: prompt.text,
-      workdir: ws.workdir,
-      sandbox: task.kind === 'execute' ? 'workspace-write' : 'read-only',
-      resultSchema,
-      resumeSessionId: null,
-      runDir,
-      model: route.model,
-      reasoningEffort: route.reasoningEffort,
-      gateway: route.gateway,
-      baseEnv: minimalEnv({
-        LIGHTWORKER_DEPTH: String(task.depth + 1),
-        ...treeMarkerEnv(engine.home.root, task.id, task.attempt),
-        ...ws.env,
-      }),
-    };
-    engine.write(() => recordPrompt(engine, task, prompt, baseTurn));
-
-    let turn = await runWorkerTurn(ctx, adapter, resume ? resumedTurn(engine, adapter, baseTurn, resume, ws.kept === true) : baseTurn, 'starting');
+    let turn: Pick<TurnResult, 'sessionId' | 'finalText'>;
+    let baseTurn: WorkerTurn | null = null;
+    if (adapter) {
+      baseTurn = await firstTurn(ctx, task, ws);
+      turn = await runWorkerTurn(ctx, adapter, resume ? resumedTurn(engine, adapter, baseTurn, resume, ws.kept === true) : baseTurn, 'starting');
+    } else {
+      turn = await runIntegration(ctx, task, ws.workdir, sources ?? []);
+    }
     let repairsLeft = engine.config.verify.auto_repair;
     for (;;) {
       engine.write(() => transition(engine.db, task.id, 'running', 'verifying', { reason: 'worker finished' }));
@@ -107,7 +95,7 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
       checkAbort(ctx);
       if (verify.ok) break;
       const failures = verify.results.filter((r) => r.exitCode !== 0).map((r) => `$ ${Array.isArray(r.command) ? r.command.join(' ') : r.command}\n(exit ${r.exitCode}${r.timedOut ? ', timed out' : ''})\n${r.outputTail}`).join('\n\n');
-      if (repairsLeft <= 0 || !turn.sessionId) {
+      if (repairsLeft <= 0 || !turn.sessionId || !adapter || !baseTurn) {
         throw new StopTask('failed', 'verification_failed', `verification failed${repairsLeft <= 0 ? '' : ' and the worker has no session to repair in'}:\n${failures.slice(-2000)}`);
       }
       repairsLeft--;
@@ -129,6 +117,61 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
   } catch (err) {
     return finishWithError(ctx, task, err);
   }
+}
+
+/** The worker's first turn: route, prompt (stable prefix first, then the task and any team inputs), env. */
+async function firstTurn(ctx: RunContext, task: Task, ws: PreparedWorkspace): Promise<WorkerTurn> {
+  const { engine } = ctx;
+  const runDir = join(engine.home.artifacts, task.id, `attempt-${task.attempt}`);
+  mkdirSync(runDir, { recursive: true });
+  const route = resolveRoute(engine.config, task);
+  const resultSchema = resultJsonSchema(task.kind);
+  const prompt = buildPrompt(task, { resultSchema, config: engine.config, db: engine.db });
+  // Team members (a reviewer, a synthesizer, a judge) also read what the steps before them produced.
+  const inputs = await teamInputsFor(engine, task);
+  if (inputs) prompt.text += `\n${inputs}\n`;
+  const turn: WorkerTurn = {
+    task,
+    prompt: prompt.text,
+    workdir: ws.workdir,
+    sandbox: task.kind === 'execute' ? 'workspace-write' : 'read-only',
+    resultSchema,
+    resumeSessionId: null,
+    runDir,
+    model: route.model,
+    reasoningEffort: route.reasoningEffort,
+    gateway: route.gateway,
+    baseEnv: minimalEnv({
+      LIGHTWORKER_DEPTH: String(task.depth + 1),
+      ...treeMarkerEnv(engine.home.root, task.id, task.attempt),
+      ...ws.env,
+    }),
+  };
+  engine.write(() => recordPrompt(engine, task, prompt, turn));
+  return turn;
+}
+
+/**
+ * An integration task's "turn" (orchestration/teams.ts): LightWorker merges the sources' verified
+ * commits into the worktree; any conflict fails the task with one line per file. The answer it returns
+ * is an execute result, so the rest of the pipeline (inspect, verify, complete) is the usual one.
+ */
+async function runIntegration(ctx: RunContext, task: Task, workdir: string, sources: string[]): Promise<Pick<TurnResult, 'sessionId' | 'finalText'>> {
+  const { engine } = ctx;
+  engine.write(() => transition(engine.db, task.id, 'starting', 'running', { reason: `integrating ${sources.length} tasks` }));
+  const r = await integrateSources(engine, task, workdir, sources);
+  checkAbort(ctx);
+  if (r.conflicts.length) {
+    throw new StopTask('failed', 'merge_conflict', `${r.conflicts.length} file(s) conflict; nothing was integrated, and the user's branch is untouched:\n${describeConflicts(r.conflicts)}`);
+  }
+  const summary = `merged ${r.merged.length} verified task commits: ${r.merged.map((m) => m.source).join(', ')}`;
+  return { sessionId: null, finalText: JSON.stringify({ summary, files_changed: [], notes: null }) };
+}
+
+/** The sources of an integration task, or null for any other task. */
+function integrationSources(task: Task): string[] | null {
+  const tag = teamTagOf(task.metadata);
+  return tag?.role === 'integrate' && task.kind === 'execute' ? (tag.sources ?? []) : null;
 }
 
 /**

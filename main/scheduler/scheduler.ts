@@ -6,7 +6,7 @@ import { deleteSetting, getSetting, setSetting, settingsWithPrefix } from '../st
 import type { EventRow } from '../store/events.js';
 import { retryTask } from '../tasks/ops.js';
 import { getTask } from '../store/tasks.js';
-import type { Task, TaskStatus } from '../tasks/types.js';
+import { TERMINAL, type Task, type TaskStatus } from '../tasks/types.js';
 import { resolveAdapter } from '../workers/registry.js';
 import { claimTask, listCandidates, pickCandidate } from './claim.js';
 
@@ -42,6 +42,19 @@ export type PlanHandler = (engine: Engine, task: Task, result: unknown) => void;
 let planHandler: PlanHandler | null = null;
 export function setPlanHandler(h: PlanHandler | null): void {
   planHandler = h;
+}
+
+/**
+ * Hook for orchestration's teams: `onEnded` after any task reached an end (from the task.status event,
+ * once the ending transaction committed), `onStart` when this process starts leading (unfinished teams).
+ */
+export interface TeamHandler {
+  onEnded(engine: Engine, taskId: string): void;
+  onStart(engine: Engine): void;
+}
+let teamHandler: TeamHandler | null = null;
+export function setTeamHandler(h: TeamHandler | null): void {
+  teamHandler = h;
 }
 
 /**
@@ -98,6 +111,7 @@ export class Scheduler extends EventEmitter {
     this.paused = getSetting<boolean>(this.engine.db, 'scheduler.paused') ?? false;
     this.engine.watch();
     this.engine.events.on('event', this.onEvent);
+    teamHandler?.onStart(this.engine);
     this.wake();
   }
 
@@ -158,6 +172,7 @@ export class Scheduler extends EventEmitter {
       this.running.get(e.taskId)?.controller.abort('cancel');
       return;
     }
+    if (e.type === 'task.status' && e.taskId && teamHandler && TERMINAL.has(e.payload.to as TaskStatus)) teamHandler.onEnded(this.engine, e.taskId);
     if (e.type === 'task.created' || e.type === 'task.status' || e.type === 'scheduler.resumed') this.wake();
   }
 
