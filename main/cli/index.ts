@@ -12,6 +12,7 @@ import { findPackageRoot } from '../http/static.js';
 import { registerMcpCommands } from './mcp.js';
 import { registerWorkerCommands } from './workers.js';
 import { registerCachelabCommands } from './cachelab.js';
+import { registerConversationCommands } from './conversation.js';
 
 /** The version in package.json: the one number `npm pack` and bin/lightworker.js's fast `--version` use too. */
 function packageVersion(): string {
@@ -45,6 +46,7 @@ export function buildProgram(): Command {
   registerMcpCommands(program);
   registerWorkerCommands(program);
   registerCachelabCommands(program);
+  registerConversationCommands(program);
   for (const c of program.commands) c.exitOverride();
   return program;
 }

@@ -34,6 +34,7 @@ export const COMMAND_NAMES = [
   'add_context_pack',
   'list_context_packs',
   'get_context_pack',
+  'followup_task',
 ] as const;
 
 export type CommandName = (typeof COMMAND_NAMES)[number];

@@ -8,7 +8,8 @@ import { teamInputsFor } from '../orchestration/team-inputs.js';
 import { teamTagOf } from '../orchestration/team-schema.js';
 import { appendEvent } from '../store/events.js';
 import { getTask, updateTaskFields } from '../store/tasks.js';
-import { unsealTask } from '../tasks/secrets.js';
+import { followUpKey } from '../tasks/followup.js';
+import { unsealTask, unsealText } from '../tasks/secrets.js';
 import { resumeRequestOf, type ResumeRequest } from '../tasks/ops.js';
 import { transition } from '../tasks/state.js';
 import type { Task, TaskStatus } from '../tasks/types.js';
@@ -18,7 +19,7 @@ import { resolveAdapter } from '../workers/registry.js';
 import { resolveRoute } from '../workers/routing.js';
 import { parseResult, resultJsonSchema } from '../workers/result-schemas.js';
 import { recordPrompt } from '../cachelab/prompt-record.js';
-import { buildPrompt, buildRepairPrompt, buildResumePrompt, freshAfterInterruptNote } from './prompt.js';
+import { buildFollowUpPrompt, buildPrompt, buildRepairPrompt, buildResumePrompt, freshAfterInterruptNote, freshFollowUpNote } from './prompt.js';
 import { treeMarkerEnv } from './lifecycle.js';
 import { runTurn, type TurnResult } from './turn.js';
 
@@ -180,7 +181,14 @@ function integrationSources(task: Task): string[] | null {
  */
 function resumedTurn(engine: Engine, adapter: WorkerAdapter, base: WorkerTurn, resume: ResumeRequest, keptWorktree: boolean): WorkerTurn {
   const { task } = base;
-  const why = !resume.sessionId ? 'the interrupted attempt never reported a session' : adapter.resumable === false ? `worker ${adapter.name} cannot continue a session (no resume template)` : null;
+  const followUp = resume.followUp;
+  const why = followUp?.fromWorker
+    ? `handed over from worker ${followUp.fromWorker}`
+    : !resume.sessionId
+      ? `the ${followUp ? 'previous' : 'interrupted'} attempt never reported a session`
+      : adapter.resumable === false
+        ? `worker ${adapter.name} cannot continue a session (no resume template)`
+        : null;
   engine.write(() =>
     appendEvent(engine.db, task.id, 'task.resumed', {
       mode: why ? 'fresh' : 'session',
@@ -189,9 +197,15 @@ function resumedTurn(engine: Engine, adapter: WorkerAdapter, base: WorkerTurn, r
       interruptedBy: resume.interruptedBy,
       workdir: base.workdir,
       keptWorktree,
+      ...(followUp ? { followUp: true, by: followUp.by } : {}),
       ...(why ? { reason: `${why}; starting a fresh session${keptWorktree ? ' in the same worktree' : ''}` } : {}),
     }),
   );
+  if (followUp) {
+    const message = unsealText(engine.db, task.id, followUpKey(task.attempt), followUp.message);
+    if (why) return { ...base, prompt: base.prompt + freshFollowUpNote({ message, previous: followUp.previous, kind: task.kind }) };
+    return { ...base, prompt: buildFollowUpPrompt({ message, kind: task.kind }), resumeSessionId: resume.sessionId };
+  }
   if (why) return { ...base, prompt: base.prompt + freshAfterInterruptNote(task.kind) };
   return { ...base, prompt: buildResumePrompt({ interruptedBy: resume.interruptedBy, kind: task.kind }), resumeSessionId: resume.sessionId };
 }

@@ -3,7 +3,7 @@ import type { Config } from '../core/config.js';
 import { AppError } from '../core/errors.js';
 import { appendEvent } from '../store/events.js';
 import { prep, type Db } from '../store/db.js';
-import { requireTask, updateTaskFields } from '../store/tasks.js';
+import { requireTask, updateTaskFields, type TaskFieldUpdate } from '../store/tasks.js';
 import { needsApproval } from './create.js';
 import { releaseDependents, transition } from './state.js';
 import { ACTIVE, type Task, type TaskStatus } from './types.js';
@@ -50,7 +50,7 @@ function isInterrupted(t: Task): boolean {
 }
 
 /** The native session the interrupted attempt reported (the task row, else its last worker.started event). */
-function lastSessionOf(db: Db, t: Task): string | null {
+export function lastSessionOf(db: Db, t: Task): string | null {
   if (t.sessionId) return t.sessionId;
   const row = prep(db, `SELECT json_extract(payload, '$.sessionId') AS s FROM events WHERE task_id = ? AND type = 'worker.started' AND json_extract(payload, '$.sessionId') IS NOT NULL ORDER BY seq DESC LIMIT 1`).get(t.id) as
     | { s: string | null }
@@ -87,18 +87,31 @@ export function retryTask(db: Db, config: Config, id: string, strategy: RetryStr
   }
   const resume: ResumeRequest | null =
     strategy === 'resume' ? { sessionId: lastSessionOf(db, t), fromAttempt: t.attempt, interruptedBy: t.error?.code ?? t.status, worktree: t.kind === 'execute' ? t.worktreePath : null } : null;
+  const next = startNewAttempt(db, t, { strategy, reason: `retry (${strategy}) by ${by}`, resume });
+  // A changed route is a different cache cohort: re-key it now so scheduling affinity sees it.
+  assignCohort(db, config, next);
+  return next;
+}
+
+/**
+ * Move an ended task to its next attempt (queued, or awaiting approval when it was never approved and
+ * its mode requires it) with the per-attempt fields cleared, record how (`strategy`, and the resume
+ * request the runner reads back with resumeRequestOf), and release the dependents it had blocked.
+ * Shared by retry and follow-up; runs in the caller's transaction.
+ */
+export function startNewAttempt(db: Db, t: Task, opts: { strategy: string; reason: string; resume: ResumeRequest | null; fields?: TaskFieldUpdate }): Task {
+  const { resume } = opts;
   const to: TaskStatus = t.approvedAt === null && needsApproval(t.mode, t.kind) ? 'awaiting_approval' : 'queued';
-  const next = transition(db, id, t.status, to, {
-    reason: `retry (${strategy}) by ${by}`,
-    event: { attempt: t.attempt + 1, strategy, ...(resume ? { resume } : {}) },
+  const next = transition(db, t.id, t.status, to, {
+    reason: opts.reason,
+    event: { attempt: t.attempt + 1, strategy: opts.strategy, ...(resume ? { resume } : {}) },
     fields: {
       attempt: t.attempt + 1, cancelRequested: false, errorCode: null, errorMessage: null, result: null, schemaValid: null,
       pid: null, pidStart: null, runnerId: null, startedAt: null, endedAt: null, sessionId: resume?.sessionId ?? null,
+      ...opts.fields,
     },
   });
-  // A changed route is a different cache cohort: re-key it now so scheduling affinity sees it.
-  assignCohort(db, config, next);
-  releaseDependents(db, id, (d) => needsApproval(d.mode, d.kind));
+  releaseDependents(db, t.id, (d) => needsApproval(d.mode, d.kind));
   return next;
 }
 
@@ -111,6 +124,19 @@ export interface ResumeRequest {
   interruptedBy: string;
   /** The execute task's worktree the attempt keeps using. */
   worktree: string | null;
+  /** Set by a follow-up (tasks/followup.ts): the message for the next turn and what came before. */
+  followUp?: FollowUpRequest;
+}
+
+/** A follow-up's part of a resume request. */
+export interface FollowUpRequest {
+  /** Redacted; the original is sealed under `followup-<attempt>` (tasks/secrets.ts redactAndSeal). */
+  message: string;
+  by: string;
+  /** A short summary of the previous attempt, for a fresh session (another worker, or no session). */
+  previous: string;
+  /** The worker of the previous attempt when the follow-up switched workers (handoff). */
+  fromWorker?: string;
 }
 
 /** The resume request of the task's current attempt, when it was made by `retry --strategy resume`. */
@@ -120,7 +146,7 @@ export function resumeRequestOf(db: Db, task: Pick<Task, 'id' | 'attempt'>): Res
     | undefined;
   if (!row) return null;
   const p = JSON.parse(row.payload) as { attempt?: number; strategy?: string; resume?: ResumeRequest };
-  return p.strategy === 'resume' && p.attempt === task.attempt && p.resume ? p.resume : null;
+  return (p.strategy === 'resume' || p.strategy === 'followup') && p.attempt === task.attempt && p.resume ? p.resume : null;
 }
 
 function retryRoute(config: Config, t: Task, strategy: RetryStrategy): { gateway: string | null; effort: Task['reasoningEffort']; model: string | null } {

@@ -13,9 +13,10 @@ export const TRANSITIONS: Readonly<Record<TaskStatus, readonly TaskStatus[]>> = 
   running: ['verifying', 'failed', 'timed_out', 'cancelled', 'orphaned'],
   // verifying → running: an auto-repair follow-up turn goes back to the worker's session.
   verifying: ['completed', 'running', 'failed', 'timed_out', 'cancelled', 'orphaned'],
-  completed: ['accepted'],
+  // completed → queued/awaiting_approval: a follow-up (tasks/followup.ts) is a new attempt of a finished task.
+  completed: ['accepted', 'queued', 'awaiting_approval'],
   accepted: [],
-  // Retry: an ended task becomes a new attempt (queued, or awaiting approval again).
+  // Retry or follow-up: an ended task becomes a new attempt (queued, or awaiting approval again).
   failed: ['queued', 'awaiting_approval'],
   timed_out: ['queued', 'awaiting_approval'],
   cancelled: ['queued', 'awaiting_approval'],

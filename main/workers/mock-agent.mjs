@@ -28,6 +28,7 @@ const emit = (obj) => process.stdout.write(JSON.stringify(obj) + '\n');
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 if (step.ignore_sigterm) process.on('SIGTERM', () => {});
+if (step.prompt_log) appendFileSync(step.prompt_log, JSON.stringify({ session, resumed: followup, prompt }) + '\n');
 if (step.append_log) appendFileSync(step.append_log, `${process.env.LIGHTWORKER_TASK_ID ?? '?'} ${process.env.LIGHTWORKER_ATTEMPT ?? '?'} ${process.pid}\n`);
 
 emit({ type: 'start', session, model: step.model ?? 'mock-model', followup });
