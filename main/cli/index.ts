@@ -10,6 +10,7 @@ import { registerSchedulerCommands } from './scheduler.js';
 import { registerServeCommand } from '../http/serve-command.js';
 import { findPackageRoot } from '../http/static.js';
 import { registerMcpCommands } from './mcp.js';
+import { registerTeamCommands } from './teams.js';
 import { registerWorkerCommands } from './workers.js';
 import { registerCachelabCommands } from './cachelab.js';
 import { registerConversationCommands } from './conversation.js';
@@ -46,6 +47,7 @@ export function buildProgram(): Command {
   registerMcpCommands(program);
   registerWorkerCommands(program);
   registerCachelabCommands(program);
+  registerTeamCommands(program);
   registerConversationCommands(program);
   for (const c of program.commands) c.exitOverride();
   return program;

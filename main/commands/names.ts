@@ -35,6 +35,10 @@ export const COMMAND_NAMES = [
   'list_context_packs',
   'get_context_pack',
   'followup_task',
+  'start_team',
+  'team_report',
+  'accept_team',
+  'handoff_task',
 ] as const;
 
 export type CommandName = (typeof COMMAND_NAMES)[number];

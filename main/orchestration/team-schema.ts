@@ -44,7 +44,7 @@ export const teamInputSchema = z.discriminatedUnion('strategy', [
     /** `rule` (verified first, then smallest diff) or a worker that ranks the verified candidates. */
     judge: z.union([z.literal('rule'), WORKER]).default('rule'),
   }),
-  shared.partial({ objective: true }).extend({
+  shared.partial({ objective: true, workspace: true }).extend({
     strategy: z.literal('integrate'),
     /** Execute tasks whose verified commits are merged, in this order, onto one new branch. */
     sources: z.array(TASK_ID).min(2).max(MAX_SOURCES),

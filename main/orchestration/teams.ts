@@ -1,6 +1,6 @@
 import { AppError } from '../core/errors.js';
 import { requireTask } from '../store/tasks.js';
-import { createTasks, nameFromObjective, type CreateContext } from '../tasks/create.js';
+import { createTasks, nameFromObjective, resolveWorkspace, type CreateContext } from '../tasks/create.js';
 import type { ParsedTaskInput } from '../tasks/schema.js';
 import type { Task } from '../tasks/types.js';
 import type { TeamInput, TeamTag } from './team-schema.js';
@@ -30,7 +30,8 @@ export function createTeam(ctx: CreateContext, input: TeamInput): Task[] {
 function common(input: TeamInput): Omit<ParsedTaskInput, 'kind' | 'objective'> & { objective: string } {
   const { strategy: _s, name: _n, ...rest } = input as TeamInput & { workers?: unknown; rounds?: unknown; parts?: unknown; synthesizer?: unknown; contribute?: unknown; judge?: unknown; sources?: unknown };
   const { workers: _w, rounds: _r, parts: _p, synthesizer: _y, contribute: _c, judge: _j, sources: _o, ...task } = rest;
-  return { ...task, objective: input.objective ?? '' };
+  // An integration has neither of its own: it takes them from its sources (createIntegration).
+  return { ...task, objective: input.objective ?? '', workspace: input.workspace ?? '' };
 }
 
 function label(input: TeamInput): string {
@@ -145,7 +146,7 @@ function createIntegration(ctx: CreateContext, input: Of<'integrate'>): Task[] {
     if (t.kind !== 'execute') throw new AppError('invalid_input', `sources[${i}]: task ${id} is a ${t.kind} task; only execute tasks have commits to integrate`, { field: `sources[${i}]` });
     return t;
   });
-  const workspace = input.workspace ?? sources[0].workspace;
+  const workspace = input.workspace ? resolveWorkspace(input.workspace) : sources[0].workspace;
   const other = sources.find((s) => s.workspace !== workspace);
   if (other) throw new AppError('invalid_input', `sources: task ${other.id} works in ${other.workspace}, not ${workspace}; integrate tasks of one repository`, { field: 'sources' });
   // Verify with what the sources were verified with, unless told otherwise (deduplicated, in order).
