@@ -18,6 +18,7 @@ function withTaskOptions(c: Command): Command {
     .addOption(new Option('--mode <mode>').choices(['plan_only', 'auto_readonly', 'auto_execute']))
     .addOption(new Option('--effort <effort>', 'reasoning effort').choices(['low', 'medium', 'high', 'xhigh']))
     .option('--base-ref <ref>', 'git ref the worktrees start from')
+    .option('--gateway <name>', 'model gateway (config.toml [gateways.NAME]) for every member')
     .option('--priority <n>', '0–100', parseIntOption('priority'))
     .option('--timeout <seconds>', 'hard timeout per task', parseIntOption('timeout'))
     .option('--metadata <json>', 'worker-specific settings for every member, as JSON', parseJsonOption('metadata'))
@@ -35,6 +36,7 @@ function taskFields(words: string[], o: Record<string, any>): Record<string, unk
     mode: o.mode,
     reasoning_effort: o.effort,
     base_ref: o.baseRef,
+    gateway: o.gateway,
     priority: o.priority,
     timeout_s: o.timeout,
     metadata: o.metadata,

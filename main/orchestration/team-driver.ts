@@ -160,6 +160,8 @@ function judgeInput(root: Task, judge: string, completed: Task[]): Parameters<ty
     workspace: root.workspace,
     mode: root.mode,
     priority: root.priority,
+    gateway: root.gateway ?? undefined,
+    timeout_s: root.timeoutS,
     name: `best_of_n judge: ${root.name.replace(/^best_of_n \d+\/\d+: /, '').replace(/ \[[^\]]+\]$/, '')} [${judge}]`.slice(0, 200),
     objective: [
       `Judge ${completed.length} competing changes for this objective:`,

@@ -17,7 +17,7 @@ const WORKER_MODEL = z.string().min(1).max(200).regex(/^[a-z0-9][a-z0-9_-]*(:[^\
 /** What every member task of a team shares (the task fields a caller may set for the whole team). */
 const shared = taskInputSchema.pick({
   name: true, objective: true, workspace: true, base_ref: true, mode: true, type: true, priority: true, timeout_s: true,
-  allowed_paths: true, success_criteria: true, verify: true, context_pack: true, metadata: true, reasoning_effort: true,
+  allowed_paths: true, success_criteria: true, verify: true, context_pack: true, metadata: true, reasoning_effort: true, gateway: true,
 });
 
 export const teamInputSchema = z.discriminatedUnion('strategy', [

@@ -73,6 +73,8 @@ export function reviewRound(impl: Task, reviewer: string, round: number, rounds:
     worker: reviewer,
     mode: impl.mode,
     priority: impl.priority,
+    gateway: impl.gateway ?? undefined,
+    timeout_s: impl.timeoutS,
     context_pack: impl.contextPack ?? undefined,
     name: `review ${round}/${rounds}: ${impl.name.replace(/^implement_review: /, '').replace(/ \[[^\]]+\]$/, '')} [${reviewer}]`.slice(0, 200),
     depends_on: [impl.id],
