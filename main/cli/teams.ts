@@ -25,7 +25,10 @@ function withTaskOptions(c: Command): Command {
     .option('--json', 'print the created tasks as JSON');
 }
 
-function taskFields(words: string[], o: Record<string, any>): Record<string, unknown> {
+/** Commander's parsed options: values as the option definitions above make them. */
+type Opts = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- commander types options loosely
+
+function taskFields(words: string[], o: Opts): Record<string, unknown> {
   return {
     objective: words.join(' '),
     workspace: resolve(o.workspace ?? process.cwd()),
@@ -61,7 +64,7 @@ function printReport(r: TeamReport): void {
 /** `lightworker team <strategy> …` and the commands that follow a team (issue 18). */
 export function registerTeamCommands(program: Command): void {
   const team = program.command('team').description('run a team of workers as one task tree (implement_review, map_reduce, best_of_n, integrate, handoff)');
-  const start = (strategy: string, extra: (o: Record<string, any>) => Record<string, unknown>) => async (words: string[], o: Record<string, any>, cmd: Command) => {
+  const start = (strategy: string, extra: (o: Opts) => Record<string, unknown>) => async (words: string[], o: Opts, cmd: Command) => {
     await withEngine(cmd, async (call) => printCreated(await call('start_team', { strategy, ...taskFields(words, o), ...extra(o) }), Boolean(o.json)));
   };
 

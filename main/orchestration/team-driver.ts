@@ -1,5 +1,4 @@
 import { existsSync, readFileSync } from 'node:fs';
-import type { Config } from '../core/config.js';
 import { isAppError } from '../core/errors.js';
 import type { Db } from '../store/db.js';
 import { appendEvent, listEvents } from '../store/events.js';
