@@ -27,10 +27,22 @@ export function teamMembers(db: Db, rootId: string, strategy: string): (Task & {
     });
 }
 
-/** The `team.ended` record of a team (on its root task), or null while it goes on. */
-export function teamEnded(db: Db, rootId: string): TeamOutcome | null {
-  const { events } = listEvents(db, { taskId: rootId, types: ['team.ended'], limit: 10 });
-  return events.length ? (events[events.length - 1].payload as TeamOutcome) : null;
+/** A task.status event that puts a task back in play (a retry, a follow-up, a released block); not an accept. */
+const BACK_IN_PLAY = `json_extract(payload, '$.to') IN ('queued', 'awaiting_approval')`;
+
+/**
+ * The team's outcome: its latest `team.ended` record (on the root task), or null while it goes on. A
+ * record is current only while no member was put back in play after it: a member retried after the
+ * team ended (e.g. `retry --strategy resume` after a shutdown) makes the team go on; an accept does not.
+ */
+export function teamEnded(db: Db, rootId: string, strategy: string): TeamOutcome | null {
+  const last = listEvents(db, { taskId: rootId, types: ['team.ended'], limit: 1, newest: true }).events.pop();
+  if (!last) return null;
+  const ids = teamMembers(db, rootId, strategy).map((m) => m.id);
+  const moved = db
+    .prepare(`SELECT 1 FROM events WHERE type = 'task.status' AND seq > ? AND ${BACK_IN_PLAY} AND task_id IN (${ids.map(() => '?').join(',')}) LIMIT 1`)
+    .get(last.seq, ...ids);
+  return moved ? null : (last.payload as TeamOutcome);
 }
 
 function endTeam(db: Db, rootId: string, strategy: string, outcome: TeamOutcome): void {
@@ -51,7 +63,7 @@ export function advanceTeam(ctx: CreateContext, taskId: string): TeamOutcome | n
   const task = getTask(ctx.db, taskId);
   const tag = task && teamTagOf(task.metadata);
   if (!task || !tag || !(DRIVEN as readonly string[]).includes(tag.strategy)) return null;
-  if (teamEnded(ctx.db, task.rootId)) return null;
+  if (teamEnded(ctx.db, task.rootId, tag.strategy)) return null;
   const members = teamMembers(ctx.db, task.rootId, tag.strategy);
   return tag.strategy === 'implement_review' ? advanceImplementReview(ctx, task.rootId, members) : advanceBestOfN(ctx, task.rootId, members);
 }
@@ -60,8 +72,9 @@ export function advanceTeam(ctx: CreateContext, taskId: string): TeamOutcome | n
 export function advanceAllTeams(ctx: CreateContext): number {
   const rows = ctx.db
     .prepare(
-      `SELECT DISTINCT root_id AS r FROM tasks WHERE json_extract(metadata, '$.team.strategy') IN (${DRIVEN.map(() => '?').join(',')})
-       AND root_id NOT IN (SELECT task_id FROM events WHERE type = 'team.ended' AND task_id IS NOT NULL)`,
+      `SELECT DISTINCT t.root_id AS r FROM tasks t WHERE json_extract(t.metadata, '$.team.strategy') IN (${DRIVEN.map(() => '?').join(',')})
+       AND NOT EXISTS (SELECT 1 FROM events e WHERE e.task_id = t.root_id AND e.type = 'team.ended' AND e.seq >
+         (SELECT COALESCE(MAX(s.seq), 0) FROM events s JOIN tasks m ON m.id = s.task_id WHERE m.root_id = t.root_id AND s.type = 'task.status' AND ${BACK_IN_PLAY.replaceAll('payload', 's.payload')}))`,
     )
     .all(...DRIVEN) as { r: string }[];
   let moved = 0;

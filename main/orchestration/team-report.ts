@@ -69,7 +69,7 @@ export function teamReport(db: Db, id: string): TeamReport {
   const all = teamMembers(db, t.rootId, tag.strategy);
   // An integration is its own team, even inside a source's tree.
   const members = tag.strategy === 'integrate' ? all.filter((m) => m.id === t.id) : all;
-  const outcome = tag.strategy === 'integrate' ? null : teamEnded(db, t.rootId);
+  const outcome = tag.strategy === 'integrate' ? null : teamEnded(db, t.rootId, tag.strategy);
   let state = outcome?.outcome ?? 'running';
   let acceptable: string | null = null;
   let conflicts: unknown[] = [];

@@ -124,6 +124,27 @@ describe('implement_review', () => {
     expect(acc.stderr).toMatch(/budget_spent/);
   });
 
+  it('goes on after an ended team\'s implementer is retried: the blocked review is released and the loop finishes', async () => {
+    await linkScript('reviewer', "return { summary: 'fine', verdict: 'approve', issues: [] };");
+    const flag = join(h.root, 'flag');
+    const t = await startTeam(['implement_review', '--workers', 'mock,reviewer', '--verify', `test -e ${flag}`, '--metadata', JSON.stringify({ mock: { write_files: { 'x.txt': 'x\n' } } }), 'write x']);
+    await runUntilIdle();
+    let r = await report(t.rootId);
+    expect(r.state).toBe('implement_failed');
+    expect(r.members.map((m: any) => m.status)).toEqual(['failed', 'blocked']);
+    writeFileSync(flag, '');
+    const retried = await cli(['retry', t.rootId]);
+    expect(retried.code, retried.stderr).toBe(0);
+    expect((await report(t.rootId)).state).toBe('running');
+    await runUntilIdle();
+    r = await report(t.rootId);
+    expect(r.state, JSON.stringify(r)).toBe('passed');
+    expect(r.members.map((m: any) => [m.role, m.status])).toEqual([['implement', 'completed'], ['review', 'completed']]);
+    // An accept is no move: the team stays passed.
+    expect((await cli(['team', 'accept', t.rootId])).code).toBe(0);
+    expect((await report(t.rootId)).state).toBe('passed');
+  });
+
   it('refuses a reviewer that is the implementer, naming the field, and creates nothing', async () => {
     const r = await cli(['team', 'implement_review', '--workers', 'mock,mock', '--workspace', h.repo, 'x']);
     expect(r.code).toBe(2);
