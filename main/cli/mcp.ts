@@ -22,7 +22,13 @@ export function registerMcpCommands(program: Command): void {
   program
     .command('mcp')
     .description('serve MCP on stdin/stdout for agent clients (Codex, Claude Code, Cursor, …)')
-    .action(async (_o, cmd: Command) => {
+    .addOption(new Option('--permission-for <task>', "serve only Claude Code's permission prompts of this task's turn (started by the runner)").hideHelp())
+    .action(async (o: { permissionFor?: string }, cmd: Command) => {
+      if (o.permissionFor) {
+        const { runPermissionServer } = await import('../mcp/permission-server.js');
+        await runPermissionServer({ home: globals(cmd).home, taskId: o.permissionFor });
+        return;
+      }
       // Loaded here so other commands do not pay for the SDK.
       const { runStdioServer } = await import('../mcp/stdio.js');
       await runStdioServer({ home: globals(cmd).home });

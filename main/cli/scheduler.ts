@@ -86,7 +86,7 @@ export function registerSchedulerCommands(program: Command): void {
 
   program
     .command('wait')
-    .description('wait until tasks end, or one needs approval')
+    .description('wait until tasks end, or one needs a person (approval or an answer)')
     .argument('<ids...>', 'task ids (or unique prefixes of 6+ characters)')
     .option('--timeout <seconds>', 'give up after this long', seconds('timeout'), 3600)
     .option('--json')
@@ -97,7 +97,7 @@ export function registerSchedulerCommands(program: Command): void {
         if (o.json) printJson(r);
         else {
           out(`${r.reason}`);
-          for (const t of r.tasks) out(`${t.id}  ${t.status}${t.waitingOn ? ` (waiting on approval of ${t.waitingOn.join(', ')})` : ''}${t.error ? `  ${t.error.code}: ${t.error.message.split('\n')[0]}` : ''}`);
+          for (const t of r.tasks) out(`${t.id}  ${t.status}${t.waitingOn ? ` (waiting on approval of ${t.waitingOn.join(', ')})` : ''}${t.needs ? `  needs ${t.needs.kind}: ${t.needs.asks}` : ''}${t.error ? `  ${t.error.code}: ${t.error.message.split('\n')[0]}` : ''}`);
         }
         if (r.reason === 'timeout') process.exitCode = 1;
       });

@@ -4,6 +4,7 @@ import { type Command, Option } from 'commander';
 import { AppError } from '../core/errors.js';
 import type { TreeNode, VerificationSummary } from '../commands/tasks.js';
 import { STATUSES, type Task } from '../tasks/types.js';
+import type { NeedsInput } from '../tasks/summary.js';
 import { RETRY_STRATEGIES } from '../tasks/ops.js';
 import { collect, splitList, withEngine } from './context.js';
 import { ago, err, out, printJson, table } from './output.js';
@@ -31,9 +32,10 @@ function taskLine(t: Task): string[] {
   return [t.id, t.status, t.kind, t.worker, ago(t.createdAt), t.name];
 }
 
-export function printTask(t: Task & { waitingOn?: string[] }, verification?: VerificationSummary | null): void {
+export function printTask(t: Task & { waitingOn?: string[]; needs?: NeedsInput }, verification?: VerificationSummary | null): void {
   const lines = [
     `${t.id}  ${t.status}${t.waitingOn?.length ? ` (waiting on approval of ${t.waitingOn.join(', ')})` : ''}`,
+    ...(t.needs ? [`needs:      ${t.needs.kind} — ${t.needs.asks}  (lightworker answer ${t.id} ${t.needs.kind === 'permission' ? '--allow | --deny' : '"…"'})`] : []),
     `name:       ${t.name}`,
     `kind:       ${t.kind}   mode: ${t.mode}   worker: ${t.worker}${t.model ? `   model: ${t.model}` : ''}${t.reasoningEffort ? `   effort: ${t.reasoningEffort}` : ''}`,
     `workspace:  ${t.workspace}${t.baseRef ? ` @ ${t.baseRef}` : ''}`,

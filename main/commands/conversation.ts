@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { followUpTask, FOLLOW_UP_MAX_CHARS } from '../tasks/followup.js';
-import { TASK_ID, noNul } from '../tasks/schema.js';
+import { MAX_OBJECTIVE_BYTES, TASK_ID, noNul } from '../tasks/schema.js';
+import { pauseTask, redirectTask, rejectTask, resumeTask, reverifyTask } from '../tasks/controls.js';
 import { allWorkerNames } from '../workers/registry.js';
 import { AppError } from '../core/errors.js';
 import { defineCommand, FACE_LABELS } from './table.js';
@@ -26,4 +27,47 @@ export const followUpCommand = defineCommand({
   },
 });
 
-export const CONVERSATION_COMMANDS = [followUpCommand];
+const idOnly = z.strictObject({ id: TASK_ID });
+
+export const pauseTaskCommand = defineCommand({
+  name: 'pause_task',
+  description: 'Pause a queued task or one waiting for an answer.',
+  input: idOnly,
+  readOnly: false,
+  handler: (ctx, input) => ({ task: ctx.engine.write(() => pauseTask(ctx.engine.db, input.id, FACE_LABELS[ctx.face])) }),
+});
+
+export const resumeTaskCommand = defineCommand({
+  name: 'resume_task',
+  description: 'Resume a paused task where it was.',
+  input: idOnly,
+  readOnly: false,
+  handler: (ctx, input) => ({ task: ctx.engine.write(() => resumeTask(ctx.engine.db, input.id, FACE_LABELS[ctx.face])) }),
+});
+
+export const rejectTaskCommand = defineCommand({
+  name: 'reject_task',
+  description: "Reject a completed task's change (its worktree stays until prune).",
+  input: z.strictObject({ id: TASK_ID, reason: noNul(z.string().max(2000)).optional() }),
+  readOnly: false,
+  destructive: true,
+  handler: (ctx, input) => ({ task: ctx.engine.write(() => rejectTask(ctx.engine.db, input.id, FACE_LABELS[ctx.face], input.reason)) }),
+});
+
+export const reverifyTaskCommand = defineCommand({
+  name: 'reverify_task',
+  description: 'Run verification again only (a new attempt, no worker turn).',
+  input: idOnly,
+  readOnly: false,
+  handler: (ctx, input) => ({ task: ctx.engine.write(() => reverifyTask(ctx.engine.db, ctx.engine.config, input.id, FACE_LABELS[ctx.face])) }),
+});
+
+export const redirectTaskCommand = defineCommand({
+  name: 'redirect_task',
+  description: "Replace a task's objective; a running worker gets it at its next turn.",
+  input: z.strictObject({ id: TASK_ID, objective: noNul(z.string().min(1).max(MAX_OBJECTIVE_BYTES)) }),
+  readOnly: false,
+  handler: (ctx, input) => ({ task: ctx.engine.write(() => redirectTask(ctx.engine.db, input.id, input.objective, FACE_LABELS[ctx.face])) }),
+});
+
+export const CONVERSATION_COMMANDS = [followUpCommand, pauseTaskCommand, resumeTaskCommand, rejectTaskCommand, reverifyTaskCommand, redirectTaskCommand];

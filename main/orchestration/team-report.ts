@@ -2,7 +2,7 @@ import { AppError } from '../core/errors.js';
 import type { Db } from '../store/db.js';
 import { listEvents } from '../store/events.js';
 import { requireTask } from '../store/tasks.js';
-import type { Task } from '../tasks/types.js';
+import { FAILED_ENDS, type Task } from '../tasks/types.js';
 import { diffLines, teamEnded, teamMembers, type TeamOutcome } from './team-driver.js';
 import { teamTagOf, type Strategy } from './team-schema.js';
 
@@ -55,7 +55,7 @@ function finalTaskState(t: Task | undefined): string {
   if (!t) return 'running';
   if (t.status === 'completed' || t.status === 'accepted') return t.status;
   if (t.status === 'failed' && t.error?.code === 'merge_conflict') return 'merge_conflict';
-  return ['failed', 'timed_out', 'cancelled', 'blocked', 'orphaned'].includes(t.status) ? t.status : 'running';
+  return FAILED_ENDS.has(t.status) ? t.status : 'running';
 }
 
 /**

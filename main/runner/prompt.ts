@@ -34,3 +34,8 @@ export function freshFollowUpNote(opts: { message: string; previous: string; kin
   const kept = opts.kind === 'execute' ? '\nThe earlier attempt\'s changes are committed in this worktree, on the task branch: build on them rather than starting over.' : '';
   return `\n\n# Earlier attempt\n${opts.previous}${kept}\n\n# Follow-up message\n${opts.message}\n`;
 }
+
+/** Sent into the session when a person replaced the objective (`lightworker redirect`). */
+export function buildRedirectPrompt(objective: string): string {
+  return `A person changed the objective of this task. Work toward the new objective from where you are; when done, answer with the result contract.\n\n# New objective\n${objective}\n`;
+}

@@ -6,6 +6,7 @@ import { inspectChanges, prepareWorkspace, runVerification, type PreparedWorkspa
 import { describeConflicts, integrateSources } from '../isolation/integrate.js';
 import { teamInputsFor } from '../orchestration/team-inputs.js';
 import { teamTagOf } from '../orchestration/team-schema.js';
+import { takeRedirect } from '../tasks/controls.js';
 import { appendEvent } from '../store/events.js';
 import { getTask, updateTaskFields } from '../store/tasks.js';
 import { followUpKey } from '../tasks/followup.js';
@@ -19,9 +20,10 @@ import { resolveAdapter } from '../workers/registry.js';
 import { resolveRoute } from '../workers/routing.js';
 import { parseResult, resultJsonSchema } from '../workers/result-schemas.js';
 import { recordPrompt } from '../cachelab/prompt-record.js';
-import { buildFollowUpPrompt, buildPrompt, buildRepairPrompt, buildResumePrompt, freshAfterInterruptNote, freshFollowUpNote } from './prompt.js';
+import { buildFollowUpPrompt, buildPrompt, buildRedirectPrompt, buildRepairPrompt, buildResumePrompt, freshAfterInterruptNote, freshFollowUpNote } from './prompt.js';
 import { treeMarkerEnv } from './lifecycle.js';
 import { runTurn, type TurnResult } from './turn.js';
+import { checkTurnForInput, MAX_DENIALS_PER_ATTEMPT, permissionServerFor, runBudget, stopForInput, WaitForInput } from './input-requests.js';
 
 export interface RunContext {
   engine: Engine;
@@ -68,21 +70,52 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
   const stored = getTask(engine.db, taskId);
   if (!stored) return 'failed';
   const task = unsealTask(engine.db, engine.home.root, stored);
+  const resume = resumeRequestOf(engine.db, task);
+  // An answered request continues the same run: its timeout keeps counting from where it paused.
+  const budget = runBudget(ctx.signal, task, resume);
+  ctx = { ...ctx, signal: budget.signal };
   try {
     const sources = integrationSources(task);
     // An integration runs no worker CLI: LightWorker merges the sources itself, then verifies as usual.
     const adapter = sources ? null : resolveAdapter(engine, task.worker);
-    const resume = resumeRequestOf(engine.db, task);
     const ws = await prepareWorkspace(engine, task, ctx.signal, { keepWorktree: resume !== null });
     checkAbort(ctx);
-    let turn: Pick<TurnResult, 'sessionId' | 'finalText'>;
-    let baseTurn: WorkerTurn | null = null;
-    if (adapter) {
-      baseTurn = await firstTurn(ctx, task, ws);
-      turn = await runWorkerTurn(ctx, adapter, resume ? resumedTurn(engine, adapter, baseTurn, resume, ws.kept === true) : baseTurn, 'starting');
-    } else {
-      turn = await runIntegration(ctx, task, ws.workdir, sources ?? []);
-    }
+    if (resume?.reverify) return await reverifyOnly(ctx, task, ws);
+    if (sources || !adapter) return await integrate(ctx, task, ws, sources ?? []);
+    const runDir = join(engine.home.artifacts, task.id, `attempt-${task.attempt}`);
+    mkdirSync(runDir, { recursive: true });
+    const route = resolveRoute(engine.config, task);
+    const resultSchema = resultJsonSchema(task.kind);
+    const prompt = buildPrompt(task, { resultSchema, config: engine.config, db: engine.db });
+    // Team members (a reviewer, a synthesizer, a judge) also read what the steps before them produced.
+    const inputs = await teamInputsFor(engine, task);
+    if (inputs) prompt.text += `\n${inputs}\n`;
+    const baseTurn: WorkerTurn = {
+      task,
+      prompt: prompt.text,
+      workdir: ws.workdir,
+      sandbox: task.kind === 'execute' ? 'workspace-write' : 'read-only',
+      resultSchema,
+      resumeSessionId: null,
+      runDir,
+      model: route.model,
+      reasoningEffort: route.reasoningEffort,
+      gateway: route.gateway,
+      baseEnv: minimalEnv({
+        LIGHTWORKER_DEPTH: String(task.depth + 1),
+        ...treeMarkerEnv(engine.home.root, task.id, task.attempt),
+        ...ws.env,
+      }),
+      permissionServer: permissionServerFor(engine, adapter, task),
+    };
+    engine.write(() => recordPrompt(engine, task, prompt, baseTurn));
+
+    let first = resume ? resumedTurn(engine, adapter, baseTurn, resume, ws.kept === true) : baseTurn;
+    // A redirect made while the task waited: a fresh prompt already states it; a session is told.
+    if (engine.write(() => takeRedirect(engine.db, task.id)) && first.resumeSessionId) first = { ...first, prompt: buildRedirectPrompt(task.objective) + '\n' + first.prompt };
+    // Later turns of this attempt continue the session where it lives (a resumed one: its own runDir).
+    const sessionTurn = { ...baseTurn, runDir: first.runDir };
+    let turn = await runWorkerTurn(ctx, adapter, first, 'starting');
     let repairsLeft = engine.config.verify.auto_repair;
     for (;;) {
       engine.write(() => transition(engine.db, task.id, 'running', 'verifying', { reason: 'worker finished' }));
@@ -95,13 +128,13 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
       const verify: VerifyReport = await runVerification(engine, task, ws, ctx.signal);
       checkAbort(ctx);
       if (verify.ok) break;
-      const failures = verify.results.filter((r) => r.exitCode !== 0).map((r) => `$ ${Array.isArray(r.command) ? r.command.join(' ') : r.command}\n(exit ${r.exitCode}${r.timedOut ? ', timed out' : ''})\n${r.outputTail}`).join('\n\n');
-      if (repairsLeft <= 0 || !turn.sessionId || !adapter || !baseTurn) {
+      const failures = failureText(verify);
+      if (repairsLeft <= 0 || !turn.sessionId) {
         throw new StopTask('failed', 'verification_failed', `verification failed${repairsLeft <= 0 ? '' : ' and the worker has no session to repair in'}:\n${failures.slice(-2000)}`);
       }
       repairsLeft--;
       engine.write(() => transition(engine.db, task.id, 'verifying', 'running', { reason: 'auto-repair: verification failed', event: { repairsLeft } }));
-      turn = await runWorkerTurn(ctx, adapter, { ...baseTurn, prompt: buildRepairPrompt(failures.slice(-8000)), resumeSessionId: turn.sessionId }, 'running');
+      turn = await runWorkerTurn(ctx, adapter, { ...sessionTurn, prompt: buildRepairPrompt(failures.slice(-8000)), resumeSessionId: turn.sessionId }, 'running');
     }
 
     const parsed = parseResult(task.kind, turn.finalText);
@@ -116,57 +149,49 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
     });
     return 'completed';
   } catch (err) {
+    if (err instanceof WaitForInput && !ctx.signal.aborted) {
+      stopForInput(engine, task, err.request);
+      return 'waiting_input';
+    }
     return finishWithError(ctx, task, err);
+  } finally {
+    budget.dispose();
   }
 }
 
-/** The worker's first turn: route, prompt (stable prefix first, then the task and any team inputs), env. */
-async function firstTurn(ctx: RunContext, task: Task, ws: PreparedWorkspace): Promise<WorkerTurn> {
+function failureText(verify: VerifyReport): string {
+  return verify.results.filter((r) => r.exitCode !== 0).map((r) => `$ ${Array.isArray(r.command) ? r.command.join(' ') : r.command}\n(exit ${r.exitCode}${r.timedOut ? ', timed out' : ''})\n${r.outputTail}`).join('\n\n');
+}
+
+/** `reverify`: the attempt runs no worker turn, only the change inspection and the verify commands. */
+async function reverifyOnly(ctx: RunContext, task: Task, ws: PreparedWorkspace, how = { reason: 'reverify: verification only, no worker turn', result: undefined as unknown }): Promise<TaskStatus> {
   const { engine } = ctx;
-  const runDir = join(engine.home.artifacts, task.id, `attempt-${task.attempt}`);
-  mkdirSync(runDir, { recursive: true });
-  const route = resolveRoute(engine.config, task);
-  const resultSchema = resultJsonSchema(task.kind);
-  const prompt = buildPrompt(task, { resultSchema, config: engine.config, db: engine.db });
-  // Team members (a reviewer, a synthesizer, a judge) also read what the steps before them produced.
-  const inputs = await teamInputsFor(engine, task);
-  if (inputs) prompt.text += `\n${inputs}\n`;
-  const turn: WorkerTurn = {
-    task,
-    prompt: prompt.text,
-    workdir: ws.workdir,
-    sandbox: task.kind === 'execute' ? 'workspace-write' : 'read-only',
-    resultSchema,
-    resumeSessionId: null,
-    runDir,
-    model: route.model,
-    reasoningEffort: route.reasoningEffort,
-    gateway: route.gateway,
-    baseEnv: minimalEnv({
-      LIGHTWORKER_DEPTH: String(task.depth + 1),
-      ...treeMarkerEnv(engine.home.root, task.id, task.attempt),
-      ...ws.env,
-    }),
-  };
-  engine.write(() => recordPrompt(engine, task, prompt, turn));
-  return turn;
+  engine.write(() => transition(engine.db, task.id, 'starting', 'verifying', { reason: how.reason }));
+  const changes = await inspectChanges(engine, task, ws);
+  if (!changes.ok) throw new StopTask('failed', 'boundary_violation', `changes outside the task's boundary: ${changes.violations.join(', ')}`);
+  const verify = await runVerification(engine, task, ws, ctx.signal);
+  checkAbort(ctx);
+  if (!verify.ok) throw new StopTask('failed', 'verification_failed', `verification failed:\n${failureText(verify).slice(-2000)}`);
+  engine.write(() => {
+    transition(engine.db, task.id, 'verifying', 'completed', { reason: how.result !== undefined ? 'verified' : 'reverified', fields: { pid: null, ...(how.result !== undefined ? { result: how.result, schemaValid: true } : {}) } });
+    endAttempt(engine, task, 'completed', null);
+  });
+  return 'completed';
 }
 
 /**
- * An integration task's "turn" (orchestration/teams.ts): LightWorker merges the sources' verified
- * commits into the worktree; any conflict fails the task with one line per file. The answer it returns
- * is an execute result, so the rest of the pipeline (inspect, verify, complete) is the usual one.
+ * An integration task (orchestration/teams.ts): LightWorker merges the sources' verified commits into the
+ * worktree, one 3-way merge each; any conflict fails the task with one line per file. Then the usual
+ * inspection and verification, without a worker turn.
  */
-async function runIntegration(ctx: RunContext, task: Task, workdir: string, sources: string[]): Promise<Pick<TurnResult, 'sessionId' | 'finalText'>> {
-  const { engine } = ctx;
-  engine.write(() => transition(engine.db, task.id, 'starting', 'running', { reason: `integrating ${sources.length} tasks` }));
-  const r = await integrateSources(engine, task, workdir, sources);
+async function integrate(ctx: RunContext, task: Task, ws: PreparedWorkspace, sources: string[]): Promise<TaskStatus> {
+  const r = await integrateSources(ctx.engine, task, ws.workdir, sources);
   checkAbort(ctx);
   if (r.conflicts.length) {
     throw new StopTask('failed', 'merge_conflict', `${r.conflicts.length} file(s) conflict; nothing was integrated, and the user's branch is untouched:\n${describeConflicts(r.conflicts)}`);
   }
   const summary = `merged ${r.merged.length} verified task commits: ${r.merged.map((m) => m.source).join(', ')}`;
-  return { sessionId: null, finalText: JSON.stringify({ summary, files_changed: [], notes: null }) };
+  return reverifyOnly(ctx, task, ws, { reason: `integrated ${r.merged.length} tasks; verifying`, result: { summary, files_changed: [], notes: null } });
 }
 
 /** The sources of an integration task, or null for any other task. */
@@ -201,17 +226,34 @@ function resumedTurn(engine: Engine, adapter: WorkerAdapter, base: WorkerTurn, r
       ...(why ? { reason: `${why}; starting a fresh session${keptWorktree ? ' in the same worktree' : ''}` } : {}),
     }),
   );
-  if (followUp) {
+  if (why && followUp) {
     const message = unsealText(engine.db, task.id, followUpKey(task.attempt), followUp.message);
-    if (why) return { ...base, prompt: base.prompt + freshFollowUpNote({ message, previous: followUp.previous, kind: task.kind }) };
-    return { ...base, prompt: buildFollowUpPrompt({ message, kind: task.kind }), resumeSessionId: resume.sessionId };
+    return { ...base, prompt: base.prompt + freshFollowUpNote({ message, previous: followUp.previous, kind: task.kind }) };
   }
   if (why) return { ...base, prompt: base.prompt + freshAfterInterruptNote(task.kind) };
-  return { ...base, prompt: buildResumePrompt({ interruptedBy: resume.interruptedBy, kind: task.kind }), resumeSessionId: resume.sessionId };
+  // The CLI keeps the session in the config home of the turn that started it: continue it there.
+  const session = { resumeSessionId: resume.sessionId, runDir: sessionRunDir(engine, task.id, resume.sessionId!) ?? base.runDir };
+  if (followUp) {
+    const message = unsealText(engine.db, task.id, followUpKey(task.attempt), followUp.message);
+    return { ...base, ...session, prompt: buildFollowUpPrompt({ message, kind: task.kind }) };
+  }
+  return { ...base, ...session, prompt: buildResumePrompt({ interruptedBy: resume.interruptedBy, kind: task.kind }) };
 }
 
-/** One worker turn, with the task moved to running once the process exists. */
-async function runWorkerTurn(ctx: RunContext, adapter: WorkerAdapter, turn: WorkerTurn, from: 'starting' | 'running'): Promise<TurnResult> {
+/** The runDir of the turn that started (or last ran) a native session: where the CLI keeps it. */
+function sessionRunDir(engine: Engine, taskId: string, sessionId: string): string | null {
+  const row = engine.db
+    .prepare(`SELECT json_extract(payload, '$.runDir') AS d FROM events WHERE task_id = ? AND type = 'worker.started' AND json_extract(payload, '$.sessionId') = ? AND json_extract(payload, '$.runDir') IS NOT NULL ORDER BY seq DESC LIMIT 1`)
+    .get(taskId, sessionId) as { d: string } | undefined;
+  return row?.d ?? null;
+}
+
+/**
+ * One worker turn, with the task moved to running once the process exists. A turn that asked a person
+ * throws WaitForInput; one whose ask the policy denied gets the denial in the same session (at most
+ * MAX_DENIALS_PER_ATTEMPT times).
+ */
+async function runWorkerTurn(ctx: RunContext, adapter: WorkerAdapter, turn: WorkerTurn, from: 'starting' | 'running', denials = 0): Promise<TurnResult> {
   const { engine } = ctx;
   const id = turn.task.id;
   const result = await runTurn(adapter, turn, {
@@ -225,9 +267,23 @@ async function runWorkerTurn(ctx: RunContext, adapter: WorkerAdapter, turn: Work
         engine.db.prepare('UPDATE attempts SET status = ?, pid = ?, pid_start = ? WHERE task_id = ? AND attempt = ?').run('running', pid, startTime, id, turn.task.attempt);
       });
     },
-    onEvents: (events) => persistEvents(engine, id, events),
+    onEvents: (events) => persistEvents(engine, id, events.map((e) => (e.type === 'worker.started' ? { ...e, runDir: turn.runDir } : e))),
   });
   if (result.aborted) throw abortError(result.aborted);
+  if (from === 'starting' && getTask(engine.db, id)?.status === 'starting') {
+    // The worker ended before its spawn was recorded as running (very fast process); record it now.
+    engine.write(() => transition(engine.db, id, 'starting', 'running', { reason: 'worker spawned' }));
+  }
+  const denied = checkTurnForInput(engine, turn, result);
+  if (denied !== null) {
+    if (denials >= MAX_DENIALS_PER_ATTEMPT) throw new StopTask('failed', 'request_denied', `the worker kept asking for what the policy denies (${denials} denials this attempt)`);
+    return runWorkerTurn(ctx, adapter, { ...turn, prompt: denied, resumeSessionId: result.sessionId }, 'running', denials + 1);
+  }
+  // Redirected while this turn ran: the next turn of the same session gets the new objective.
+  if (result.ok && result.sessionId && engine.write(() => takeRedirect(engine.db, id))) {
+    const latest = unsealTask(engine.db, engine.home.root, getTask(engine.db, id)!);
+    return runWorkerTurn(ctx, adapter, { ...turn, prompt: buildRedirectPrompt(latest.objective), resumeSessionId: result.sessionId }, 'running', denials);
+  }
   if (!result.ok) {
     const code = result.error?.code ?? 'worker_failed';
     if (code === 'rate_limited') ctx.onRateLimit?.(adapter.name);
@@ -235,10 +291,6 @@ async function runWorkerTurn(ctx: RunContext, adapter: WorkerAdapter, turn: Work
     throw new StopTask('failed', code, detail);
   }
   ctx.onWorkerOk?.(adapter.name);
-  if (from === 'starting' && getTask(engine.db, id)?.status === 'starting') {
-    // The worker ended before its spawn was recorded as running (very fast process); record it now.
-    engine.write(() => transition(engine.db, id, 'starting', 'running', { reason: 'worker spawned' }));
-  }
   return result;
 }
 

@@ -4,10 +4,14 @@ import { getTask } from '../store/tasks.js';
 import { waitingOn } from '../tasks/ops.js';
 import { summarizeTask, type TaskSummary } from '../tasks/summary.js';
 import { TERMINAL, type TaskStatus } from '../tasks/types.js';
+import { withNeeds } from '../requests/needs.js';
 
 export interface WaitResult {
-  /** settled: every task ended; needs_approval: one waits for a person (or is queued behind one); timeout. */
-  reason: 'settled' | 'needs_approval' | 'timeout' | 'aborted';
+  /**
+   * settled: every task ended; needs_approval: one waits for a person's approval (or is queued behind
+   * one); needs_input: one asks a person a question or a permission (its summary's `needs` says what).
+   */
+  reason: 'settled' | 'needs_approval' | 'needs_input' | 'timeout' | 'aborted';
   /** How many of the named tasks are in each status. */
   counts: Partial<Record<TaskStatus, number>>;
   /** One summary per id, in the order asked (full records: get_task). */
@@ -23,6 +27,7 @@ function countStatuses(tasks: TaskSummary[]): WaitResult['counts'] {
 function snapshot(engine: Engine, ids: string[]): { done: WaitResult['reason'] | null; tasks: WaitResult['tasks'] } {
   let allEnded = true;
   let needsApproval = false;
+  let needsInput = false;
   const tasks = ids.map((id) => {
     const t = getTask(engine.db, id);
     if (!t) throw new AppError('not_found', `task ${id} not found`, { field: 'ids', id });
@@ -33,15 +38,18 @@ function snapshot(engine: Engine, ids: string[]): { done: WaitResult['reason'] |
     else if (t.status === 'queued') {
       w = waitingOn(engine.db, t.id);
       if (w.length) needsApproval = true;
+    } else if (t.status === 'waiting_input') {
+      needsInput = true;
+      return withNeeds(engine, summarizeTask(t, w));
     }
     return summarizeTask(t, w);
   });
-  return { done: allEnded ? 'settled' : needsApproval ? 'needs_approval' : null, tasks };
+  return { done: allEnded ? 'settled' : needsInput ? 'needs_input' : needsApproval ? 'needs_approval' : null, tasks };
 }
 
 /**
- * Resolve as soon as every named task has ended, or one of them needs a person (awaiting approval, or
- * queued behind a dependency that awaits approval) — never hang on an approval. Sees other processes'
+ * Resolve as soon as every named task has ended, or one of them needs a person (awaiting approval,
+ * queued behind a dependency that awaits approval, or waiting for an answer) — never hang on a person. Sees other processes'
  * changes through the engine's data_version watch. `timeoutMs` bounds the wait.
  */
 export function waitTasks(engine: Engine, ids: string[], timeoutMs: number, signal?: AbortSignal): Promise<WaitResult> {

@@ -3,13 +3,15 @@ import type { Config } from '../core/config.js';
 import { AppError } from '../core/errors.js';
 import { redactText } from '../core/redact.js';
 import type { Db } from '../store/db.js';
+import { appendEvent } from '../store/events.js';
+import { closeRequest, pendingRequestOf } from '../store/requests.js';
 import { requireTask } from '../store/tasks.js';
 import { lastSessionOf, startNewAttempt, type ResumeRequest } from './ops.js';
 import { redactAndSeal } from './secrets.js';
 import type { Task, TaskStatus } from './types.js';
 
-/** Ended states a follow-up may continue. `waiting_input` joins them with the requests module. */
-export const FOLLOWABLE: readonly TaskStatus[] = ['completed', 'failed', 'timed_out', 'cancelled'];
+/** States a follow-up may continue: ended ones, a rejected change, and a task waiting for a person. */
+export const FOLLOWABLE: readonly TaskStatus[] = ['completed', 'failed', 'timed_out', 'cancelled', 'rejected', 'waiting_input'];
 export const FOLLOW_UP_MAX_CHARS = 32 * 1024;
 
 /** Key of a follow-up message's sealed original (tasks/secrets.ts), per attempt it starts. */
@@ -47,23 +49,51 @@ export function followUpTask(db: Db, config: Config, id: string, opts: FollowUpO
     throw new AppError('illegal_transition', `task ${id} is ${t.status}; a follow-up goes to a ${FOLLOWABLE.join(', ')} task`, { status: t.status });
   }
   if (t.kind === 'plan') throw new AppError('invalid_input', `id: task ${id} is a plan; its children are already expanded — submit a new goal instead`, { field: 'id' });
+  if (t.status === 'waiting_input') {
+    // The message takes the place of the answer: the pending request is closed as superseded.
+    const pending = pendingRequestOf(db, t.id);
+    if (pending && closeRequest(db, pending.id, 'cancelled', { answer: 'superseded by a follow-up', answeredBy: opts.by, at: Date.now() })) {
+      appendEvent(db, t.id, 'request.cancelled', { requestId: pending.id, reason: `superseded by a follow-up from ${opts.by}` });
+    }
+  }
+  return continueTask(db, config, t, { message, worker: opts.worker, by: opts.by, strategy: 'followup' });
+}
+
+export interface ContinueOptions {
+  message: string;
+  worker?: string;
+  by: string;
+  /** Recorded on the attempt's task.status event: `followup`, `answer`. */
+  strategy: string;
+  /** Time the earlier attempts of this run already used, for timeouts that pause while a task waits. */
+  spentMs?: number;
+}
+
+/**
+ * The next attempt of `t` whose first turn sends `message` into the previous native session (or a
+ * fresh one with a summary when the worker changes or no session exists). Follow-ups and answers share
+ * it; callers check the state first. Runs in the caller's transaction.
+ */
+export function continueTask(db: Db, config: Config, t: Task, opts: ContinueOptions): Task {
   const switching = opts.worker !== undefined && opts.worker !== t.worker;
   const attempt = t.attempt + 1;
   const resume: ResumeRequest = {
     sessionId: switching ? null : lastSessionOf(db, t),
     fromAttempt: t.attempt,
-    interruptedBy: 'followup',
+    interruptedBy: opts.strategy,
     worktree: t.kind === 'execute' ? t.worktreePath : null,
     followUp: {
-      message: redactAndSeal(db, t.id, followUpKey(attempt), message),
+      message: redactAndSeal(db, t.id, followUpKey(attempt), opts.message),
       by: opts.by,
       previous: summarizeAttempt(t),
       ...(switching ? { fromWorker: t.worker } : {}),
+      ...(opts.spentMs ? { spentMs: opts.spentMs } : {}),
     },
   };
   // Another worker routes its own model: an explicit model of the previous worker may not fit it.
   const fields = switching ? { worker: opts.worker, model: null } : undefined;
-  const next = startNewAttempt(db, t, { strategy: 'followup', reason: `follow-up by ${opts.by}${switching ? ` (handed to ${opts.worker})` : ''}`, resume, fields });
+  const reason = `${opts.strategy === 'followup' ? 'follow-up' : opts.strategy} by ${opts.by}${switching ? ` (handed to ${opts.worker})` : ''}`;
+  const next = startNewAttempt(db, t, { strategy: opts.strategy, reason, resume, fields });
   if (switching) assignCohort(db, config, next);
   return next;
 }

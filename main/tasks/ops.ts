@@ -3,6 +3,7 @@ import type { Config } from '../core/config.js';
 import { AppError } from '../core/errors.js';
 import { appendEvent } from '../store/events.js';
 import { prep, type Db } from '../store/db.js';
+import { closeRequest, pendingRequestOf } from '../store/requests.js';
 import { requireTask, updateTaskFields, type TaskFieldUpdate } from '../store/tasks.js';
 import { needsApproval } from './create.js';
 import { releaseDependents, transition } from './state.js';
@@ -24,7 +25,10 @@ export function approveTask(db: Db, id: string, by: string): Task {
 export function cancelTask(db: Db, id: string, by: string, reason?: string): Task {
   const t = requireTask(db, id);
   const why = reason ? `cancelled by ${by}: ${reason}` : `cancelled by ${by}`;
-  if (t.status === 'awaiting_approval' || t.status === 'queued' || t.status === 'blocked') {
+  if (t.status === 'awaiting_approval' || t.status === 'queued' || t.status === 'blocked' || t.status === 'waiting_input' || t.status === 'paused') {
+    // Nothing runs for these: cancelled at once (a pending question or permission request with them).
+    const pending = pendingRequestOf(db, id);
+    if (pending && closeRequest(db, pending.id, 'cancelled', { answer: why, answeredBy: by, at: Date.now() })) appendEvent(db, id, 'request.cancelled', { requestId: pending.id, reason: why });
     return transition(db, id, t.status, 'cancelled', { reason: why, fields: { errorCode: 'cancelled', errorMessage: why } });
   }
   if (ACTIVE.has(t.status)) {
@@ -126,6 +130,8 @@ export interface ResumeRequest {
   worktree: string | null;
   /** Set by a follow-up (tasks/followup.ts): the message for the next turn and what came before. */
   followUp?: FollowUpRequest;
+  /** `reverify`: no worker turn, only the verification (tasks/controls.ts). */
+  reverify?: boolean;
 }
 
 /** A follow-up's part of a resume request. */
@@ -137,6 +143,8 @@ export interface FollowUpRequest {
   previous: string;
   /** The worker of the previous attempt when the follow-up switched workers (handoff). */
   fromWorker?: string;
+  /** Run time the earlier attempts of this run used (an answered request continues the same run). */
+  spentMs?: number;
 }
 
 /** The resume request of the task's current attempt, when it was made by `retry --strategy resume`. */
@@ -146,7 +154,7 @@ export function resumeRequestOf(db: Db, task: Pick<Task, 'id' | 'attempt'>): Res
     | undefined;
   if (!row) return null;
   const p = JSON.parse(row.payload) as { attempt?: number; strategy?: string; resume?: ResumeRequest };
-  return (p.strategy === 'resume' || p.strategy === 'followup') && p.attempt === task.attempt && p.resume ? p.resume : null;
+  return (p.strategy === 'resume' || p.strategy === 'followup' || p.strategy === 'answer' || p.strategy === 'reverify') && p.attempt === task.attempt && p.resume ? p.resume : null;
 }
 
 function retryRoute(config: Config, t: Task, strategy: RetryStrategy): { gateway: string | null; effort: Task['reasoningEffort']; model: string | null } {

@@ -92,6 +92,19 @@ export function unsealText(db: Db, taskId: string, key: string, fallback: string
   return row ? decrypt(homeRootOf(db), row.ciphertext) : fallback;
 }
 
+/**
+ * Replace a task's objective: returns the redacted text to store, and keeps the sealed originals in
+ * step (sealed when the new text or any other field holds a secret). Runs in the caller's transaction.
+ */
+export function resealObjective(db: Db, task: Task, objective: string): string {
+  const redacted = redactText(objective);
+  const root = homeRootOf(db);
+  const originals = { ...pick(unsealTask(db, root, task)), objective };
+  const hadSealed = prep(db, 'SELECT 1 FROM task_secrets WHERE task_id = ?').get(task.id) !== undefined;
+  if (hadSealed || redacted !== objective) sealSecrets(db, root, task.id, originals);
+  return redacted;
+}
+
 /** A home's root is the folder of its database (core/home.ts: `<root>/lightworker.db`). */
 function homeRootOf(db: Db): string {
   return dirname(db.name);

@@ -12,6 +12,8 @@ export interface WorkerAdapter {
   readonly maxConcurrency: number;
   /** False when a turn cannot continue a native session (a linked CLI without a resume template). */
   readonly resumable?: boolean;
+  /** True when the CLI can ask LightWorker's permission tool (WorkerTurn.permissionServer) mid-turn. */
+  readonly permissionTool?: boolean;
   /** Never runs a model: looks for the binary, its version, credentials where knowable. */
   detect(): Promise<WorkerInfo>;
   /** argv + env for one turn (a first turn, or a follow-up when `turn.resumeSessionId` is set). */
@@ -62,6 +64,8 @@ export interface WorkerTurn {
   gateway: GatewayRoute | null;
   /** The minimal environment every worker starts from (PATH, HOME, locale, LIGHTWORKER_DEPTH…). */
   baseEnv: Record<string, string>;
+  /** How to start the MCP server that answers this turn's permission prompts (adapters with permissionTool). */
+  permissionServer?: { command: string; args: string[]; env: Record<string, string> };
 }
 
 export interface SpawnSpec {

@@ -1,5 +1,5 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import {
   RATE_LIMIT_PATTERN, type NormalizedEvent, type SpawnSpec, type StreamParser, type TurnOutcome, type WorkerAdapter, type WorkerInfo, type WorkerTurn,
 } from './adapter.js';
@@ -7,9 +7,9 @@ import { copyUserCredential, findCliBinary, passThroughKeys, probeVersion, versi
 import { PROMPT_PROTOCOL } from '../cachelab/prompt.js';
 
 /**
- * Codex CLI (`codex exec --json`). Every turn runs with the task's own CODEX_HOME (codexHome), so the
- * user's ~/.codex (config, MCP servers, history) never applies; every attempt of the task shares it
- * (the sessions live there). The user's login (auth.json) is copied in only with
+ * Codex CLI (`codex exec --json`). Every turn runs with CODEX_HOME = <runDir>/codex-home, so the
+ * user's ~/.codex (config, MCP servers, history) never applies; follow-ups must reuse the same runDir
+ * (the session lives there). The user's login (auth.json) is copied in only with
  * LIGHTWORKER_REUSE_CLI_AUTH=1. A gateway becomes a custom Responses-API provider whose key is read
  * from `gateway.keyEnv`, set for the child only. Flags that stop outbound traffic: --disable plugins
  * (git ls-remote github.com), -c analytics.enabled=false, --disable shell_snapshot,
@@ -35,13 +35,8 @@ function tomlString(s: string): string {
   return JSON.stringify(s);
 }
 
-/**
- * One CODEX_HOME per task (beside its attempts' run dirs, `<artifacts>/<task>/codex-home`), not per
- * attempt: a follow-up or a resumed run is a new attempt that continues the thread with `exec resume`,
- * and Codex finds a thread only in the home whose `sessions/` holds its rollout.
- */
 export function codexHome(turn: WorkerTurn): string {
-  return join(dirname(turn.runDir), 'codex-home');
+  return join(turn.runDir, 'codex-home');
 }
 
 export function lastMessagePath(turn: WorkerTurn): string {
@@ -66,7 +61,6 @@ async function buildSpawn(turn: WorkerTurn): Promise<SpawnSpec> {
   const bin = findCliBinary('codex');
   if (!bin) throw new Error('codex binary not found (node_modules/.bin or PATH)');
   const home = codexHome(turn);
-  mkdirSync(turn.runDir, { recursive: true });
   mkdirSync(home, { recursive: true });
   copyUserCredential('.codex/auth.json', home);
   rmSync(lastMessagePath(turn), { force: true });

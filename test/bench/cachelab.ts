@@ -65,7 +65,7 @@ function naiveBody(body: Record<string, unknown>): Record<string, unknown> {
 }
 
 /** What a provider's token cache would key on: no per-request item ids, one CODEX_HOME path. */
-const normalized = (text: string) => text.replace(/,"id":"msg_[^"]*"/g, '').replace(/artifacts\/[0-9A-Z]{26}\/codex-home/g, 'CODEX_HOME');
+const normalized = (text: string) => text.replace(/,"id":"msg_[^"]*"/g, '').replace(/artifacts\/[0-9A-Z]{26}\/attempt-\d+\/codex-home/g, 'CODEX_HOME');
 
 async function submitCohort(h: TestHome, worker: string, extra: Record<string, unknown> = {}): Promise<Task[]> {
   await h.call('add_context_pack', { name: 'conventions', version: '1', text: PACK });

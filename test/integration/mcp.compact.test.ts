@@ -69,7 +69,7 @@ describe('compact MCP answers', () => {
   it('tools/list for every tool fits in 7,000 bytes and keeps object schemas, annotations and descriptions', async () => {
     h = await inMemory();
     const listed = await h.client.listTools();
-    expect(listed.tools.length).toBe(17);
+    expect(listed.tools.length).toBe(18);
     expect(bytes(listed)).toBeLessThanOrEqual(7_000);
     for (const t of listed.tools) {
       expect(t.inputSchema.type, t.name).toBe('object');
