@@ -122,6 +122,9 @@ function createBestOfN(ctx: CreateContext, input: Of<'best_of_n'>): Task[] {
   if (new Set(input.workers).size !== input.workers.length) throw new AppError('invalid_input', 'workers: lists a candidate twice (use worker:model to run one worker with several models)', { field: 'workers' });
   const base = common(input);
   const n = input.workers.length;
+  if (input.judge !== 'rule' && ctx.knownWorkers && !ctx.knownWorkers.includes(input.judge)) {
+    throw new AppError('invalid_input', `judge: unknown worker "${input.judge}" (known: ${ctx.knownWorkers.join(', ')}, or "rule")`, { field: 'judge' });
+  }
   if (input.judge !== 'rule' && input.workers.some((w) => w.split(':')[0] === input.judge)) {
     throw new AppError('invalid_input', `judge: "${input.judge}" is one of the candidates; pick another worker or "rule"`, { field: 'judge' });
   }

@@ -179,6 +179,51 @@ describe('map_reduce', () => {
   });
 });
 
+describe('map_reduce with execute contributors', () => {
+  it('gives the synthesizer every contributor\'s diff and verification; it writes one change in its own worktree', async () => {
+    const log = join(h.root, 'prompts.jsonl');
+    const mock = {
+      prompt_log: log,
+      when: [
+        { prompt_includes: '# Team inputs', write_files: { 'all.txt': 'alpha\nbeta\n' } },
+        { prompt_includes: 'part 1 of 2', write_files: { 'alpha.txt': 'alpha\n' } },
+        { prompt_includes: 'part 2 of 2', write_files: { 'beta.txt': 'beta\n' } },
+      ],
+    };
+    const t = await startTeam(['map_reduce', '--workers', 'mock', '--contribute', 'execute', '--part', 'write alpha', '--part', 'write beta', '--verify', 'test -n "$(ls *.txt)"', '--metadata', JSON.stringify({ mock }), 'write the words']);
+    await runUntilIdle();
+    const r = await report(t.rootId);
+    expect(r.state, JSON.stringify(r)).toBe('completed');
+    const synth = task(t.tasks[2].id);
+    expect(r.acceptable).toBe(synth.id);
+    expect(readFileSync(join(synth.worktreePath!, 'all.txt'), 'utf8')).toBe('alpha\nbeta\n');
+    expect(existsSync(join(synth.worktreePath!, 'alpha.txt'))).toBe(false);
+    const p = lines(log).find((x: any) => x.prompt.includes('# Team inputs')).prompt as string;
+    expect(p).toMatch(/^\+alpha$/m);
+    expect(p).toMatch(/^\+beta$/m);
+    expect(p.match(/LightWorker verification: PASSED/g)).toHaveLength(2);
+  });
+});
+
+describe('bad team input', () => {
+  it('names the field, exits 2 and creates nothing', async () => {
+    const cases: [string[], RegExp][] = [
+      [['map_reduce', '--workers', 'a,b,c,d,e,f,g', 'x'], /workers: .*(6|too big|at most)/i],
+      [['best_of_n', '--workers', 'mock,mock', 'x'], /workers: lists a candidate twice/],
+      [['best_of_n', '--workers', 'mock,codex', '--judge', 'codex', 'x'], /judge: "codex" is one of the candidates/],
+      [['best_of_n', '--workers', 'mock,codex', '--judge', 'nosuch', 'x'], /judge: unknown worker "nosuch"/],
+      [['implement_review', '--workers', 'mock,reviewer', '--rounds', '9', 'x'], /rounds: /],
+      [['implement_review', '--workers', 'mock,nosuch', 'x'], /worker: unknown worker "nosuch"/],
+    ];
+    for (const [args, re] of cases) {
+      const r = await cli(['team', ...args, '--workspace', h.repo]);
+      expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(2);
+      expect(r.stderr).toMatch(re);
+    }
+    expect(listTasks(h.engine.db, {})).toHaveLength(0);
+  });
+});
+
 describe('best_of_n', () => {
   const candidates = {
     // gpt-5.5: a correct change with a large diff; gpt-5.5-mini: correct and small; claude-haiku-4-5: fails verification.
