@@ -251,10 +251,10 @@ describe('best_of_n', () => {
   });
 
   it('lets a worker judge rank the verified candidates from their diffs', async () => {
+    // The judge names the candidates in the order it was shown them: the bigger change first, unlike the rule.
+    const log = await linkScript('judge', "return { summary: 'in the order shown', findings: [...prompt.matchAll(/— task ([0-9A-Z]{26})/g)].map((m) => m[1]) };");
     const t = await startTeam(['best_of_n', '--workers', workers, '--judge', 'judge', '--verify', checkFile('out.txt', 'ok'), '--metadata', JSON.stringify({ mock: { by_model: candidates } }), 'write ok to out.txt']);
     const [big, small, wrong] = t.tasks.map((x) => x.id);
-    // The judge prefers the bigger change: it names it first (the candidate ids exist only now).
-    const log = await linkScript('judge', `return { summary: 'the bigger one is more thorough', findings: [${JSON.stringify(big)}, ${JSON.stringify(small)}] };`);
     await runUntilIdle();
     const r = await report(t.rootId);
     const judgeTask = r.members.find((m: any) => m.role === 'judge');
