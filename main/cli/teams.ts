@@ -127,6 +127,19 @@ export function registerTeamCommands(program: Command): void {
     });
 
   team
+    .command('cancel')
+    .description('cancel every task of the team that has not ended (running ones are killed)')
+    .argument('<id>', 'any task of the team')
+    .option('--json')
+    .action(async (id: string, o, cmd: Command) => {
+      await withEngine(cmd, async (call) => {
+        const r = await call('cancel_team', { id });
+        if (o.json) printJson(r);
+        else out(r.cancelled.length ? `cancel requested for ${r.cancelled.join(', ')}` : 'nothing left to cancel');
+      });
+    });
+
+  team
     .command('accept')
     .description("accept the team's result (the reviewed change, the winner, the synthesis or the integration)")
     .argument('<id>', 'any task of the team')

@@ -46,6 +46,7 @@ export const COMMAND_NAMES = [
   'team_report',
   'accept_team',
   'handoff_task',
+  'cancel_team',
 ] as const;
 
 export type CommandName = (typeof COMMAND_NAMES)[number];

@@ -3,7 +3,7 @@ import { AppError } from '../core/errors.js';
 import { acceptTask } from '../isolation/accept.js';
 import { handoffTask } from '../orchestration/handoff.js';
 import { installTeamHandler } from '../orchestration/team-hook.js';
-import { teamReport } from '../orchestration/team-report.js';
+import { cancelTeam, teamReport } from '../orchestration/team-report.js';
 import { teamInputSchema } from '../orchestration/team-schema.js';
 import { createTeam } from '../orchestration/teams.js';
 import { TASK_ID } from '../tasks/schema.js';
@@ -65,4 +65,15 @@ export const handoffTaskCommand = defineCommand({
   },
 });
 
-export const TEAM_COMMANDS = [startTeam, teamReportCommand, acceptTeam, handoffTaskCommand];
+export const cancelTeamCommand = defineCommand({
+  name: 'cancel_team',
+  description: 'Cancel every task of a team that has not ended.',
+  input: z.strictObject({ id: TASK_ID }),
+  readOnly: false,
+  destructive: true,
+  handler(ctx, input) {
+    return { cancelled: ctx.engine.write(() => cancelTeam(ctx.engine.db, input.id, FACE_LABELS[ctx.face])) };
+  },
+});
+
+export const TEAM_COMMANDS = [startTeam, teamReportCommand, acceptTeam, handoffTaskCommand, cancelTeamCommand];

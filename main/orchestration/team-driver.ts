@@ -120,7 +120,8 @@ function advanceImplementReview(ctx: CreateContext, rootId: string, members: (Ta
     let outcome: TeamOutcome;
     if (last.status !== 'completed') {
       const implFailed = impl.status !== 'completed' && impl.status !== 'accepted';
-      outcome = { outcome: implFailed ? 'implement_failed' : 'review_failed', ...base, reason: (implFailed ? impl : last).error?.message?.slice(0, 500) ?? last.status };
+      const culprit = implFailed ? impl : last;
+      outcome = { outcome: `${implFailed ? 'implement' : 'review'}_${culprit.status}`, ...base, reason: culprit.error?.message?.slice(0, 500) ?? culprit.status };
     } else if (reviewPassed(last)) {
       outcome = { outcome: 'passed', ...base };
     } else if (round >= rounds) {

@@ -2,7 +2,8 @@ import { AppError } from '../core/errors.js';
 import type { Db } from '../store/db.js';
 import { listEvents } from '../store/events.js';
 import { requireTask } from '../store/tasks.js';
-import { FAILED_ENDS, type Task } from '../tasks/types.js';
+import { cancelTask } from '../tasks/ops.js';
+import { FAILED_ENDS, TERMINAL, type Task } from '../tasks/types.js';
 import { diffLines, teamEnded, teamMembers, type TeamOutcome } from './team-driver.js';
 import { teamTagOf, type Strategy } from './team-schema.js';
 
@@ -56,6 +57,17 @@ function finalTaskState(t: Task | undefined): string {
   if (t.status === 'completed' || t.status === 'accepted') return t.status;
   if (t.status === 'failed' && t.error?.code === 'merge_conflict') return 'merge_conflict';
   return FAILED_ENDS.has(t.status) ? t.status : 'running';
+}
+
+/**
+ * Cancel every member of a team that has not ended (running ones get a cancel request their leader acts
+ * on); the driver then records how the team ended. Run in a write transaction. Returns the ids cancelled.
+ */
+export function cancelTeam(db: Db, id: string, by: string): string[] {
+  const report = teamReport(db, id);
+  const open = report.members.filter((m) => !TERMINAL.has(m.status)).map((m) => m.id);
+  for (const m of open) cancelTask(db, m, by, 'the team was cancelled');
+  return open;
 }
 
 /**

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { listEvents } from '../../main/store/events.js';
 import { getTask, listTasks } from '../../main/store/tasks.js';
-import { runCli } from '../helpers/cli.js';
+import { teamReport } from '../../main/orchestration/team-report.js';
+import { runCli, startCli } from '../helpers/cli.js';
 import { makeHome, type TestHome } from '../helpers/env.js';
 
 let h: TestHome;
@@ -19,6 +20,14 @@ const events = (id: string, type: string) => listEvents(h.engine.db, { taskId: i
 const cli = (args: string[]) => runCli(args, { home: h.home, timeoutMs: 90_000 });
 const lines = (path: string) => (existsSync(path) ? readFileSync(path, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)) : []);
 const git = (dir: string, args: string[]) => execFileSync('git', args, { cwd: dir, encoding: 'utf8' }).trim();
+
+async function until(check: () => boolean, what: string, ms = 60_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
 
 async function runUntilIdle(): Promise<void> {
   const r = await cli(['run', '--until-idle']);
@@ -267,6 +276,27 @@ describe('best_of_n', () => {
     expect(judgePrompt).toMatch(/^\+d$/m);
     expect(judgePrompt).toContain('LightWorker verification: PASSED');
     expect(judgePrompt).not.toContain(`task ${wrong}`);
+  });
+});
+
+describe('team cancel', () => {
+  it('cancels every member that has not ended (running ones are killed) and the team ends with no winner', async () => {
+    const t = await startTeam(['best_of_n', '--workers', 'mock:gpt-5.5,mock:gpt-5.5-mini,mock:claude-haiku-4-5', '--metadata', JSON.stringify({ mock: { sleep_ms: 60_000 } }), 'take your time']);
+    const ids = t.tasks.map((x) => x.id);
+    const runner = startCli(['run'], { home: h.home });
+    const exited = new Promise((r) => runner.once('exit', r));
+    try {
+      await until(() => ids.some((id) => task(id).status === 'running'), 'a candidate to run');
+      const r = await cli(['team', 'cancel', ids[2], '--json']);
+      expect(r.code, r.stderr).toBe(0);
+      expect(JSON.parse(r.stdout).cancelled.sort()).toEqual([...ids].sort());
+      await until(() => ids.every((id) => task(id).status === 'cancelled'), 'every candidate cancelled');
+      await until(() => teamReport(h.engine.db, ids[0]).state === 'no_candidate_completed', 'the team to end');
+      expect((await cli(['team', 'cancel', ids[0], '--json'])).stdout).toContain('"cancelled": []');
+    } finally {
+      runner.kill('SIGTERM');
+      await exited;
+    }
   });
 });
 
