@@ -45,8 +45,9 @@ export function setPlanHandler(h: PlanHandler | null): void {
 }
 
 /**
- * Hook for orchestration's teams: `onEnded` after any task reached an end (from the task.status event,
- * once the ending transaction committed), `onStart` when this process starts leading (unfinished teams).
+ * Hook for orchestration's teams: `onEnded` after any task reached an end (at once when this process ran
+ * it, else from the task.status event once the ending transaction committed; idempotent, so both may
+ * call it), `onStart` when this process starts leading (unfinished teams).
  */
 export interface TeamHandler {
   onEnded(engine: Engine, taskId: string): void;
@@ -248,6 +249,8 @@ export class Scheduler extends EventEmitter {
         this.running.delete(id);
         this.perWorker.set(worker, Math.max(0, (this.perWorker.get(worker) ?? 1) - 1));
         if (status === 'failed' && this.isRateLimited(id)) this.requeueAfterRateLimit(id);
+        // In the same tick as the task's end: `run --until-idle` must not see the team idle before its next step.
+        teamHandler?.onEnded(this.engine, id);
         this.emit('task.ended', id, status);
         if (this.draining && this.running.size === 0) this.emit('drained');
         this.wake();
