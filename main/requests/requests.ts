@@ -9,7 +9,7 @@ import { requireTask } from '../store/tasks.js';
 import { continueTask } from '../tasks/followup.js';
 import { resumeRequestOf } from '../tasks/ops.js';
 import { transition } from '../tasks/state.js';
-import type { Task } from '../tasks/types.js';
+import { ACTIVE, type Task } from '../tasks/types.js';
 
 /** What a worker asks, before it is stored. */
 export interface AskInput {
@@ -82,7 +82,8 @@ export function answerRequest(db: Db, config: Config, taskId: string, a: AnswerI
   const t = requireTask(db, taskId);
   const req = pendingRequestOf(db, taskId);
   if (t.status !== 'waiting_input' || !req) {
-    throw new AppError('illegal_transition', `task ${taskId} is ${t.status}; it has no question or permission request waiting for an answer`, { status: t.status });
+    const hint = t.status === 'paused' && req ? ' (resume it first: lightworker resume)' : '; it has no question or permission request waiting for an answer';
+    throw new AppError('illegal_transition', `task ${taskId} is ${t.status}${hint}`, { status: t.status });
   }
   const text = a.text?.trim() ?? '';
   if (req.kind === 'question') {
@@ -122,7 +123,8 @@ export function expireRequests(db: Db, now = Date.now()): string[] {
   for (const req of expiredRequests(db, now)) {
     const t = requireTask(db, req.taskId);
     if (t.status !== 'waiting_input') {
-      if (t.status !== 'paused') closeRequest(db, req.id, 'cancelled', { answer: `task is ${t.status}`, at: now });
+      // Paused: its clock stopped. Still in the turn that asked: the runner moves it to waiting_input next.
+      if (t.status !== 'paused' && !ACTIVE.has(t.status)) closeRequest(db, req.id, 'cancelled', { answer: `task is ${t.status}`, at: now });
       continue;
     }
     closeRequest(db, req.id, 'expired', { at: now });

@@ -81,7 +81,13 @@ export function retryTask(db: Db, config: Config, id: string, strategy: RetryStr
       { field: 'strategy', status: t.status },
     );
   }
-  const used = (prep(db, 'SELECT COALESCE(SUM(attempt - 1), 0) AS n FROM tasks WHERE root_id = ?').get(t.rootId) as { n: number }).n;
+  // Only retries spend the budget: follow-ups, answers and reverifies are new attempts a person asked for.
+  const used = (
+    prep(db, `SELECT COUNT(*) AS n FROM events e JOIN tasks t ON t.id = e.task_id WHERE t.root_id = ? AND e.type = 'task.status' AND json_extract(e.payload, '$.strategy') IN (${RETRY_STRATEGIES.map(() => '?').join(',')})`).get(
+      t.rootId,
+      ...RETRY_STRATEGIES,
+    ) as { n: number }
+  ).n;
   if (used >= config.limits.retry_budget) {
     throw new AppError('forbidden', `retry budget of this task tree is used up (${used} of limits.retry_budget = ${config.limits.retry_budget})`);
   }

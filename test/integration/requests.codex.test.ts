@@ -10,7 +10,7 @@ import { cliUnavailable } from '../helpers/worker-cli.js';
 
 const KEY_ENV = 'LW_HITL_CODEX_KEY';
 const T = 240_000;
-describe('Codex asks a question through the escalation protocol (real CLI, scripted gateway)', () => {
+describe('Codex (and OpenCode) ask a question through the escalation protocol (real CLIs, scripted gateway)', () => {
   let gw: Gateway;
   let h: TestHome;
   let why: string | null = null;
@@ -54,5 +54,23 @@ describe('Codex asks a question through the escalation protocol (real CLI, scrip
     const resumed = gw.requests.filter((q) => q.summary?.script === 'question' && !q.summary.side);
     expect(resumed.length).toBeGreaterThanOrEqual(2);
     console.info(`codex question (CLI answer): task ${id} session before ${before} after ${t.sessionId}`);
+  });
+
+  it('OpenCode: the same question through the escalation protocol, answered, continues its session', { timeout: T }, async (ctx) => {
+    if (await cliUnavailable('opencode')) ctx.skip();
+    h.configure(`[gateways.fake]\nbase_url = "${gw.url}/v1"\nkey_env = "${KEY_ENV}"\n[models]\nallow = ["fake-model"]\n`);
+    const r = await h.call('delegate_task', { objective: 'Summarize README.md. [[script:question]]', workspace: h.repo, kind: 'explore', worker: 'opencode', gateway: 'fake', model: 'fake-model' });
+    const id = r.task.id as string;
+    expect((await cli(['run', '--until-idle'])).code).toBe(0);
+    const waiting = getTask(h.engine.db, id)!;
+    expect(waiting.status, JSON.stringify(waiting.error)).toBe('waiting_input');
+    expect((await cli(['answer', id, 'English'])).code).toBe(0);
+    expect((await cli(['run', '--until-idle'])).code).toBe(0);
+    const t = getTask(h.engine.db, id)!;
+    expect(t.status, JSON.stringify(t.error)).toBe('completed');
+    expect(t.result).toEqual({ summary: 'Answered in English.', findings: ['the person said: English'] });
+    const sessions = listEvents(h.engine.db, { taskId: id, types: ['worker.started'] }).events.map((e) => e.payload.sessionId);
+    expect(sessions).toEqual([waiting.sessionId, waiting.sessionId]);
+    console.info(`opencode question (CLI answer): task ${id} session before ${waiting.sessionId} after ${t.sessionId}`);
   });
 });

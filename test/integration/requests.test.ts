@@ -1,13 +1,13 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startSchedulerService, type SchedulerService } from '../../main/scheduler/service.js';
 import { waitTasks } from '../../main/scheduler/wait.js';
-import { listEvents } from '../../main/store/events.js';
-import { listRequests } from '../../main/store/requests.js';
-import { getTask } from '../../main/store/tasks.js';
-import { runCli } from '../helpers/cli.js';
+import { listRequests, pendingRequestOf } from '../../main/store/requests.js';
+import { enterWaiting, expireRequests, openRequest } from '../../main/requests/requests.js';
+import { transition } from '../../main/tasks/state.js';
 import { makeHome, type TestHome } from '../helpers/env.js';
+import { hitlHarness } from './hitl.helpers.js';
 import { until } from '../helpers/procs.js';
 
 let h: TestHome;
@@ -22,15 +22,8 @@ afterEach(async () => {
   h.cleanup();
 });
 
-const task = (id: string) => getTask(h.engine.db, id)!;
-const events = (id: string, type: string) => listEvents(h.engine.db, { taskId: id, types: [type] }).events;
-const cli = (args: string[]) => runCli(args, { home: h.home, timeoutMs: 60_000 });
-const lines = (path: string) => (existsSync(path) ? readFileSync(path, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)) : []);
 
-async function runUntilIdle(): Promise<void> {
-  const r = await cli(['run', '--until-idle']);
-  expect(r.code, r.stderr).toBe(0);
-}
+const { task, events, cli, lines, runUntilIdle } = hitlHarness(() => h);
 
 /** An execute task whose first turn ends with `ask` as its final answer and whose answered turn finishes. */
 async function asking(ask: unknown, extra: Record<string, unknown> = {}) {
@@ -146,5 +139,62 @@ describe('questions and permission requests (escalation protocol)', () => {
     const r = await cli(['answer', id, 'blue']);
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/no question or permission request waiting for an answer \[illegal_transition\]/);
+  });
+
+  it('a follow-up to a waiting task takes the place of the answer: the request is closed as superseded', async () => {
+    const { id, log } = await asking({ question: 'Which colour?' });
+    await runUntilIdle();
+    expect((await cli(['followup', id, 'never mind the colour, just write b.txt'])).code).toBe(0);
+    expect(listRequests(h.engine.db, { status: ['cancelled'] })[0]).toMatchObject({ taskId: id, answer: 'superseded by a follow-up' });
+    await runUntilIdle();
+    expect(task(id).status).toBe('completed');
+    expect(lines(log)[1].prompt).toContain('never mind the colour, just write b.txt');
+  });
+});
+
+describe('request expiry and the turn that asked', () => {
+  it('a request does not expire while the turn that asked is still ending; once the task waits it does', async () => {
+    h.configure('[requests]\nexpiry_s = 1\n');
+    const id = (await h.call('delegate_task', { objective: 'x', workspace: h.repo, kind: 'explore' })).task.id as string;
+    const db = h.engine.db;
+    const req = h.engine.write(() => {
+      transition(db, id, 'queued', 'starting');
+      const t = transition(db, id, 'starting', 'running');
+      return openRequest(db, h.engine.config, t, { kind: 'question', question: 'still there?' });
+    });
+    const later = req.expiresAt + 1;
+    expect(h.engine.write(() => expireRequests(db, later))).toEqual([]);
+    expect(pendingRequestOf(db, id)?.id).toBe(req.id);
+    h.engine.write(() => enterWaiting(db, id, req));
+    expect(h.engine.write(() => expireRequests(db, later))).toEqual([id]);
+    expect(task(id)).toMatchObject({ status: 'failed', error: { code: 'request_expired' } });
+  });
+});
+
+describe('timeouts pause while a task waits', () => {
+  /** A task (timeout 4 s) whose turns each work `turnMs`; the first asks, and a person answers after `waitMs`. */
+  async function run(turnMs: number, waitMs: number) {
+    const r = await h.call('delegate_task', {
+      objective: 'slow', workspace: h.repo, kind: 'execute', mode: 'auto_execute', timeout_s: 4,
+      metadata: { mock: { sleep_ms: turnMs, result: { question: 'go on?' }, followup: { sleep_ms: turnMs, result: { summary: 'done', files_changed: [], notes: null } } } },
+    });
+    const id = r.task.id as string;
+    await runUntilIdle();
+    expect(task(id).status).toBe('waiting_input');
+    await new Promise((res) => setTimeout(res, waitMs));
+    expect((await cli(['answer', id, 'yes'])).code).toBe(0);
+    await runUntilIdle();
+    return task(id);
+  }
+
+  it('the waiting time does not count', async () => {
+    const t = await run(300, 5000);
+    expect(t.status, JSON.stringify(t.error)).toBe('completed');
+  });
+
+  it('the run time before the question does: the continued attempt gets only what is left', async () => {
+    const t = await run(3000, 0);
+    expect(t.status).toBe('timed_out');
+    expect(t.attempt).toBe(2);
   });
 });

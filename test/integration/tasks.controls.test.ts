@@ -1,13 +1,12 @@
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { expireRequests } from '../../main/requests/requests.js';
-import { listEvents } from '../../main/store/events.js';
 import { pendingRequestOf } from '../../main/store/requests.js';
-import { getTask } from '../../main/store/tasks.js';
-import { runCli, startCli } from '../helpers/cli.js';
+import { startCli } from '../helpers/cli.js';
 import { makeHome, type TestHome } from '../helpers/env.js';
+import { hitlHarness } from './hitl.helpers.js';
 import { exited, until } from '../helpers/procs.js';
 
 let h: TestHome;
@@ -21,14 +20,7 @@ afterEach(() => {
   h.cleanup();
 });
 
-const task = (id: string) => getTask(h.engine.db, id)!;
-const events = (id: string, type: string) => listEvents(h.engine.db, { taskId: id, types: [type] }).events;
-const cli = (args: string[]) => runCli(args, { home: h.home, timeoutMs: 60_000 });
-const lines = (path: string) => (existsSync(path) ? readFileSync(path, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)) : []);
-async function runUntilIdle(): Promise<void> {
-  const r = await cli(['run', '--until-idle']);
-  expect(r.code, r.stderr).toBe(0);
-}
+const { task, events, cli, lines, runUntilIdle } = hitlHarness(() => h);
 async function submit(mock: Record<string, unknown>, extra: Record<string, unknown> = {}): Promise<string> {
   const r = await h.call('delegate_task', { objective: 'write a.txt', workspace: h.repo, kind: 'execute', mode: 'auto_execute', metadata: { mock }, ...extra });
   return r.task.id as string;

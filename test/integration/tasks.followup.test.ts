@@ -1,12 +1,10 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { followUpTask } from '../../main/tasks/followup.js';
-import { listEvents } from '../../main/store/events.js';
-import { getTask } from '../../main/store/tasks.js';
-import { runCli } from '../helpers/cli.js';
 import { makeHome, type TestHome } from '../helpers/env.js';
+import { hitlHarness } from './hitl.helpers.js';
 
 let h: TestHome;
 beforeEach(() => {
@@ -15,16 +13,9 @@ beforeEach(() => {
 });
 afterEach(() => h.cleanup());
 
-const task = (id: string) => getTask(h.engine.db, id)!;
-const events = (id: string, type: string) => listEvents(h.engine.db, { taskId: id, types: [type] }).events;
-const cli = (args: string[]) => runCli(args, { home: h.home, timeoutMs: 60_000 });
-const lines = (path: string) => (existsSync(path) ? readFileSync(path, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)) : []);
 const gitLog = (dir: string, range: string) => execFileSync('git', ['log', '--format=%s', range], { cwd: dir, encoding: 'utf8' }).trim().split('\n').filter(Boolean);
 
-async function runUntilIdle(): Promise<void> {
-  const r = await cli(['run', '--until-idle']);
-  expect(r.code, r.stderr).toBe(0);
-}
+const { task, events, cli, lines, runUntilIdle } = hitlHarness(() => h);
 
 /** A completed execute task whose first turn writes a.txt and whose follow-up turn writes b.txt. */
 async function completedExecuteTask(promptLog: string) {
@@ -122,12 +113,30 @@ console.log(JSON.stringify({ summary: 'wrote c.txt', files_changed: ['c.txt'], n
     const id = r.task.id as string;
     const waiting = await cli(['followup', id, 'hello']);
     expect(waiting.code).toBe(1);
-    expect(waiting.stderr).toMatch(/awaiting_approval; a follow-up goes to a completed, failed, timed_out, cancelled task \[illegal_transition\]/);
+    expect(waiting.stderr).toMatch(/awaiting_approval; a follow-up goes to a completed, failed, timed_out, cancelled, rejected, waiting_input task \[illegal_transition\]/);
     const empty = await cli(['followup', id, ' ']);
     expect(empty.code).toBe(2);
     expect(empty.stderr).toMatch(/message/);
     const unknown = await h.call('followup_task', { id, message: 'x', worker: 'nope' }).catch((e) => e);
     expect(unknown).toMatchObject({ code: 'invalid_input', details: { field: 'worker' } });
     expect(task(id)).toMatchObject({ status: 'awaiting_approval', attempt: 1 });
+  });
+
+  it('follow-ups do not spend the retry budget; retries do', async () => {
+    h.configure('[scheduler]\nkill_grace_ms = 300\n[limits]\nretry_budget = 1\n');
+    const r = await h.call('delegate_task', { objective: 'fail', workspace: h.repo, kind: 'explore', metadata: { mock: { fail_message: 'boom' } } });
+    const id = r.task.id as string;
+    await runUntilIdle();
+    for (let i = 0; i < 2; i++) {
+      expect(task(id).status).toBe('failed');
+      expect((await cli(['followup', id, `try again ${i}`])).code).toBe(0);
+      await runUntilIdle();
+    }
+    expect(task(id).attempt).toBe(3);
+    expect((await cli(['retry', id])).code).toBe(0);
+    await runUntilIdle();
+    const refused = await cli(['retry', id]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/retry budget of this task tree is used up \(1 of limits.retry_budget = 1\)/);
   });
 });
