@@ -7,6 +7,7 @@ import { setTeamHandler } from '../../main/scheduler/scheduler.js';
 import { startSchedulerService, type SchedulerService } from '../../main/scheduler/service.js';
 import { setSetting } from '../../main/store/settings.js';
 import { listTasks } from '../../main/store/tasks.js';
+import { until } from '../helpers/procs.js';
 import { inMemory, type McpHarness } from './mcp.helpers.js';
 
 let h: McpHarness | null = null;
@@ -19,14 +20,6 @@ afterEach(async () => {
   h = null;
 });
 
-/** Wait until `check` holds, polling the store (the scheduler runs in this process). */
-async function until(check: () => boolean, what: string, ms = 30_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 /** The implementer writes v1, then v2 on its follow-up turn. */
 const MOCK = { write_files: { 'v.txt': 'v1\n' }, followup: { write_files: { 'v.txt': 'v2\n' } } };
@@ -68,7 +61,7 @@ describe('a team survives its leader', () => {
     setTeamHandler(null);
     svc = await startSchedulerService(h.engine);
     const get = (id: string) => listTasks(h!.engine.db, {}).find((t) => t.id === id)!;
-    await until(() => get(reviewId).status === 'completed', 'review round 1');
+    await until(() => get(reviewId).status === 'completed', 60_000, 'review round 1');
     await svc.stop();
     svc = null;
     expect(listTasks(h.engine.db, {})).toHaveLength(2);
@@ -76,11 +69,11 @@ describe('a team survives its leader', () => {
     // Next leader: on start, every unfinished team is moved on: a follow-up of the implementer and review 2.
     installTeamHandler();
     svc = await startSchedulerService(h.engine);
-    await until(() => listTasks(h!.engine.db, {}).length === 3, 'review round 2 to appear');
+    await until(() => listTasks(h!.engine.db, {}).length === 3, 60_000, 'review round 2 to appear');
     const review2 = listTasks(h.engine.db, {}).find((t) => t.id !== implId && t.id !== reviewId)!;
     expect(review2.metadata.team).toMatchObject({ role: 'review', round: 2 });
-    await until(() => get(review2.id).status === 'completed', 'review round 2');
-    await until(() => (h!.engine.db.prepare("SELECT COUNT(*) AS n FROM events WHERE type = 'team.ended'").get() as { n: number }).n === 1, 'team end');
+    await until(() => get(review2.id).status === 'completed', 60_000, 'review round 2');
+    await until(() => (h!.engine.db.prepare("SELECT COUNT(*) AS n FROM events WHERE type = 'team.ended'").get() as { n: number }).n === 1, 60_000, 'team end');
     expect(get(implId)).toMatchObject({ status: 'completed', attempt: 2 });
     const ended = h.engine.db.prepare("SELECT payload FROM events WHERE type = 'team.ended'").get() as { payload: string };
     expect(JSON.parse(ended.payload)).toMatchObject({ outcome: 'passed', rounds: 2 });

@@ -2,11 +2,12 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { listEvents } from '../../main/store/events.js';
-import { getTask, listTasks } from '../../main/store/tasks.js';
+import { listTasks } from '../../main/store/tasks.js';
 import { teamReport } from '../../main/orchestration/team-report.js';
-import { runCli, startCli } from '../helpers/cli.js';
+import { startCli } from '../helpers/cli.js';
 import { makeHome, type TestHome } from '../helpers/env.js';
+import { until } from '../helpers/procs.js';
+import { hitlHarness } from './hitl.helpers.js';
 
 let h: TestHome;
 beforeEach(() => {
@@ -15,24 +16,10 @@ beforeEach(() => {
 });
 afterEach(() => h.cleanup());
 
-const task = (id: string) => getTask(h.engine.db, id)!;
-const events = (id: string, type: string) => listEvents(h.engine.db, { taskId: id, types: [type] }).events;
-const cli = (args: string[]) => runCli(args, { home: h.home, timeoutMs: 90_000 });
-const lines = (path: string) => (existsSync(path) ? readFileSync(path, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)) : []);
+// The same reads and runs as the human-in-the-loop tests (follow-ups are what implement_review is built on).
+const { task, events, cli, lines, runUntilIdle } = hitlHarness(() => h);
 const git = (dir: string, args: string[]) => execFileSync('git', args, { cwd: dir, encoding: 'utf8' }).trim();
 
-async function until(check: () => boolean, what: string, ms = 60_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-async function runUntilIdle(): Promise<void> {
-  const r = await cli(['run', '--until-idle']);
-  expect(r.code, r.stderr).toBe(0);
-}
 
 async function startTeam(args: string[]): Promise<{ rootId: string; tasks: { id: string; name: string }[] }> {
   const r = await cli(['team', ...args, '--workspace', h.repo, '--mode', 'auto_execute', '--json']);
@@ -286,12 +273,12 @@ describe('team cancel', () => {
     const runner = startCli(['run'], { home: h.home });
     const exited = new Promise((r) => runner.once('exit', r));
     try {
-      await until(() => ids.some((id) => task(id).status === 'running'), 'a candidate to run');
+      await until(() => ids.some((id) => task(id).status === 'running'), 60_000, 'a candidate to run');
       const r = await cli(['team', 'cancel', ids[2], '--json']);
       expect(r.code, r.stderr).toBe(0);
       expect(JSON.parse(r.stdout).cancelled.sort()).toEqual([...ids].sort());
-      await until(() => ids.every((id) => task(id).status === 'cancelled'), 'every candidate cancelled');
-      await until(() => teamReport(h.engine.db, ids[0]).state === 'no_candidate_completed', 'the team to end');
+      await until(() => ids.every((id) => task(id).status === 'cancelled'), 60_000, 'every candidate cancelled');
+      await until(() => teamReport(h.engine.db, ids[0]).state === 'no_candidate_completed', 60_000, 'the team to end');
       expect((await cli(['team', 'cancel', ids[0], '--json'])).stdout).toContain('"cancelled": []');
     } finally {
       runner.kill('SIGTERM');
