@@ -11,6 +11,7 @@ import { registerSchedulerCommands } from './scheduler.js';
 import { registerServeCommand } from '../http/serve-command.js';
 import { findPackageRoot } from '../http/static.js';
 import { registerMcpCommands } from './mcp.js';
+import { registerTeamCommands } from './teams.js';
 import { registerGatewayCommands, registerWorkerCommands } from './workers.js';
 import { registerCachelabCommands } from './cachelab.js';
 import { registerConversationCommands } from './conversation.js';
@@ -50,6 +51,7 @@ export function buildProgram(): Command {
   registerWorkerCommands(program);
   registerGatewayCommands(program);
   registerCachelabCommands(program);
+  registerTeamCommands(program);
   registerConversationCommands(program);
   registerSettingsCommands(program);
   for (const c of program.commands) c.exitOverride();

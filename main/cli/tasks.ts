@@ -20,7 +20,7 @@ export function parseIntOption(name: string) {
   };
 }
 
-function parseJsonOption(name: string) {
+export function parseJsonOption(name: string) {
   return (v: string) => {
     try {
       return JSON.parse(v);

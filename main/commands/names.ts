@@ -45,6 +45,11 @@ export const COMMAND_NAMES = [
   'redirect_task',
   'answer_task',
   'list_requests',
+  'start_team',
+  'team_report',
+  'accept_team',
+  'handoff_task',
+  'cancel_team',
 ] as const;
 
 export type CommandName = (typeof COMMAND_NAMES)[number];

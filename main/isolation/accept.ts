@@ -12,7 +12,7 @@ import { authorEnv, branchTip, commitAuthor } from './branches.js';
 import { commonGitDir, git, gitTry, splitZ } from './git-exec.js';
 import { withRepoLock } from './repo-lock.js';
 import { statusEntries } from './source-status.js';
-import { lastVerifyOutcome } from './verify.js';
+import { verifiedOutcome } from './verify.js';
 import { removeWorktree } from './worktree.js';
 
 export interface AcceptOptions {
@@ -52,7 +52,7 @@ function checkAcceptable(engine: Engine, task: Task, alloc: Allocation | null, o
       );
     return;
   }
-  const last = alloc.verifyOk !== null ? { ok: alloc.verifyOk, commit: alloc.verifiedCommit } : lastVerifyOutcome(engine, task);
+  const last = verifiedOutcome(engine, task, alloc);
   if (!last?.ok) throw new AppError('verification_failed', `task ${task.id} did not pass verification; it cannot be accepted`);
   if (last.commit !== alloc.headCommit)
     throw new AppError(

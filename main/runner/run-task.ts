@@ -3,6 +3,9 @@ import { join } from 'node:path';
 import { isAppError } from '../core/errors.js';
 import type { Engine } from '../engine.js';
 import { inspectChanges, prepareWorkspace, runVerification, type PreparedWorkspace, type VerifyReport } from '../isolation/workspace.js';
+import { describeConflicts, integrateSources } from '../isolation/integrate.js';
+import { teamInputsFor } from '../orchestration/team-inputs.js';
+import { teamTagOf } from '../orchestration/team-schema.js';
 import { takeRedirect } from '../tasks/controls.js';
 import { appendEvent } from '../store/events.js';
 import { getTask, updateTaskFields } from '../store/tasks.js';
@@ -74,10 +77,13 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
   const budget = runBudget(ctx.signal, task, resume);
   ctx = { ...ctx, signal: budget.signal };
   try {
-    const adapter = resolveAdapter(engine, task.worker);
+    const sources = integrationSources(task);
+    // An integration runs no worker CLI: LightWorker merges the sources itself, then verifies as usual.
+    const adapter = sources ? null : resolveAdapter(engine, task.worker);
     const ws = await prepareWorkspace(engine, task, ctx.signal, { keepWorktree: resume !== null });
     checkAbort(ctx);
     if (resume?.reverify) return await reverifyOnly(ctx, task, ws);
+    if (sources || !adapter) return await integrate(ctx, task, ws, sources ?? []);
     const runDir = join(engine.home.artifacts, task.id, `attempt-${task.attempt}`);
     mkdirSync(runDir, { recursive: true });
     const route = resolveRoute(engine.config, task);
@@ -85,6 +91,9 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
     if (!auth.ok) throw new StopTask('failed', 'auth_missing', `worker ${task.worker} has no credentials (${auth.source}): ${auth.hint}`);
     const resultSchema = resultJsonSchema(task.kind);
     const prompt = buildPrompt(task, { resultSchema, config: engine.config, db: engine.db });
+    // Team members (a reviewer, a synthesizer, a judge) also read what the steps before them produced.
+    const inputs = await teamInputsFor(engine, task);
+    if (inputs) prompt.text += `\n${inputs}\n`;
     const baseTurn: WorkerTurn = {
       task,
       prompt: prompt.text,
@@ -163,19 +172,40 @@ function failureText(verify: VerifyReport): string {
 }
 
 /** `reverify`: the attempt runs no worker turn, only the change inspection and the verify commands. */
-async function reverifyOnly(ctx: RunContext, task: Task, ws: PreparedWorkspace): Promise<TaskStatus> {
+async function reverifyOnly(ctx: RunContext, task: Task, ws: PreparedWorkspace, how = { reason: 'reverify: verification only, no worker turn', result: undefined as unknown }): Promise<TaskStatus> {
   const { engine } = ctx;
-  engine.write(() => transition(engine.db, task.id, 'starting', 'verifying', { reason: 'reverify: verification only, no worker turn' }));
+  engine.write(() => transition(engine.db, task.id, 'starting', 'verifying', { reason: how.reason }));
   const changes = await inspectChanges(engine, task, ws);
   if (!changes.ok) throw new StopTask('failed', 'boundary_violation', `changes outside the task's boundary: ${changes.violations.join(', ')}`);
   const verify = await runVerification(engine, task, ws, ctx.signal);
   checkAbort(ctx);
   if (!verify.ok) throw new StopTask('failed', 'verification_failed', `verification failed:\n${failureText(verify).slice(-2000)}`);
   engine.write(() => {
-    transition(engine.db, task.id, 'verifying', 'completed', { reason: 'reverified', fields: { pid: null } });
+    transition(engine.db, task.id, 'verifying', 'completed', { reason: how.result !== undefined ? 'verified' : 'reverified', fields: { pid: null, ...(how.result !== undefined ? { result: how.result, schemaValid: true } : {}) } });
     endAttempt(engine, task, 'completed', null);
   });
   return 'completed';
+}
+
+/**
+ * An integration task (orchestration/teams.ts): LightWorker merges the sources' verified commits into the
+ * worktree, one 3-way merge each; any conflict fails the task with one line per file. Then the usual
+ * inspection and verification, without a worker turn.
+ */
+async function integrate(ctx: RunContext, task: Task, ws: PreparedWorkspace, sources: string[]): Promise<TaskStatus> {
+  const r = await integrateSources(ctx.engine, task, ws.workdir, sources);
+  checkAbort(ctx);
+  if (r.conflicts.length) {
+    throw new StopTask('failed', 'merge_conflict', `${r.conflicts.length} file(s) conflict; nothing was integrated, and the user's branch is untouched:\n${describeConflicts(r.conflicts)}`);
+  }
+  const summary = `merged ${r.merged.length} verified task commits: ${r.merged.map((m) => m.source).join(', ')}`;
+  return reverifyOnly(ctx, task, ws, { reason: `integrated ${r.merged.length} tasks; verifying`, result: { summary, files_changed: [], notes: null } });
+}
+
+/** The sources of an integration task, or null for any other task. */
+function integrationSources(task: Task): string[] | null {
+  const tag = teamTagOf(task.metadata);
+  return tag?.role === 'integrate' && task.kind === 'execute' ? (tag.sources ?? []) : null;
 }
 
 /**

@@ -6,7 +6,7 @@ import { deleteSetting, getSetting, setSetting, settingsWithPrefix } from '../st
 import type { EventRow } from '../store/events.js';
 import { retryTask } from '../tasks/ops.js';
 import { getTask } from '../store/tasks.js';
-import type { Task, TaskStatus } from '../tasks/types.js';
+import { TERMINAL, type Task, type TaskStatus } from '../tasks/types.js';
 import { resolveAdapter } from '../workers/registry.js';
 import { claimTask, listCandidates, pickCandidate } from './claim.js';
 
@@ -42,6 +42,20 @@ export type PlanHandler = (engine: Engine, task: Task, result: unknown) => void;
 let planHandler: PlanHandler | null = null;
 export function setPlanHandler(h: PlanHandler | null): void {
   planHandler = h;
+}
+
+/**
+ * Hook for orchestration's teams: `onEnded` after any task reached an end (at once when this process ran
+ * it, else from the task.status event once the ending transaction committed; idempotent, so both may
+ * call it), `onStart` when this process starts leading (unfinished teams).
+ */
+export interface TeamHandler {
+  onEnded(engine: Engine, taskId: string): void;
+  onStart(engine: Engine): void;
+}
+let teamHandler: TeamHandler | null = null;
+export function setTeamHandler(h: TeamHandler | null): void {
+  teamHandler = h;
 }
 
 /**
@@ -100,6 +114,7 @@ export class Scheduler extends EventEmitter {
     this.engine.events.on('event', this.onEvent);
     // New limits (config.toml reloaded) may let a queued task start now.
     this.engine.events.on('config', this.onConfig);
+    teamHandler?.onStart(this.engine);
     this.wake();
   }
 
@@ -163,6 +178,7 @@ export class Scheduler extends EventEmitter {
       this.running.get(e.taskId)?.controller.abort('cancel');
       return;
     }
+    if (e.type === 'task.status' && e.taskId && teamHandler && TERMINAL.has(e.payload.to as TaskStatus)) teamHandler.onEnded(this.engine, e.taskId);
     if (e.type === 'task.created' || e.type === 'task.status' || e.type === 'scheduler.resumed') this.wake();
   }
 
@@ -238,6 +254,8 @@ export class Scheduler extends EventEmitter {
         this.running.delete(id);
         this.perWorker.set(worker, Math.max(0, (this.perWorker.get(worker) ?? 1) - 1));
         if (status === 'failed' && this.isRateLimited(id)) this.requeueAfterRateLimit(id);
+        // In the same tick as the task's end: `run --until-idle` must not see the team idle before its next step.
+        teamHandler?.onEnded(this.engine, id);
         this.emit('task.ended', id, status);
         if (this.draining && this.running.size === 0) this.emit('drained');
         this.wake();

@@ -15,6 +15,8 @@ import { RATE_LIMIT_PATTERN, type NormalizedEvent, type StreamParser, type Worke
  *   reported as a `worker.tool` event (`spawn` for the grandchild, `background`, `escape`) with its pid.
  * - `fail_message` (fail with this message), `rate_limit` (fail like a provider 429)
  * - `followup` {…}: overrides used on a resumed turn (auto-repair follow-ups)
+ * - `by_kind` {kind: {…}}, `by_model` {model: {…}}, `when` [{prompt_includes, …}]: overrides by the
+ *   task's kind, its routed model, or text in the prompt (scripts a team: implementer, reviewer, judge)
  */
 const AGENT = fileURLToPath(new URL('./mock-agent.mjs', import.meta.url));
 
@@ -36,6 +38,7 @@ export const mockAdapter: WorkerAdapter = {
     const spec = (turn.task.metadata.mock ?? {}) as Record<string, unknown>;
     const args = [AGENT, '--spec', JSON.stringify(spec), '--kind', turn.task.kind, '--objective', turn.task.objective, '--prompt', turn.prompt];
     if (turn.resumeSessionId) args.push('--resume', turn.resumeSessionId);
+    if (turn.model) args.push('--model', turn.model);
     return { command: process.execPath, args, env: turn.baseEnv, cwd: turn.workdir };
   },
   createParser(): StreamParser {
