@@ -83,6 +83,25 @@ export const configSchema = z.strictObject({
     })
     .prefault({}),
   setup: z.record(z.string(), setupSchema).default({}),
+  isolation: z
+    .strictObject({
+      /** `auto`: read-only tasks of workers with an enforced read-only sandbox run in place, others in a snapshot; `snapshot`: all in a snapshot. */
+      readonly: z.enum(['auto', 'snapshot']).default('auto'),
+      /** Clean read-only snapshots kept per repository for reuse. */
+      snapshot_pool: z.number().int().min(0).max(32).default(2),
+      /** Copy isolation of workspaces that are not git repositories. */
+      copy: z
+        .strictObject({
+          max_bytes: z.number().int().min(1).default(256 * 1024 * 1024),
+          max_files: z.number().int().min(1).default(20_000),
+          ignore: z
+            .array(z.string().min(1).max(1024))
+            .max(256)
+            .default(['node_modules', '.venv', 'venv', '__pycache__', 'build', 'dist', 'target', '.git', '.hg', '.svn', '.DS_Store']),
+        })
+        .prefault({}),
+    })
+    .prefault({}),
   notifications: z
     .strictObject({
       approvals: z.boolean().default(true),
@@ -172,6 +191,16 @@ ttl_hours = 72
 # copy = ["config/local.json", ".env.test"]   # ignored files to copy in (.env* only when named)
 # setup = ["npm", "ci"]                        # argv, or a shell string you write yourself
 # setup_timeout_s = 600
+
+# Read-only tasks of workers without an enforced read-only sandbox run in a disposable snapshot
+# (HEAD + your uncommitted changes); a folder that is not a git repository is worked on in a copy.
+# [isolation]
+# readonly = "auto"          # or "snapshot": every read-only task in a snapshot
+# snapshot_pool = 2          # clean snapshots kept per repository for reuse
+# [isolation.copy]
+# max_bytes = 268435456
+# max_files = 20000
+# ignore = ["node_modules", ".venv", "venv", "__pycache__", "build", "dist", "target", ".git", ".hg", ".svn", ".DS_Store"]
 
 [verify]
 auto_repair = 1

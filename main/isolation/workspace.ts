@@ -1,5 +1,5 @@
 import { existsSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { AppError } from '../core/errors.js';
 import type { Engine } from '../engine.js';
 import { appendEvent } from '../store/events.js';
@@ -13,6 +13,7 @@ import { treeMarkerEnv } from '../runner/lifecycle.js';
 import { git, gitTry, repoRoot } from './git-exec.js';
 import { allocatePorts, portEnv } from './ports.js';
 import { readSetup, runSetup } from './setup.js';
+import { readOnlySnapshot, releaseSnapshot, type SnapshotLease } from './snapshot.js';
 import { watchSource } from './attribution.js';
 import type { SourceSnapshot } from './source-status.js';
 import { verifyIn } from './verify.js';
@@ -41,6 +42,11 @@ export interface PrepareOptions {
    * Falls back to a fresh allocation when neither is left.
    */
   keepWorktree?: boolean;
+  /**
+   * Read-only kinds: the worker enforces a read-only sandbox (`WorkerAdapter.confinesReadOnly`), so the
+   * task may run in the workspace itself. Otherwise (the default) it runs in a disposable snapshot.
+   */
+  readOnlyInPlace?: boolean;
 }
 
 export interface ChangeReport {
@@ -74,6 +80,8 @@ interface WorkspaceState {
   baseCommit?: string;
   branch?: string;
   copied?: string[];
+  /** The read-only snapshot the worker runs in, when it does not run in place. */
+  snapshot?: SnapshotLease | null;
 }
 
 function stateOf(ws: PreparedWorkspace): WorkspaceState {
@@ -93,7 +101,15 @@ function stateOf(ws: PreparedWorkspace): WorkspaceState {
 export async function prepareWorkspace(engine: Engine, task: Task, signal?: AbortSignal, opts: PrepareOptions = {}): Promise<PreparedWorkspace> {
   const repo = await repoRoot(task.workspace);
   if (task.kind !== 'execute') {
-    return { workdir: task.workspace, env: {}, state: { repo, source: await watchSource(engine, repo, task) } satisfies WorkspaceState };
+    const [watched, made] = await Promise.allSettled([watchSource(engine, repo, task), readOnlySnapshot(engine, task, repo, opts.readOnlyInPlace === true)]);
+    if (watched.status === 'rejected') {
+      if (made.status === 'fulfilled' && made.value) await releaseSnapshot(engine, made.value, task.id);
+      throw watched.reason;
+    }
+    if (made.status === 'rejected') throw made.reason;
+    const [source, snapshot] = [watched.value, made.value];
+    const workdir = snapshot ? join(snapshot.path, relative(repo, task.workspace)) : task.workspace;
+    return { workdir, env: {}, state: { repo, source, snapshot } satisfies WorkspaceState };
   }
   if (opts.keepWorktree) {
     const kept = await keepWorktree(engine, task, repo);
@@ -253,6 +269,16 @@ export async function runVerification(engine: Engine, task: Task, ws: PreparedWo
   const real = unsealTask(engine.db, engine.home.root, task);
   if (real.verify.length === 0) return { ok: true, results: [] };
   return verifyIn(engine, real, ws.workdir, ws.env, signal);
+}
+
+/**
+ * After the task's last step (any end): give back a read-only task's snapshot (what the worker wrote
+ * there is listed in `snapshot.released` and discarded). Nothing for tasks that ran in place or in a
+ * worktree. Never throws.
+ */
+export async function finishWorkspace(engine: Engine, task: Task, ws: PreparedWorkspace | null): Promise<void> {
+  const lease = ws ? (ws.state as Partial<WorkspaceState>).snapshot : null;
+  if (lease) await releaseSnapshot(engine, lease, task.id).catch(() => undefined);
 }
 
 /**

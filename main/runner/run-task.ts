@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { isAppError } from '../core/errors.js';
 import type { Engine } from '../engine.js';
-import { inspectChanges, prepareWorkspace, runVerification, type VerifyReport } from '../isolation/workspace.js';
+import { finishWorkspace, inspectChanges, prepareWorkspace, runVerification, type PreparedWorkspace, type VerifyReport } from '../isolation/workspace.js';
 import { appendEvent } from '../store/events.js';
 import { getTask, updateTaskFields } from '../store/tasks.js';
 import { unsealTask } from '../tasks/secrets.js';
@@ -64,10 +64,11 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
   const stored = getTask(engine.db, taskId);
   if (!stored) return 'failed';
   const task = unsealTask(engine.db, engine.home.root, stored);
+  let ws: PreparedWorkspace | null = null;
   try {
     const adapter = resolveAdapter(engine, task.worker);
     const resume = resumeRequestOf(engine.db, task);
-    const ws = await prepareWorkspace(engine, task, ctx.signal, { keepWorktree: resume !== null });
+    ws = await prepareWorkspace(engine, task, ctx.signal, { keepWorktree: resume !== null, readOnlyInPlace: adapter.confinesReadOnly?.(task) === true });
     checkAbort(ctx);
     const runDir = join(engine.home.artifacts, task.id, `attempt-${task.attempt}`);
     mkdirSync(runDir, { recursive: true });
@@ -128,6 +129,8 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
     return 'completed';
   } catch (err) {
     return finishWithError(ctx, task, err);
+  } finally {
+    await finishWorkspace(engine, task, ws);
   }
 }
 
