@@ -52,14 +52,6 @@ export interface SnapshotLease {
 
 /** Git options for every command LightWorker runs in a snapshot a worker had: no hooks, no fsmonitor. */
 const SAFE = ['-c', 'core.hooksPath=/dev/null', '-c', 'core.fsmonitor=false'];
-const FIXED_IDENT: Record<string, string> = {
-  GIT_AUTHOR_NAME: 'LightWorker',
-  GIT_AUTHOR_EMAIL: 'lightworker@localhost',
-  GIT_AUTHOR_DATE: '1700000000 +0000',
-  GIT_COMMITTER_NAME: 'LightWorker',
-  GIT_COMMITTER_EMAIL: 'lightworker@localhost',
-  GIT_COMMITTER_DATE: '1700000000 +0000',
-};
 
 function repoKey(repo: string): string {
   return createHash('sha256').update(repo).digest('hex').slice(0, 16);
@@ -110,39 +102,75 @@ function writeIfChanged(path: string, text: string): void {
   writeFileSync(path, text);
 }
 
+/** The source's state as one commit: its id, and the commit object's text when it is not HEAD itself. */
+interface SourceState {
+  commit: string;
+  /** The commit object to write into the store before checking it out; null when the state is HEAD. */
+  body: string | null;
+}
+
+const SNAPSHOT_MESSAGE = 'LightWorker snapshot: HEAD + uncommitted changes\n';
+const SNAPSHOT_IDENT = 'LightWorker <lightworker@localhost> 1700000000 +0000';
+
 /**
- * One commit of the source checkout as it is now: HEAD plus every uncommitted and untracked,
- * non-ignored change. Nothing is written into the source repository (objects go to the store).
- * A clean checkout's state is HEAD itself.
+ * The commit object of a state, with fixed author, committer, dates and message: the same tree and HEAD
+ * always give the same id, computed here without a git call (git hashes `commit <size>\0<body>` with
+ * the repository's object format: SHA-1, or SHA-256 when ids are 64 hex digits).
  */
-export async function sourceStateCommit(engine: Engine, repo: string): Promise<string> {
+function stateCommitOf(tree: string, parent: string | null): SourceState {
+  const body = `tree ${tree}\n${parent ? `parent ${parent}\n` : ''}author ${SNAPSHOT_IDENT}\ncommitter ${SNAPSHOT_IDENT}\n\n${SNAPSHOT_MESSAGE}`;
+  const algo = tree.length === 64 ? 'sha256' : 'sha1';
+  const commit = createHash(algo).update(`commit ${Buffer.byteLength(body)}\0`).update(body).digest('hex');
+  return { commit, body };
+}
+
+/** Write a state's commit object into the store (idempotent); the id git gives must be the one computed. */
+async function writeStateCommit(engine: Engine, repo: string, state: SourceState): Promise<void> {
+  if (!state.body) return;
+  const store = storeOf(engine, repo);
+  const id = await git(store, ['--git-dir', store, 'hash-object', '-t', 'commit', '-w', '--stdin'], { input: state.body });
+  if (id !== state.commit) throw new Error(`snapshot commit id mismatch: git wrote ${id}, expected ${state.commit}`);
+}
+
+/**
+ * The source checkout as it is now: HEAD plus every uncommitted and untracked, non-ignored change, as a
+ * commit id (HEAD itself when clean). Nothing is written into the source repository (objects go to the
+ * store). Two git calls on the critical path: `add -A` (beside `rev-parse HEAD`), then `write-tree`.
+ */
+async function sourceState(engine: Engine, repo: string): Promise<SourceState> {
   const store = await ensureStore(engine, repo);
   const index = join(store, `index-${newToken(6)}`);
   const as = ['--git-dir', store, '--work-tree', repo];
   const env = { GIT_INDEX_FILE: index };
   try {
-    // Two names: not `--verify` (one name only). Fails on an unborn HEAD: no parent then.
-    const heads = await gitTry(repo, ['rev-parse', '--quiet', 'HEAD^{commit}', 'HEAD^{tree}']);
-    const [head, headTree] = heads.exitCode === 0 ? heads.stdout.split('\n') : [null, null];
     const userIndex = join(await ownGitDir(repo), 'index');
-    let added = false;
-    if (existsSync(userIndex)) {
-      copyFileSync(userIndex, index);
-      added = (await gitTry(repo, [...SAFE, ...as, 'add', '-A'], { env })).exitCode === 0;
-    }
-    if (!added) {
+    const hasIndex = existsSync(userIndex);
+    if (hasIndex) copyFileSync(userIndex, index);
+    // Two names: not `--verify` (one name only). Fails on an unborn HEAD: no parent then.
+    const [heads, addedFast] = await Promise.all([
+      gitTry(repo, ['rev-parse', '--quiet', 'HEAD^{commit}', 'HEAD^{tree}']),
+      hasIndex ? gitTry(repo, [...SAFE, ...as, 'add', '-A'], { env }) : null,
+    ]);
+    const [head, headTree] = heads.exitCode === 0 ? heads.stdout.split('\n') : [null, null];
+    if (addedFast?.exitCode !== 0) {
       // No index, or one this git dir cannot read (split index): start from HEAD (every file is hashed).
       rmSync(index, { force: true });
       if (head) await git(repo, [...as, 'read-tree', head], { env });
       await git(repo, [...SAFE, ...as, 'add', '-A'], { env });
     }
     const tree = await git(store, ['--git-dir', store, 'write-tree'], { env });
-    if (head && tree === headTree) return head;
-    const message = ['-m', 'LightWorker snapshot: HEAD + uncommitted changes'];
-    return await git(store, ['--git-dir', store, 'commit-tree', tree, ...(head ? ['-p', head] : []), ...message], { env: FIXED_IDENT });
+    if (head && tree === headTree) return { commit: head, body: null };
+    return stateCommitOf(tree, head);
   } finally {
     rmSync(index, { force: true });
   }
+}
+
+/** The commit id of the source checkout's current state (see `sourceState`), written into the store. */
+export async function sourceStateCommit(engine: Engine, repo: string): Promise<string> {
+  const state = await sourceState(engine, repo);
+  await writeStateCommit(engine, repo, state);
+  return state.commit;
 }
 
 /**
@@ -197,13 +225,15 @@ function gitDirFingerprint(path: string): string | null {
 export async function acquireSnapshot(engine: Engine, task: Task, repo: string): Promise<SnapshotLease> {
   checkContainment(engine.home.root, repo);
   const t0 = performance.now();
-  const stateCommit = await sourceStateCommit(engine, repo);
+  const state = await sourceState(engine, repo);
+  const stateCommit = state.commit;
   const t1 = performance.now();
   const owner = { pid: process.pid, start: processStartTime(process.pid) };
   let row = engine.write(() => claimFreeSnapshot(engine.db, repo, stateCommit, task.id, owner));
   let reuse: SnapshotLease['reuse'] = 'new';
   if (row && row.stateCommit === stateCommit && gitDirFingerprint(row.path) === row.gitHash) reuse = 'exact';
   else if (row && gitDirFingerprint(row.path) === row.gitHash) {
+    await writeStateCommit(engine, repo, state);
     const moved = await gitTry(row.path, inSnapshot(row.path, ['checkout', '-q', '--force', '--detach', stateCommit]));
     if (moved.exitCode === 0) {
       engine.write(() => markSnapshotInUse(engine.db, row!.id, stateCommit, gitDirFingerprint(row!.path) ?? ''));
@@ -216,7 +246,10 @@ export async function acquireSnapshot(engine: Engine, task: Task, repo: string):
     removeSnapshot(engine, row);
     row = null;
   }
-  if (!row) row = await createSnapshot(engine, task, repo, stateCommit, owner);
+  if (!row) {
+    await writeStateCommit(engine, repo, state);
+    row = await createSnapshot(engine, task, repo, stateCommit, owner);
+  }
   const timings = { stateMs: round(t1 - t0), materializeMs: round(performance.now() - t1) };
   engine.write(() => appendEvent(engine.db, task.id, 'snapshot.acquired', { id: row!.id, path: row!.path, stateCommit, reuse, timings }));
   return { id: row.id, path: row.path, repo, stateCommit, reuse, timings };
