@@ -100,11 +100,12 @@ export function insertAllocating(db: Db, a: NewAllocation, now = Date.now()): vo
   ).run(a.taskId, a.repo, a.path, a.branch, a.baseRef, a.baseCommit, a.ownerPid, a.ownerStart, a.attempt, now, a.copyOf ?? null);
 }
 
-/** Phase 2: the worktree exists on disk. Returns false when the row was not in `allocating` (swept meanwhile). */
-export function markReady(db: Db, taskId: string, now = Date.now()): boolean {
+/** Phase 2: the worktree exists on disk (a copy learns its base commit only now). Returns false when the row was not in `allocating` (swept meanwhile). */
+export function markReady(db: Db, taskId: string, now = Date.now(), baseCommit?: string): boolean {
   return (
-    db.prepare(`UPDATE worktrees SET state = 'ready', ready_at = ? WHERE task_id = ? AND state = 'allocating'`).run(now, taskId).changes ===
-    1
+    db
+      .prepare(`UPDATE worktrees SET state = 'ready', ready_at = ?, base_commit = COALESCE(?, base_commit) WHERE task_id = ? AND state = 'allocating'`)
+      .run(now, baseCommit ?? null, taskId).changes === 1
   );
 }
 

@@ -14,6 +14,7 @@ import { git, gitTry, repoRoot } from './git-exec.js';
 import { allocatePorts, portEnv } from './ports.js';
 import { readSetup, runSetup } from './setup.js';
 import { readOnlySnapshot, releaseSnapshot, type SnapshotLease } from './snapshot.js';
+import { isGitWorkspace, prepareCopy } from './copy.js';
 import { watchSource } from './attribution.js';
 import type { SourceSnapshot } from './source-status.js';
 import { verifyIn } from './verify.js';
@@ -76,17 +77,20 @@ export interface VerifyReport {
 /** What prepareWorkspace leaves in `PreparedWorkspace.state`. */
 interface WorkspaceState {
   repo: string;
-  source: SourceSnapshot;
+  /** The source checkout before the run; null for a copy (its folder is checked on accept instead). */
+  source: SourceSnapshot | null;
   baseCommit?: string;
   branch?: string;
   copied?: string[];
   /** The read-only snapshot the worker runs in, when it does not run in place. */
   snapshot?: SnapshotLease | null;
+  /** Copy isolation: the plain folder the task works on a copy of (`repo` is the copy). */
+  copyOf?: string;
 }
 
 function stateOf(ws: PreparedWorkspace): WorkspaceState {
   const s = ws.state as Partial<WorkspaceState>;
-  if (!s.repo || !s.source) throw new Error('PreparedWorkspace.state was not made by prepareWorkspace');
+  if (!s.repo || s.source === undefined) throw new Error('PreparedWorkspace.state was not made by prepareWorkspace');
   return s as WorkspaceState;
 }
 
@@ -99,7 +103,11 @@ function stateOf(ws: PreparedWorkspace): WorkspaceState {
  * left unrecorded. Aborting `signal` (cancel, timeout, shutdown) stops a running setup command.
  */
 export async function prepareWorkspace(engine: Engine, task: Task, signal?: AbortSignal, opts: PrepareOptions = {}): Promise<PreparedWorkspace> {
-  const repo = await repoRoot(task.workspace);
+  const repo = await repoRoot(task.workspace).catch(async (err: unknown) => {
+    if (existsSync(task.workspace) && !(await isGitWorkspace(task.workspace))) return null;
+    throw err;
+  });
+  if (repo === null) return prepareCopied(engine, task);
   if (task.kind !== 'execute') {
     const [watched, made] = await Promise.allSettled([watchSource(engine, repo, task), readOnlySnapshot(engine, task, repo, opts.readOnlyInPlace === true)]);
     if (watched.status === 'rejected') {
@@ -181,6 +189,20 @@ export async function prepareWorkspace(engine: Engine, task: Task, signal?: Abor
 }
 
 /**
+ * A workspace that is not a git repository: the task (any kind) works in a private git copy, like a
+ * worktree; execute tasks get a port block too. A resumed attempt starts from a fresh copy.
+ */
+async function prepareCopied(engine: Engine, task: Task): Promise<PreparedWorkspace> {
+  const copy = await prepareCopy(engine, task);
+  const env = task.kind === 'execute' ? portEnv(await allocatePorts(engine, task.id)) : {};
+  return {
+    workdir: copy.path,
+    env,
+    state: { repo: copy.path, source: null, baseCommit: copy.baseCommit, branch: copy.branch, copied: [], copyOf: task.workspace } satisfies WorkspaceState,
+  };
+}
+
+/**
  * The interrupted attempt's worktree, as it was (uncommitted changes included), or re-attached from its
  * branch when the folder is gone; its original base commit stays the base of the diff and the boundary
  * check, so the task's changes are judged as a whole. Setup is not run again. Null when nothing is left.
@@ -239,7 +261,8 @@ function lastSetupCopied(engine: Engine, taskId: string): string[] {
 export async function inspectChanges(engine: Engine, task: Task, ws: PreparedWorkspace): Promise<ChangeReport> {
   const st = stateOf(ws);
   if (task.kind !== 'execute') {
-    const violations = await inspectReadOnly(engine, task, st.repo, st.source);
+    // A read-only task's copy is discarded after it: nothing there can reach the folder.
+    const violations = st.source ? await inspectReadOnly(engine, task, st.repo, st.source) : [];
     return { ok: violations.length === 0, changedFiles: [], empty: true, violations, diffArtifact: null };
   }
   if (!st.baseCommit) throw new Error('PreparedWorkspace.state has no baseCommit for an execute task');
@@ -273,12 +296,13 @@ export async function runVerification(engine: Engine, task: Task, ws: PreparedWo
 
 /**
  * After the task's last step (any end): give back a read-only task's snapshot (what the worker wrote
- * there is listed in `snapshot.released` and discarded). Nothing for tasks that ran in place or in a
- * worktree. Never throws.
+ * there is listed in `snapshot.released` and discarded) or remove its copy. Nothing for tasks that ran
+ * in place or in a worktree (execute copies stay for accept, like worktrees). Never throws.
  */
 export async function finishWorkspace(engine: Engine, task: Task, ws: PreparedWorkspace | null): Promise<void> {
-  const lease = ws ? (ws.state as Partial<WorkspaceState>).snapshot : null;
-  if (lease) await releaseSnapshot(engine, lease, task.id).catch(() => undefined);
+  const st = (ws?.state ?? {}) as Partial<WorkspaceState>;
+  if (st.snapshot) await releaseSnapshot(engine, st.snapshot, task.id).catch(() => undefined);
+  if (st.copyOf && task.kind !== 'execute') await releaseWorkspace(engine, task.id, 'read-only task ended').catch(() => undefined);
 }
 
 /**
