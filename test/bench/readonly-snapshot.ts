@@ -3,11 +3,10 @@
  * only) versus in a disposable snapshot (HEAD + uncommitted changes) on a generated 10k-file repository
  * with a few uncommitted edits: the first snapshot (store + checkout of every file), a reused one (same
  * source state: no file written), one moved to a new state (only the changed files written), and giving
- * a snapshot back after a task. Each round uses a fresh home. Run: node bin/run-ts.js test/bench/readonly-snapshot.ts
+ * a snapshot back after a task. Each round uses a fresh home. Run: node bin/run-ts.js test/bench/run.ts readonly-snapshot
  */
 import { appendFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { COMMANDS } from '../../main/commands/index.js';
 import { runCommand } from '../../main/commands/table.js';
 import { Engine } from '../../main/engine.js';
@@ -72,9 +71,3 @@ export async function run(): Promise<Record<string, number | string>> {
   }
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  const r = await run();
-  const w = Math.max(...Object.keys(r).map((k) => k.length));
-  for (const [k, v] of Object.entries(r)) process.stdout.write(`${k.padEnd(w)}  ${v}\n`);
-  process.stdout.write(`${JSON.stringify(r)}\n`);
-}

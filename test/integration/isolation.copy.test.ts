@@ -1,5 +1,4 @@
-import { createHash } from 'node:crypto';
-import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { COMMANDS } from '../../main/commands/index.js';
@@ -10,6 +9,7 @@ import { requireTask } from '../../main/store/tasks.js';
 import type { Task } from '../../main/tasks/types.js';
 import { runCli } from '../helpers/cli.js';
 import { tempDir } from '../helpers/env.js';
+import { treeHash } from './isolation.helpers.js';
 
 /**
  * Copy isolation: a workspace that is not a git repository is worked on in a private git copy; accept
@@ -66,22 +66,6 @@ function setup(extraConfig = ''): Ctx {
     expect(r.code, r.stderr).toBe(0);
   };
   return { dir: t.dir, home, folder, engine, call, run };
-}
-
-/** SHA-256 over every path, type and byte under `dir`. */
-function treeHash(dir: string): string {
-  const h = createHash('sha256');
-  const walk = (rel: string) => {
-    for (const name of readdirSync(join(dir, rel)).sort()) {
-      const p = rel ? `${rel}/${name}` : name;
-      const st = lstatSync(join(dir, p));
-      h.update(`${p}\0${st.mode}\0`);
-      if (st.isDirectory()) walk(p);
-      else h.update(readFileSync(join(dir, p)));
-    }
-  };
-  walk('');
-  return h.digest('hex');
 }
 
 const VERIFY = [[process.execPath, '-e', "require('fs').accessSync('sub/new.txt')"]];

@@ -1,5 +1,4 @@
-import { createHash } from 'node:crypto';
-import { appendFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Engine } from '../../main/engine.js';
@@ -11,7 +10,7 @@ import { listEvents } from '../../main/store/events.js';
 import { requireTask } from '../../main/store/tasks.js';
 import { runCli } from '../helpers/cli.js';
 import { makeHome, makeRepo, tempDir, type TestHome } from '../helpers/env.js';
-import { git } from './isolation.helpers.js';
+import { git, treeHash } from './isolation.helpers.js';
 
 /**
  * Read-only safety: a read-only task whose worker has no enforced read-only sandbox runs in a
@@ -23,23 +22,6 @@ afterEach(() => {
   for (const c of cleanups.reverse()) c();
   cleanups = [];
 });
-
-/** SHA-256 over every path, type, mode and byte under `dir`, `.git` included. */
-function treeHash(dir: string): string {
-  const h = createHash('sha256');
-  const walk = (rel: string) => {
-    for (const name of readdirSync(join(dir, rel)).sort()) {
-      const p = rel ? `${rel}/${name}` : name;
-      const st = lstatSync(join(dir, p));
-      h.update(`${p}\0${st.mode}\0`);
-      if (st.isDirectory()) walk(p);
-      else if (st.isSymbolicLink()) h.update(readlinkSync(join(dir, p)));
-      else h.update(readFileSync(join(dir, p)));
-    }
-  };
-  walk('');
-  return h.digest('hex');
-}
 
 /**
  * A linked worker with no sandbox that misbehaves in its working directory: writes intruder.txt, edits
