@@ -25,6 +25,8 @@ const linkedWorkerSchema = z.strictObject({
   command: z.array(z.string()).min(1),
   resume: z.array(z.string()).min(1).optional(),
   max_concurrency: z.number().int().min(1).max(64).default(2),
+  /** The user vouches that this CLI enforces a read-only sandbox on read-only tasks: they run in place, not in a snapshot. */
+  read_only_sandbox: z.boolean().default(false),
 });
 
 /** Per-repository worktree setup (`.lightworker/setup.toml`, or `[setup."<repo path>"]` here). */

@@ -178,8 +178,13 @@ export async function sourceStateCommit(engine: Engine, repo: string): Promise<s
  * `isolation.readonly` is `auto`; else a snapshot of the source's current state.
  */
 export async function readOnlySnapshot(engine: Engine, task: Task, repo: string, workerConfines: boolean): Promise<SnapshotLease | null> {
-  if (workerConfines && engine.config.isolation.readonly === 'auto') return null;
+  if (runsInPlace(engine, workerConfines)) return null;
   return acquireSnapshot(engine, task, repo);
+}
+
+/** Does a read-only task of a worker that does (not) enforce a read-only sandbox run in the checkout itself? */
+export function runsInPlace(engine: Engine, workerConfines: boolean): boolean {
+  return workerConfines && engine.config.isolation.readonly === 'auto';
 }
 
 /** git in a snapshot, by explicit git dir and work tree (never whatever `.git` a worker left there). */

@@ -13,7 +13,7 @@ import { treeMarkerEnv } from '../runner/lifecycle.js';
 import { git, gitTry, repoRoot } from './git-exec.js';
 import { allocatePorts, portEnv } from './ports.js';
 import { readSetup, runSetup } from './setup.js';
-import { readOnlySnapshot, releaseSnapshot, type SnapshotLease } from './snapshot.js';
+import { readOnlySnapshot, releaseSnapshot, runsInPlace, type SnapshotLease } from './snapshot.js';
 import { isGitWorkspace, prepareCopy } from './copy.js';
 import { watchSource } from './attribution.js';
 import type { SourceSnapshot } from './source-status.js';
@@ -109,7 +109,8 @@ export async function prepareWorkspace(engine: Engine, task: Task, signal?: Abor
   });
   if (repo === null) return prepareCopied(engine, task);
   if (task.kind !== 'execute') {
-    const [watched, made] = await Promise.allSettled([watchSource(engine, repo, task), readOnlySnapshot(engine, task, repo, opts.readOnlyInPlace === true)]);
+    const inPlace = runsInPlace(engine, opts.readOnlyInPlace === true);
+    const [watched, made] = await Promise.allSettled([watchSource(engine, repo, task, { inCheckout: inPlace }), readOnlySnapshot(engine, task, repo, opts.readOnlyInPlace === true)]);
     if (watched.status === 'rejected') {
       if (made.status === 'fulfilled' && made.value) await releaseSnapshot(engine, made.value, task.id);
       throw watched.reason;

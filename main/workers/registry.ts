@@ -16,7 +16,7 @@ export const LINKED_PREFIX = 'workers.linked.';
 /** Linked workers: from `lightworker workers link` (settings) and config.toml [workers.NAME]. */
 export function linkedSpecs(engine: Engine): LinkedWorkerSpec[] {
   const fromDb = settingsWithPrefix<LinkedWorkerSpec>(engine.db, LINKED_PREFIX).map((s) => s.value);
-  const fromConfig = Object.entries(engine.config.workers).map(([name, w]) => ({ name, command: w.command, resume: w.resume, maxConcurrency: w.max_concurrency }));
+  const fromConfig = Object.entries(engine.config.workers).map(([name, w]) => ({ name, command: w.command, resume: w.resume, maxConcurrency: w.max_concurrency, readOnlySandbox: w.read_only_sandbox }));
   const seen = new Set(fromDb.map((s) => s.name));
   return [...fromDb, ...fromConfig.filter((s) => !seen.has(s.name))];
 }
@@ -28,7 +28,7 @@ export function resolveAdapter(engine: Engine, name: string): WorkerAdapter {
   const stored = getSetting<LinkedWorkerSpec>(engine.db, LINKED_PREFIX + name);
   if (stored) return linkedAdapter(stored);
   const cfg = engine.config.workers[name];
-  if (cfg) return linkedAdapter({ name, command: cfg.command, resume: cfg.resume, maxConcurrency: cfg.max_concurrency });
+  if (cfg) return linkedAdapter({ name, command: cfg.command, resume: cfg.resume, maxConcurrency: cfg.max_concurrency, readOnlySandbox: cfg.read_only_sandbox });
   throw new AppError('worker_missing', `no worker named "${name}" (built in: ${[...BUILTIN_ADAPTERS.keys()].join(', ')}; link others with \`lightworker workers link\`)`);
 }
 

@@ -81,18 +81,19 @@ console.log(JSON.stringify({ summary: 'done', findings: [], files_changed: [], n
 `;
 
 /**
- * A linked read-only worker that, once the tasks listed in `waitFor` run, writes into the checkout by its
- * absolute path (it runs in a snapshot: only an absolute path escapes it).
+ * A linked read-only worker that, once the tasks listed in `waitFor` run, writes into its cwd: the
+ * checkout, as it is declared sandboxed (`read_only_sandbox`), so it runs in place — a sandbox that
+ * fails, which the boundary check still catches.
  */
 const CULPRIT = `import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 const [waitFor, log] = process.argv.slice(2);
-const { wanted, target } = JSON.parse(readFileSync(waitFor, 'utf8'));
+const wanted = JSON.parse(readFileSync(waitFor, 'utf8'));
 for (let i = 0; i < 2400; i++) {
   const lines = existsSync(log) ? readFileSync(log, 'utf8').split('\\n') : [];
   if (wanted.every((w) => lines.some((l) => l.startsWith(w + ' ')))) break;
   await new Promise((r) => setTimeout(r, 50));
 }
-writeFileSync(target, 'a read-only worker wrote this\\n');
+writeFileSync('evil.txt', 'a read-only worker wrote this\\n');
 console.log(JSON.stringify({ summary: 'looked around', findings: [] }));
 `;
 
@@ -140,9 +141,11 @@ per_repository = 10
 [workers.patient]
 command = ${JSON.stringify([process.execPath, join(t.dir, 'patient.mjs'), release, log])}
 max_concurrency = 8
+read_only_sandbox = true
 
 [workers.culprit]
 command = ${JSON.stringify([process.execPath, join(t.dir, 'culprit.mjs'), waitFor, log])}
+read_only_sandbox = true
 `);
     const done = cleanup!;
     cleanup = () => {
@@ -176,7 +179,7 @@ command = ${JSON.stringify([process.execPath, join(t.dir, 'culprit.mjs'), waitFo
     const patientExec = [];
     for (let n = 0; n < 2; n++) patientExec.push(await submit(c, 'execute', { mode: 'auto_execute', worker: 'patient' }));
     const innocentReader = await submit(c, 'explore', { worker: 'patient' });
-    writeFileSync(waitFor, JSON.stringify({ wanted: [...patientExec, innocentReader], target: join(c.repo, 'evil.txt') }));
+    writeFileSync(waitFor, JSON.stringify([...patientExec, innocentReader]));
     const culprit = await submit(c, 'explore', { worker: 'culprit' });
     const escaped = join(c.repo, 'escaped.txt');
     let escaper = '';

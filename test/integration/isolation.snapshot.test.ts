@@ -10,7 +10,7 @@ import { listEvents } from '../../main/store/events.js';
 import { requireTask } from '../../main/store/tasks.js';
 import { runCli } from '../helpers/cli.js';
 import { makeHome, makeRepo, tempDir, type TestHome } from '../helpers/env.js';
-import { git, treeHash } from './isolation.helpers.js';
+import { drive, git, newExecuteTask, simulateRun, treeHash } from './isolation.helpers.js';
 
 /**
  * Read-only safety: a read-only task whose worker has no enforced read-only sandbox runs in a
@@ -164,6 +164,22 @@ describe('read-only snapshots: placement and crashes', () => {
     const forced = await prepareWorkspace(h.engine, requireTask(h.engine.db, task.id), undefined, { readOnlyInPlace: true });
     expect(forced.workdir).toBe(snap.workdir);
     await finishWorkspace(h.engine, requireTask(h.engine.db, task.id), forced);
+  });
+
+  it('an execute task escaping its worktree while a reader runs in a snapshot is blamed itself, not shifted onto the reader', async () => {
+    h = makeHome();
+    const { task: reader } = await h.call('delegate_task', { objective: 'look', kind: 'explore', workspace: h.repo });
+    drive(h, reader.id, 'starting');
+    const rws = await prepareWorkspace(h.engine, requireTask(h.engine.db, reader.id));
+    expect(rws.workdir).not.toBe(h.repo);
+    drive(h, reader.id, 'running');
+    const escaped = join(h.repo, 'escaped.txt');
+    const run = await simulateRun(h, await newExecuteTask(h), (dir) => {
+      writeFileSync(join(dir, 'x.txt'), 'x\n');
+      writeFileSync(escaped, 'outside\n');
+    });
+    expect(run.changes.violations).toEqual([`${escaped} (written in the source checkout; ${reader.id} (explore) also ran in this repository then and may have written it)`]);
+    expect(run.task.status).toBe('failed');
   });
 
   it('a snapshot left in use by a runner that died is found and removed by prune', async () => {
