@@ -184,6 +184,7 @@ reasoning = "gpt-5.5"           # every other effort
 # [workers.myagent]
 # command = ["myagent", "run", "{prompt}"]
 # resume = ["myagent", "resume", "{session}", "{prompt}"]
+# read_only_sandbox = false   # true only if it enforces read-only itself (read-only tasks then run in place)
 
 [worktrees]
 ttl_hours = 72
