@@ -85,6 +85,12 @@ async function ensureStore(engine: Engine, repo: string): Promise<string> {
   if (!existsSync(join(store, 'HEAD'))) {
     mkdirSync(store, { recursive: true });
     await git(store, ['init', '-q', '--bare', store]);
+    // How the source's files become blobs (line endings, modes, links, case) must match the source's.
+    const own = await gitTry(repo, ['config', '--local', '--get-regexp', '^core\\.(autocrlf|eol|safecrlf|filemode|symlinks|ignorecase|precomposeunicode)$']);
+    for (const line of own.stdout.split('\n').filter(Boolean)) {
+      const [key, ...value] = line.split(' ');
+      await git(store, ['config', '--file', join(store, 'config'), key, value.join(' ')]);
+    }
   }
   writeIfChanged(join(store, 'objects', 'info', 'alternates'), `${join(common, 'objects')}\n`);
   const exclude = join(common, 'info', 'exclude');
