@@ -218,6 +218,10 @@ export async function acceptTask(engine: Engine, id: string, opts: AcceptOptions
  */
 async function acceptCopy(engine: Engine, task: Task, alloc: Allocation, folder: string, opts: AcceptOptions): Promise<AcceptResult> {
   const id = task.id;
+  if (opts.branch)
+    throw new AppError('invalid_input', `branch: task ${id} worked on a copy of ${folder} (not a git repository); its changes are copied back there, there is no branch to choose`, {
+      field: 'branch',
+    });
   const locks = join(engine.home.root, 'locks');
   mkdirSync(locks, { recursive: true });
   const lock = join(locks, `copy-${createHash('sha256').update(folder).digest('hex').slice(0, 16)}.lock`);

@@ -95,6 +95,7 @@ describe('copy isolation (real CLI runner)', () => {
     expect([...diff.files].sort()).toEqual(['a.txt', 'del.txt', 'sub/new.txt']); // node_modules output stays out
     expect(diff.diff).toContain('+edited by the worker');
 
+    await expect(c.call('accept_task', { id, branch: 'elsewhere' })).rejects.toMatchObject({ code: 'invalid_input', details: { field: 'branch' } });
     const acc = await c.call('accept_task', { id });
     expect(acc.task.status).toBe('accepted');
     expect(acc.copiedTo).toBe(c.folder);
