@@ -11,7 +11,7 @@ import { commitAll, isBranchContained } from './branches.js';
 import { gitTry, splitZ } from './git-exec.js';
 import { releaseBlock } from './ports.js';
 import { withRepoLock } from './repo-lock.js';
-import { planSnapshotSweep } from './snapshot.js';
+import { planSnapshotSweep } from './snapshot-sweep.js';
 import { removeWorktree } from './worktree.js';
 
 export interface PruneItem {

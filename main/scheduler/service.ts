@@ -7,7 +7,7 @@ import { countByStatus } from '../store/tasks.js';
 import { currentLease, releaseLease, renewLease, tryAcquireLease, type Lease } from './lease.js';
 import { workCounts } from './idle.js';
 import { recoverOrphans } from './recovery.js';
-import { sweepDeadSnapshots } from '../isolation/snapshot.js';
+import { sweepDeadSnapshots } from '../isolation/snapshot-sweep.js';
 import { Scheduler, type RunningTask } from './scheduler.js';
 
 export type { RunningTask };
@@ -138,11 +138,14 @@ class Service extends EventEmitter implements SchedulerService {
     this.becoming = true;
     try {
       await recoverOrphans(this.engine, this.holder, this.engine.config.scheduler.kill_grace_ms);
-      try {
-        sweepDeadSnapshots(this.engine); // read-only snapshots the dead runner held
-      } catch {
-        // prune removes them later
-      }
+      // Read-only snapshots the dead runner held; off the path to leading (prune removes them otherwise).
+      setImmediate(() => {
+        try {
+          sweepDeadSnapshots(this.engine);
+        } catch {
+          // the engine closed meanwhile, or the database is busy: prune removes them later
+        }
+      });
       if (this.stopped || this.draining) {
         // A shutdown began while we were taking over: give the lease back instead of leading.
         try {

@@ -197,4 +197,16 @@ describe('read-only snapshots: placement and crashes', () => {
     expect(listSnapshots(h.engine.db)).toEqual([]);
     expect(listEvents(h.engine.db, { taskId: task.id, types: ['snapshot.acquired'] }).events).toHaveLength(1);
   });
+
+  it('a leader taking over removes the snapshots of a runner that died', async () => {
+    h = makeHome();
+    const { task } = await h.call('delegate_task', { objective: 'look', kind: 'explore', workspace: h.repo });
+    const lease = await acquireSnapshot(h.engine, requireTask(h.engine.db, task.id), h.repo);
+    h.engine.write(() => h.engine.db.prepare('UPDATE snapshots SET owner_pid = 2147483646, owner_start = NULL').run());
+    await h.call('delegate_task', { objective: 'more work', kind: 'explore', workspace: h.repo }); // so `run --until-idle` leads
+    const r = await runCli(['run', '--until-idle', '--timeout', '60'], { home: h.home, cwd: h.repo, timeoutMs: 90_000 });
+    expect(r.code, r.stderr).toBe(0);
+    expect(existsSync(lease.path)).toBe(false);
+    expect(listSnapshots(h.engine.db).filter((s) => s.id === lease.id)).toEqual([]);
+  }, 120_000);
 });
