@@ -27,6 +27,7 @@ export function registerIsolationCommands(program: Command): void {
         if (o.json) return printJson(r);
         if (r.commit)
           out(`accepted ${r.task.id}: ${r.commit.slice(0, 12)} on ${r.branch} (${r.files.length} file${r.files.length === 1 ? '' : 's'})`);
+        else if (r.copiedTo) out(`accepted ${r.task.id}: ${r.files.length} file${r.files.length === 1 ? '' : 's'} copied back into ${r.copiedTo}`);
         else out(`accepted ${r.task.id}: no changes to apply`);
       });
     });

@@ -9,7 +9,7 @@ import { defineCommand, FACE_LABELS, requirePersonOrAllowed } from './table.js';
 
 export const acceptTaskCommand = defineCommand({
   name: 'accept_task',
-  description: 'Commit a completed, verified task onto its source repository.',
+  description: 'Commit a completed, verified task onto its source repository (or copy it back into its plain folder).',
   input: z.strictObject({
     id: TASK_ID,
     branch: z
@@ -25,7 +25,7 @@ export const acceptTaskCommand = defineCommand({
     requirePersonOrAllowed(ctx, 'accept_task');
     const by = FACE_LABELS[ctx.face];
     const r = await acceptTask(ctx.engine, input.id, { branch: input.branch, unverified: input.unverified, by });
-    return { task: r.task, commit: r.commit, branch: r.branch, files: r.files };
+    return { task: r.task, commit: r.commit, branch: r.branch, files: r.files, ...(r.copiedTo ? { copiedTo: r.copiedTo } : {}) };
   },
 });
 

@@ -52,6 +52,8 @@ const workerSchema = z.strictObject({
   auth: z.enum(AUTH_MODES).optional(),
   keys: z.array(ENV_NAME).max(32).optional(),
   inherit_base_url: z.boolean().optional(),
+  /** The user vouches that this CLI enforces a read-only sandbox on read-only tasks: they run in place, not in a snapshot. */
+  read_only_sandbox: z.boolean().default(false),
 });
 
 /** `[workers.vscode]`: the VS Code bridge worker (main/workers/vscode.ts), not a linked CLI. */
@@ -147,6 +149,25 @@ export const configSchema = z.strictObject({
     .strictObject({
       /** Author of task commits, "Name <email>"; default: the repository's user.name / user.email. */
       author: z.string().regex(/^[^<>]*[^<>\s][^<>]*<[^<>\s]+>\s*$/, 'expected "Name <email>"').optional(),
+    })
+    .prefault({}),
+  isolation: z
+    .strictObject({
+      /** `auto`: read-only tasks of workers with an enforced read-only sandbox run in place, others in a snapshot; `snapshot`: all in a snapshot. */
+      readonly: z.enum(['auto', 'snapshot']).default('auto'),
+      /** Clean read-only snapshots kept per repository for reuse. */
+      snapshot_pool: z.number().int().min(0).max(32).default(2),
+      /** Copy isolation of workspaces that are not git repositories. */
+      copy: z
+        .strictObject({
+          max_bytes: z.number().int().min(1).default(256 * 1024 * 1024),
+          max_files: z.number().int().min(1).default(20_000),
+          ignore: z
+            .array(z.string().min(1).max(1024))
+            .max(256)
+            .default(['node_modules', '.venv', 'venv', '__pycache__', 'build', 'dist', 'target', '.git', '.hg', '.svn', '.DS_Store']),
+        })
+        .prefault({}),
     })
     .prefault({}),
   notifications: z
@@ -249,6 +270,7 @@ types = { chore = "cheapest" }                # workflow type -> profile, or "ch
 # [workers.myagent]
 # command = ["myagent", "run", "{prompt}"]
 # resume = ["myagent", "resume", "{session}", "{prompt}"]
+# read_only_sandbox = false   # true only if it enforces read-only itself (read-only tasks then run in place)
 
 # The vscode worker (the LightWorker Bridge extension in VS Code, vscode-extension/):
 # [workers.vscode]
@@ -263,6 +285,16 @@ ttl_hours = 72
 # copy = ["config/local.json", ".env.test"]   # ignored files to copy in (.env* only when named)
 # setup = ["npm", "ci"]                        # argv, or a shell string you write yourself
 # setup_timeout_s = 600
+
+# Read-only tasks of workers without an enforced read-only sandbox run in a disposable snapshot
+# (HEAD + your uncommitted changes); a folder that is not a git repository is worked on in a copy.
+# [isolation]
+# readonly = "auto"          # or "snapshot": every read-only task in a snapshot
+# snapshot_pool = 2          # clean snapshots kept per repository for reuse
+# [isolation.copy]
+# max_bytes = 268435456
+# max_files = 20000
+# ignore = ["node_modules", ".venv", "venv", "__pycache__", "build", "dist", "target", ".git", ".hg", ".svn", ".DS_Store"]
 
 [verify]
 auto_repair = 1

@@ -1,4 +1,5 @@
-import { existsSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { AppError } from '../core/errors.js';
 import { newToken } from '../core/ids.js';
@@ -10,7 +11,8 @@ import type { Task } from '../tasks/types.js';
 import { getAllocation, type Allocation } from './allocations.js';
 import { authorEnv, branchTip, commitAuthor } from './branches.js';
 import { commonGitDir, git, gitTry, splitZ } from './git-exec.js';
-import { withRepoLock } from './repo-lock.js';
+import { copyBack } from './copy.js';
+import { withLockFile, withRepoLock } from './repo-lock.js';
 import { statusEntries } from './source-status.js';
 import { verifiedOutcome } from './verify.js';
 import { removeWorktree } from './worktree.js';
@@ -29,6 +31,8 @@ export interface AcceptResult {
   commit: string | null;
   branch: string;
   files: string[];
+  /** Copy isolation: the plain folder the task's changes were copied back into (branch is then ''). */
+  copiedTo?: string;
 }
 
 /** What may be accepted: a completed execute task whose inspected commit passed verification. */
@@ -136,6 +140,7 @@ export async function acceptTask(engine: Engine, id: string, opts: AcceptOptions
   const task = requireTask(engine.db, id);
   const alloc = getAllocation(engine.db, id);
   checkAcceptable(engine, task, alloc, opts);
+  if (alloc.copyOf) return acceptCopy(engine, task, alloc, alloc.copyOf, opts);
   const repo = alloc.repo;
   const outcome = await withRepoLock(repo, `accept ${id}`, async () => {
     // Re-read under the lock: a concurrent accept of the same task must not apply it twice.
@@ -205,4 +210,36 @@ export async function acceptTask(engine: Engine, id: string, opts: AcceptOptions
   if (fresh && fresh.state !== 'released')
     await removeWorktree(engine, fresh, { reason: 'accepted', deleteBranch: false, snapshot: false });
   return { task: outcome.accepted, commit: outcome.commit, branch: outcome.target, files: outcome.files };
+}
+
+/**
+ * Accept a copy-isolated task: under a lock on its folder, copy its changed files back (only when every
+ * original is still what was copied; else conflict, nothing changed), mark it accepted, remove the copy.
+ */
+async function acceptCopy(engine: Engine, task: Task, alloc: Allocation, folder: string, opts: AcceptOptions): Promise<AcceptResult> {
+  const id = task.id;
+  if (opts.branch)
+    throw new AppError('invalid_input', `branch: task ${id} worked on a copy of ${folder} (not a git repository); its changes are copied back there, there is no branch to choose`, {
+      field: 'branch',
+    });
+  const locks = join(engine.home.root, 'locks');
+  mkdirSync(locks, { recursive: true });
+  const lock = join(locks, `copy-${createHash('sha256').update(folder).digest('hex').slice(0, 16)}.lock`);
+  const outcome = await withLockFile(lock, `accept ${id} into ${folder}`, async () => {
+    if (requireTask(engine.db, id).status !== 'completed') throw new AppError('conflict', `task ${id} was accepted or changed meanwhile`);
+    const tip = await branchTip(alloc.path, alloc.branch);
+    if (tip !== alloc.headCommit)
+      throw new AppError('conflict', `task ${id}: its copy's branch moved (${tip ?? 'deleted'}) since it was inspected at ${alloc.headCommit}`);
+    const files = await copyBack(engine, task);
+    return engine.write(() => {
+      const t = transition(engine.db, id, 'completed', 'accepted', {
+        reason: `accepted by ${opts.by}: ${files.length} file(s) copied back into ${folder}`,
+        event: { commit: null, copiedTo: folder, unverified: task.verify.length === 0 },
+      });
+      appendEvent(engine.db, id, 'task.accepted', { commit: null, branch: null, copiedTo: folder, files: files.slice(0, 200), by: opts.by });
+      return { accepted: t, files };
+    });
+  });
+  await removeWorktree(engine, alloc, { reason: 'accepted', deleteBranch: false, snapshot: false });
+  return { task: outcome.accepted, commit: null, branch: '', files: outcome.files, copiedTo: folder };
 }

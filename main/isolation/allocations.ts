@@ -22,6 +22,8 @@ export interface Allocation {
   readyAt: number | null;
   releasedAt: number | null;
   releaseReason: string | null;
+  /** Copy isolation: the plain folder this allocation is a private git copy of (repo and path are the copy). */
+  copyOf: string | null;
 }
 
 interface Row {
@@ -42,6 +44,7 @@ interface Row {
   ready_at: number | null;
   released_at: number | null;
   release_reason: string | null;
+  copy_of: string | null;
 }
 
 function toAllocation(r: Row): Allocation {
@@ -63,6 +66,7 @@ function toAllocation(r: Row): Allocation {
     readyAt: r.ready_at,
     releasedAt: r.released_at,
     releaseReason: r.release_reason,
+    copyOf: r.copy_of ?? null,
   };
 }
 
@@ -80,25 +84,28 @@ export function listAllocations(db: Db, states?: AllocationState[]): Allocation[
   return rows.map(toAllocation);
 }
 
-export type NewAllocation = Pick<Allocation, 'taskId' | 'repo' | 'path' | 'branch' | 'baseRef' | 'baseCommit' | 'ownerPid' | 'ownerStart' | 'attempt'>;
+export type NewAllocation = Pick<Allocation, 'taskId' | 'repo' | 'path' | 'branch' | 'baseRef' | 'baseCommit' | 'ownerPid' | 'ownerStart' | 'attempt'> & {
+  copyOf?: string | null;
+};
 
 /** Phase 1: the named record, written before anything touches disk (replaces a released row of an earlier attempt). */
 export function insertAllocating(db: Db, a: NewAllocation, now = Date.now()): void {
   db.prepare(
-    `INSERT INTO worktrees (task_id, repo, path, branch, base_ref, base_commit, state, owner_pid, owner_start, attempt, created_at)
-     VALUES (?, ?, ?, ?, ?, ?, 'allocating', ?, ?, ?, ?)
+    `INSERT INTO worktrees (task_id, repo, path, branch, base_ref, base_commit, state, owner_pid, owner_start, attempt, created_at, copy_of)
+     VALUES (?, ?, ?, ?, ?, ?, 'allocating', ?, ?, ?, ?, ?)
      ON CONFLICT(task_id) DO UPDATE SET repo = excluded.repo, path = excluded.path, branch = excluded.branch,
        base_ref = excluded.base_ref, base_commit = excluded.base_commit, state = 'allocating', owner_pid = excluded.owner_pid,
-       owner_start = excluded.owner_start, attempt = excluded.attempt, created_at = excluded.created_at, head_commit = NULL,
+       owner_start = excluded.owner_start, attempt = excluded.attempt, created_at = excluded.created_at, copy_of = excluded.copy_of, head_commit = NULL,
        verified_commit = NULL, verify_ok = NULL, ready_at = NULL, released_at = NULL, release_reason = NULL`,
-  ).run(a.taskId, a.repo, a.path, a.branch, a.baseRef, a.baseCommit, a.ownerPid, a.ownerStart, a.attempt, now);
+  ).run(a.taskId, a.repo, a.path, a.branch, a.baseRef, a.baseCommit, a.ownerPid, a.ownerStart, a.attempt, now, a.copyOf ?? null);
 }
 
-/** Phase 2: the worktree exists on disk. Returns false when the row was not in `allocating` (swept meanwhile). */
-export function markReady(db: Db, taskId: string, now = Date.now()): boolean {
+/** Phase 2: the worktree exists on disk (a copy learns its base commit only now). Returns false when the row was not in `allocating` (swept meanwhile). */
+export function markReady(db: Db, taskId: string, now = Date.now(), baseCommit?: string): boolean {
   return (
-    db.prepare(`UPDATE worktrees SET state = 'ready', ready_at = ? WHERE task_id = ? AND state = 'allocating'`).run(now, taskId).changes ===
-    1
+    db
+      .prepare(`UPDATE worktrees SET state = 'ready', ready_at = ?, base_commit = COALESCE(?, base_commit) WHERE task_id = ? AND state = 'allocating'`)
+      .run(now, baseCommit ?? null, taskId).changes === 1
   );
 }
 
@@ -112,4 +119,108 @@ export function setHeadCommit(db: Db, taskId: string, commit: string): void {
 
 export function setVerifyOutcome(db: Db, taskId: string, ok: boolean, commit: string | null): void {
   db.prepare('UPDATE worktrees SET verify_ok = ?, verified_commit = ? WHERE task_id = ?').run(ok ? 1 : 0, commit, taskId);
+}
+
+/* ---- Read-only snapshots (migration 005): the same ledger, one row per pooled snapshot. ---- */
+
+export type SnapshotState = 'allocating' | 'in_use' | 'free';
+
+export interface SnapshotRow {
+  id: string;
+  repo: string;
+  path: string;
+  /** The source state it holds (HEAD + uncommitted changes as one commit); null while allocating. */
+  stateCommit: string | null;
+  state: SnapshotState;
+  taskId: string | null;
+  ownerPid: number;
+  ownerStart: string | null;
+  /** Fingerprint of its git dir as LightWorker left it (config, HEAD file, hooks): a changed one is never reused. */
+  gitHash: string | null;
+  uses: number;
+  createdAt: number;
+  usedAt: number;
+}
+
+interface RawSnapshot {
+  id: string;
+  repo: string;
+  path: string;
+  state_commit: string | null;
+  state: SnapshotState;
+  task_id: string | null;
+  owner_pid: number;
+  owner_start: string | null;
+  git_hash: string | null;
+  uses: number;
+  created_at: number;
+  used_at: number;
+}
+
+function toSnapshot(r: RawSnapshot): SnapshotRow {
+  return {
+    id: r.id,
+    repo: r.repo,
+    path: r.path,
+    stateCommit: r.state_commit,
+    state: r.state,
+    taskId: r.task_id,
+    ownerPid: r.owner_pid,
+    ownerStart: r.owner_start,
+    gitHash: r.git_hash,
+    uses: r.uses,
+    createdAt: r.created_at,
+    usedAt: r.used_at,
+  };
+}
+
+export function listSnapshots(db: Db, repo?: string): SnapshotRow[] {
+  const rows = repo
+    ? (db.prepare('SELECT * FROM snapshots WHERE repo = ? ORDER BY used_at DESC').all(repo) as RawSnapshot[])
+    : (db.prepare('SELECT * FROM snapshots ORDER BY used_at DESC').all() as RawSnapshot[]);
+  return rows.map(toSnapshot);
+}
+
+export function getSnapshot(db: Db, id: string): SnapshotRow | null {
+  const r = db.prepare('SELECT * FROM snapshots WHERE id = ?').get(id) as RawSnapshot | undefined;
+  return r ? toSnapshot(r) : null;
+}
+
+/**
+ * Take a free snapshot of `repo` for `taskId` (call inside a write transaction): one already holding
+ * `stateCommit` if any, else the least recently used free one (it will be moved to the new state).
+ */
+export function claimFreeSnapshot(db: Db, repo: string, stateCommit: string, taskId: string, owner: { pid: number; start: string | null }, now = Date.now()): SnapshotRow | null {
+  const exact = db.prepare(`SELECT * FROM snapshots WHERE repo = ? AND state = 'free' AND state_commit = ? LIMIT 1`).get(repo, stateCommit) as RawSnapshot | undefined;
+  const any = exact ?? (db.prepare(`SELECT * FROM snapshots WHERE repo = ? AND state = 'free' ORDER BY used_at ASC LIMIT 1`).get(repo) as RawSnapshot | undefined);
+  if (!any) return null;
+  db.prepare(`UPDATE snapshots SET state = 'in_use', task_id = ?, owner_pid = ?, owner_start = ?, uses = uses + 1, used_at = ? WHERE id = ? AND state = 'free'`).run(
+    taskId,
+    owner.pid,
+    owner.start,
+    now,
+    any.id,
+  );
+  return getSnapshot(db, any.id);
+}
+
+/** Phase 1 of a new snapshot: the named row, before anything touches disk. */
+export function insertSnapshot(db: Db, s: Pick<SnapshotRow, 'id' | 'repo' | 'path' | 'taskId' | 'ownerPid' | 'ownerStart'>, now = Date.now()): void {
+  db.prepare(
+    `INSERT INTO snapshots (id, repo, path, state, task_id, owner_pid, owner_start, uses, created_at, used_at) VALUES (?, ?, ?, 'allocating', ?, ?, ?, 1, ?, ?)`,
+  ).run(s.id, s.repo, s.path, s.taskId, s.ownerPid, s.ownerStart, now, now);
+}
+
+/** The snapshot now holds `stateCommit` on disk and is used by its task. */
+export function markSnapshotInUse(db: Db, id: string, stateCommit: string, gitHash: string): void {
+  db.prepare(`UPDATE snapshots SET state = 'in_use', state_commit = ?, git_hash = ? WHERE id = ?`).run(stateCommit, gitHash, id);
+}
+
+/** Back in the pool, clean, holding `stateCommit`. */
+export function markSnapshotFree(db: Db, id: string, now = Date.now()): void {
+  db.prepare(`UPDATE snapshots SET state = 'free', task_id = NULL, used_at = ? WHERE id = ?`).run(now, id);
+}
+
+export function deleteSnapshotRow(db: Db, id: string): void {
+  db.prepare('DELETE FROM snapshots WHERE id = ?').run(id);
 }

@@ -30,9 +30,9 @@ import { diffSnapshots, HEAD_KEY, isConfigKey, keyedState, snapshotSource, type 
  *    writers (this task included):
  *    a. those whose worker named the path in its tool calls (the worker's own account: a write tool's
  *       path, a shell command) are blamed, and only they;
- *    b. else, for an execute task (it runs in its own worktree), a read-only task that could have made it
- *       takes it: read-only kinds run with the source checkout as their working directory, and that
- *       task's own check blames it;
+ *    b. else, for a task working elsewhere (an execute task in its worktree, a read-only task in a
+ *       snapshot), a read-only task running in the checkout itself that could have made it takes it: it
+ *       has the source checkout as its working directory, and that task's own check blames it;
  *    c. else this task is blamed, naming every other task that could have made it.
  *
  * Residual limits, without an OS sandbox (nothing tells which process wrote a file): when no worker
@@ -52,6 +52,8 @@ interface Watch {
   kind: Task['kind'];
   /** Where its worker runs relative paths from (read-only kinds: the workspace in the checkout). */
   workspace: string;
+  /** Its worker runs with the source checkout as working directory (a read-only task in place, not in a snapshot). */
+  inCheckout: boolean;
   before: SourceSnapshot;
   /** The snapshot of its latest inspection; null while its first turn runs. */
   after: SourceSnapshot | null;
@@ -63,7 +65,7 @@ const watches = new Map<string, Map<string, Watch>>();
 let tick = 0;
 
 const isReadOnly = (kind: Task['kind']) => kind !== 'execute';
-const identity = (task: Task) => ({ taskId: task.id, attempt: task.attempt, kind: task.kind, workspace: task.workspace });
+const identity = (task: Task, inCheckout = isReadOnly(task.kind)) => ({ taskId: task.id, attempt: task.attempt, kind: task.kind, workspace: task.workspace, inCheckout });
 
 function isActive(engine: Engine, w: Watch): boolean {
   const t = getTask(engine.db, w.taskId);
@@ -103,14 +105,14 @@ async function lockedSnapshot(repo: string, task: Task): Promise<SourceSnapshot>
  * Snapshot the source checkout (under the repository lock) for `task` and register its window, so that
  * concurrent tasks' checks can tell its writes from theirs. Call once per attempt, before the worker runs.
  */
-export async function watchSource(engine: Engine, repo: string, task: Task): Promise<SourceSnapshot> {
+export async function watchSource(engine: Engine, repo: string, task: Task, opts: { inCheckout?: boolean } = {}): Promise<SourceSnapshot> {
   // The sequence number is read first: an accept finishing in between is then "since", never lost.
   const seq = latestSeq(engine.db);
   const before: SourceSnapshot = { ...(await lockedSnapshot(repo, task)), seq };
   forgetOld(engine, repo);
   const map = watches.get(repo) ?? new Map<string, Watch>();
   watches.set(repo, map);
-  map.set(task.id, { ...identity(task), before, after: null, openedAt: ++tick, closedAt: null });
+  map.set(task.id, { ...identity(task, opts.inCheckout), before, after: null, openedAt: ++tick, closedAt: null });
   return before;
 }
 
@@ -149,16 +151,17 @@ function mentions(text: string, name: string): boolean {
  * Did `w`'s worker name this path in its tool calls since its window opened (`worker.tool` events: a
  * write or edit tool's path, a shell command)? That is the worker's own account, so when some possible
  * writers have one and others do not, only they are blamed. Absent evidence proves nothing (a shell
- * script can hide a path), so it only ever narrows the blame, never clears everyone. Execute workers
- * count only by the absolute path (the same relative path is their own worktree's file); read-only
- * ones also by the path relative to their workspace, their working directory.
+ * script can hide a path), so it only ever narrows the blame, never clears everyone. Workers running
+ * elsewhere (execute tasks, read-only ones in a snapshot) count only by the absolute path (the same
+ * relative path is their own copy's file); read-only ones in the checkout also by the path relative to
+ * their workspace, their working directory.
  */
 function namedInToolCalls(engine: Engine, repo: string, w: Watch, key: string): boolean {
   if (key === HEAD_KEY || isConfigKey(key)) return false; // HEAD and config keys are no paths
   const abs = join(repo, key);
   const names = [abs];
   const rel = relative(w.workspace, abs);
-  if (isReadOnly(w.kind) && rel && !rel.startsWith('..') && !isAbsolute(rel)) names.push(rel);
+  if (w.inCheckout && rel && !rel.startsWith('..') && !isAbsolute(rel)) names.push(rel);
   const calls = listEvents(engine.db, { taskId: w.taskId, types: ['worker.tool'], after: w.before.seq ?? 0, limit: 5000 }).events;
   return calls.some((e) => {
     const text = JSON.stringify(e.payload.input ?? null);
@@ -205,12 +208,12 @@ export async function attributeSourceChanges(engine: Engine, task: Task, repo: s
     }
     const suspects = others.filter((w) => couldHaveMade(engine, w, change));
     const witnessed = [self, ...suspects].filter((w) => namedInToolCalls(engine, repo, w, change.key));
-    const readers = suspects.filter((w) => isReadOnly(w.kind));
+    const readers = suspects.filter((w) => w.inCheckout);
     if (witnessed.length && !witnessed.includes(self)) {
       out.attributed.push(`${where} (written by ${nameTasks(witnessed)}: its worker's tool calls name the path)`);
       continue;
     }
-    if (!witnessed.length && !isReadOnly(task.kind) && readers.length) {
+    if (!witnessed.length && !self.inCheckout && readers.length) {
       out.attributed.push(`${where} (read-only task(s) ${nameTasks(readers)} ran in the checkout then)`);
       continue;
     }

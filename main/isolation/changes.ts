@@ -19,7 +19,8 @@ export interface InspectInput {
   baseCommit: string;
   /** The task branch the worktree must still be on. */
   branch: string;
-  source: SourceSnapshot;
+  /** The source checkout before the run; null for a copy of a plain folder (no checkout to watch). */
+  source: SourceSnapshot | null;
   copied: string[];
 }
 
@@ -76,7 +77,7 @@ export async function inspectWorktree(engine: Engine, task: Task, input: Inspect
   if (onBranch.stdout.trim() !== `refs/heads/${input.branch}`) {
     violations.push(`${input.worktree} (HEAD left the task branch ${input.branch}: now ${onBranch.stdout.trim() || 'detached'})`);
   }
-  const source = await attributeSourceChanges(engine, task, input.repo, input.source);
+  const source = input.source ? await attributeSourceChanges(engine, task, input.repo, input.source) : { violations: [], attributed: [] };
   violations.push(...source.violations);
   const patch = await git(input.worktree, ['diff', '--binary', '--no-color', input.baseCommit, head], { raw: true });
   const diffArtifact = join(engine.home.artifacts, task.id, `diff-${task.attempt}.patch`);

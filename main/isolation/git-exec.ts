@@ -61,6 +61,14 @@ export async function git(cwd: string, args: string[], opts: GitOptions = {}): P
   return r.stdout;
 }
 
+/** Run git and return stdout as bytes (blob contents); a non-zero exit becomes AppError('git_failed'). */
+export async function gitBytes(cwd: string, args: string[]): Promise<Buffer> {
+  const { execa } = await import('execa');
+  const r = await execa('git', args, { cwd, env: gitEnv(), extendEnv: false, reject: false, encoding: 'buffer', stripFinalNewline: false, maxBuffer: 1024 * 1024 * 1024 });
+  if (r.exitCode !== 0) throw new AppError('git_failed', `git ${args.slice(0, 2).join(' ')} failed in ${cwd}: exit ${r.exitCode ?? '?'}`);
+  return Buffer.from(r.stdout as Uint8Array);
+}
+
 /** Split NUL-separated output (`-z`). */
 export function splitZ(out: string): string[] {
   return out.split('\0').filter((s) => s.length > 0);

@@ -11,10 +11,11 @@ import { commitAll, isBranchContained } from './branches.js';
 import { gitTry, splitZ } from './git-exec.js';
 import { releaseBlock } from './ports.js';
 import { withRepoLock } from './repo-lock.js';
+import { planSnapshotSweep } from './snapshot-sweep.js';
 import { removeWorktree } from './worktree.js';
 
 export interface PruneItem {
-  kind: 'allocation' | 'worktree' | 'directory' | 'git-worktree' | 'branch';
+  kind: 'allocation' | 'worktree' | 'directory' | 'git-worktree' | 'branch' | 'snapshot';
   path: string | null;
   taskId: string | null;
   branch: string | null;
@@ -68,7 +69,8 @@ interface Plan {
  * more than `ttlHours` ago, half-done allocations whose owner died between the two phases, folders under
  * `<home>/worktrees` no allocation knows, and `git worktree list` entries whose folder is gone. A task
  * branch is deleted only when another branch contains it (or `force`); uncommitted leftovers are
- * committed to their branch before a folder goes, so no work is lost unless `force`.
+ * committed to their branch before a folder goes, so no work is lost unless `force`. Read-only snapshots
+ * of runners that died, free ones unused past the TTL and unrecorded snapshot folders go too.
  */
 export async function pruneWorkspaces(engine: Engine, opts: PruneOptions): Promise<PruneReport> {
   const now = opts.now ?? Date.now();
@@ -222,6 +224,11 @@ export async function pruneWorkspaces(engine: Engine, opts: PruneOptions): Promi
     if (a.state !== 'released' || !existsSync(a.repo)) continue;
     const plan = await planAcceptedBranch(engine, a, opts.force);
     if (plan) plans.push(plan);
+  }
+
+  // Read-only snapshots: of runners that died, unused past the TTL, or left without a record.
+  for (const s of planSnapshotSweep(engine, { ttlHours: opts.ttlHours, now, orphans: true })) {
+    plans.push({ item: { kind: 'snapshot', path: s.path, taskId: null, branch: null, reason: s.reason, action: 'remove' }, run: async () => s.run() });
   }
 
   if (opts.apply) {

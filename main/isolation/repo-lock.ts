@@ -52,7 +52,14 @@ export async function repoLockPath(repo: string): Promise<string> {
 
 /** Run `fn` holding the repository's lock; `what` names the operation for anyone waiting. */
 export async function withRepoLock<T>(repo: string, what: string, fn: () => Promise<T>, opts: RepoLockOptions = {}): Promise<T> {
-  const path = await repoLockPath(repo);
+  return withLockFile(await repoLockPath(repo), what, fn, opts);
+}
+
+/**
+ * The same lock on any file path (copy isolation locks a plain folder by a file in the home: it has no
+ * git dir). Re-entrant within one async call chain.
+ */
+export async function withLockFile<T>(path: string, what: string, fn: () => Promise<T>, opts: RepoLockOptions = {}): Promise<T> {
   const mine = held.getStore();
   if (mine?.has(path)) return fn();
   const token = await acquire(path, what, opts.timeoutMs ?? 120_000);

@@ -1,5 +1,5 @@
 import { existsSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { AppError } from '../core/errors.js';
 import type { Engine } from '../engine.js';
 import { appendEvent } from '../store/events.js';
@@ -13,6 +13,8 @@ import { treeMarkerEnv } from '../runner/lifecycle.js';
 import { git, gitTry, repoRoot } from './git-exec.js';
 import { allocatePorts, portEnv } from './ports.js';
 import { readSetup, runSetup } from './setup.js';
+import { readOnlySnapshot, releaseSnapshot, runsInPlace, type SnapshotLease } from './snapshot.js';
+import { isGitWorkspace, prepareCopy } from './copy.js';
 import { watchSource } from './attribution.js';
 import type { SourceSnapshot } from './source-status.js';
 import { verifyIn } from './verify.js';
@@ -41,6 +43,11 @@ export interface PrepareOptions {
    * Falls back to a fresh allocation when neither is left.
    */
   keepWorktree?: boolean;
+  /**
+   * Read-only kinds: the worker enforces a read-only sandbox (`WorkerAdapter.confinesReadOnly`), so the
+   * task may run in the workspace itself. Otherwise (the default) it runs in a disposable snapshot.
+   */
+  readOnlyInPlace?: boolean;
 }
 
 export interface ChangeReport {
@@ -70,15 +77,20 @@ export interface VerifyReport {
 /** What prepareWorkspace leaves in `PreparedWorkspace.state`. */
 interface WorkspaceState {
   repo: string;
-  source: SourceSnapshot;
+  /** The source checkout before the run; null for a copy (its folder is checked on accept instead). */
+  source: SourceSnapshot | null;
   baseCommit?: string;
   branch?: string;
   copied?: string[];
+  /** The read-only snapshot the worker runs in, when it does not run in place. */
+  snapshot?: SnapshotLease | null;
+  /** Copy isolation: the plain folder the task works on a copy of (`repo` is the copy). */
+  copyOf?: string;
 }
 
 function stateOf(ws: PreparedWorkspace): WorkspaceState {
   const s = ws.state as Partial<WorkspaceState>;
-  if (!s.repo || !s.source) throw new Error('PreparedWorkspace.state was not made by prepareWorkspace');
+  if (!s.repo || s.source === undefined) throw new Error('PreparedWorkspace.state was not made by prepareWorkspace');
   return s as WorkspaceState;
 }
 
@@ -91,9 +103,22 @@ function stateOf(ws: PreparedWorkspace): WorkspaceState {
  * left unrecorded. Aborting `signal` (cancel, timeout, shutdown) stops a running setup command.
  */
 export async function prepareWorkspace(engine: Engine, task: Task, signal?: AbortSignal, opts: PrepareOptions = {}): Promise<PreparedWorkspace> {
-  const repo = await repoRoot(task.workspace);
+  const repo = await repoRoot(task.workspace).catch(async (err: unknown) => {
+    if (existsSync(task.workspace) && !(await isGitWorkspace(task.workspace))) return null;
+    throw err;
+  });
+  if (repo === null) return prepareCopied(engine, task);
   if (task.kind !== 'execute') {
-    return { workdir: task.workspace, env: {}, state: { repo, source: await watchSource(engine, repo, task) } satisfies WorkspaceState };
+    const inPlace = runsInPlace(engine, opts.readOnlyInPlace === true);
+    const [watched, made] = await Promise.allSettled([watchSource(engine, repo, task, { inCheckout: inPlace }), readOnlySnapshot(engine, task, repo, opts.readOnlyInPlace === true)]);
+    if (watched.status === 'rejected') {
+      if (made.status === 'fulfilled' && made.value) await releaseSnapshot(engine, made.value, task.id);
+      throw watched.reason;
+    }
+    if (made.status === 'rejected') throw made.reason;
+    const [source, snapshot] = [watched.value, made.value];
+    const workdir = snapshot ? join(snapshot.path, relative(repo, task.workspace)) : task.workspace;
+    return { workdir, env: {}, state: { repo, source, snapshot } satisfies WorkspaceState };
   }
   if (opts.keepWorktree) {
     const kept = await keepWorktree(engine, task, repo);
@@ -165,6 +190,20 @@ export async function prepareWorkspace(engine: Engine, task: Task, signal?: Abor
 }
 
 /**
+ * A workspace that is not a git repository: the task (any kind) works in a private git copy, like a
+ * worktree; execute tasks get a port block too. A resumed attempt starts from a fresh copy.
+ */
+async function prepareCopied(engine: Engine, task: Task): Promise<PreparedWorkspace> {
+  const copy = await prepareCopy(engine, task);
+  const env = task.kind === 'execute' ? portEnv(await allocatePorts(engine, task.id)) : {};
+  return {
+    workdir: copy.path,
+    env,
+    state: { repo: copy.path, source: null, baseCommit: copy.baseCommit, branch: copy.branch, copied: [], copyOf: task.workspace } satisfies WorkspaceState,
+  };
+}
+
+/**
  * The interrupted attempt's worktree, as it was (uncommitted changes included), or re-attached from its
  * branch when the folder is gone; its original base commit stays the base of the diff and the boundary
  * check, so the task's changes are judged as a whole. Setup is not run again. Null when nothing is left.
@@ -223,7 +262,8 @@ function lastSetupCopied(engine: Engine, taskId: string): string[] {
 export async function inspectChanges(engine: Engine, task: Task, ws: PreparedWorkspace): Promise<ChangeReport> {
   const st = stateOf(ws);
   if (task.kind !== 'execute') {
-    const violations = await inspectReadOnly(engine, task, st.repo, st.source);
+    // A read-only task's copy is discarded after it: nothing there can reach the folder.
+    const violations = st.source ? await inspectReadOnly(engine, task, st.repo, st.source) : [];
     return { ok: violations.length === 0, changedFiles: [], empty: true, violations, diffArtifact: null };
   }
   if (!st.baseCommit) throw new Error('PreparedWorkspace.state has no baseCommit for an execute task');
@@ -253,6 +293,17 @@ export async function runVerification(engine: Engine, task: Task, ws: PreparedWo
   const real = unsealTask(engine.db, engine.home.root, task);
   if (real.verify.length === 0) return { ok: true, results: [] };
   return verifyIn(engine, real, ws.workdir, ws.env, signal);
+}
+
+/**
+ * After the task's last step (any end): give back a read-only task's snapshot (what the worker wrote
+ * there is listed in `snapshot.released` and discarded) or remove its copy. Nothing for tasks that ran
+ * in place or in a worktree (execute copies stay for accept, like worktrees). Never throws.
+ */
+export async function finishWorkspace(engine: Engine, task: Task, ws: PreparedWorkspace | null): Promise<void> {
+  const st = (ws?.state ?? {}) as Partial<WorkspaceState>;
+  if (st.snapshot) await releaseSnapshot(engine, st.snapshot, task.id).catch(() => undefined);
+  if (st.copyOf && task.kind !== 'execute') await releaseWorkspace(engine, task.id, 'read-only task ended').catch(() => undefined);
 }
 
 /**

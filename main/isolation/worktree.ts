@@ -167,14 +167,16 @@ export async function removeWorktree(
   opts: RemoveOptions,
 ): Promise<{ branchDeleted: boolean; skipped: boolean }> {
   let branchDeleted = false;
-  let acted = !existsSync(alloc.repo);
+  // A copy (copy isolation) is its own repository: removing it is removing the folder.
+  const standalone = alloc.copyOf !== null || !existsSync(alloc.repo);
+  let acted = standalone;
   const stillSame = () => {
     if (!opts.expect) return true;
     const now = getAllocation(engine.db, alloc.taskId);
     return now?.state === opts.expect.state && now.createdAt === opts.expect.createdAt;
   };
-  if (!existsSync(alloc.repo)) {
-    // The repository itself is gone: only our folder is left to clean.
+  if (standalone) {
+    // A copy, or the repository itself is gone: only our folder is left to clean.
     rmSync(alloc.path, { recursive: true, force: true });
   } else
     await withRepoLock(alloc.repo, `remove worktree of ${alloc.taskId}`, async () => {

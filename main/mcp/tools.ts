@@ -194,7 +194,7 @@ export function serverInstructions(tools: ToolSpec[]): string {
     'Hand off work with delegate_task (one task; kind plan/explore/review are read-only, execute writes in its own worktree)' +
       (has.has('delegate_batch') ? ', delegate_batch (several, with depends_on by ref)' : '') +
       (has.has('orchestrate_goal') ? ' or orchestrate_goal (a planner splits a goal into a task DAG)' : '') +
-      '. workspace is an absolute path inside a git repository.',
+      '. workspace is an absolute path (a non-git folder is worked on in a copy).',
     'Follow with get_task' + (has.has('wait_tasks') ? ', wait_tasks (blocks up to 55 s until tasks settle or need approval)' : '') + ', list_tasks (summaries, cursor paging)' +
       (has.has('get_events') ? ', get_events (cursor paging)' : '') + (has.has('get_task_diff') ? ', get_task_diff' : '') + '; get_task has the full record.',
     'Execute tasks wait for a person to approve unless mode is auto_execute; approve_task/accept_task over MCP are refused unless the user allowed it.',

@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { isAppError } from '../core/errors.js';
 import type { Engine } from '../engine.js';
-import { inspectChanges, prepareWorkspace, runVerification, type PreparedWorkspace, type VerifyReport } from '../isolation/workspace.js';
+import { finishWorkspace, inspectChanges, prepareWorkspace, runVerification, type PreparedWorkspace, type VerifyReport } from '../isolation/workspace.js';
 import { describeConflicts, integrateSources } from '../isolation/integrate.js';
 import { teamInputsFor } from '../orchestration/team-inputs.js';
 import { teamTagOf } from '../orchestration/team-schema.js';
@@ -76,11 +76,12 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
   // An answered request continues the same run: its timeout keeps counting from where it paused.
   const budget = runBudget(ctx.signal, task, resume);
   ctx = { ...ctx, signal: budget.signal };
+  let ws: PreparedWorkspace | null = null;
   try {
     const sources = integrationSources(task);
     // An integration runs no worker CLI: LightWorker merges the sources itself, then verifies as usual.
     const adapter = sources ? null : resolveAdapter(engine, task.worker);
-    const ws = await prepareWorkspace(engine, task, ctx.signal, { keepWorktree: resume !== null });
+    ws = await prepareWorkspace(engine, task, ctx.signal, { keepWorktree: resume !== null, readOnlyInPlace: adapter?.confinesReadOnly?.(task) === true });
     checkAbort(ctx);
     if (resume?.reverify) return await reverifyOnly(ctx, task, ws);
     if (sources || !adapter) return await integrate(ctx, task, ws, sources ?? []);
@@ -164,6 +165,7 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
     return finishWithError(ctx, task, err);
   } finally {
     budget.dispose();
+    await finishWorkspace(engine, task, ws);
   }
 }
 

@@ -8,6 +8,7 @@ import { currentLease, releaseLease, renewLease, tryAcquireLease, type Lease } f
 import { workCounts } from './idle.js';
 import { recoverOrphans } from './recovery.js';
 import { sweepExpiredRequests } from './request-expiry.js';
+import { sweepDeadSnapshots } from '../isolation/snapshot-sweep.js';
 import { Scheduler, type RunningTask } from './scheduler.js';
 
 export type { RunningTask };
@@ -147,6 +148,14 @@ class Service extends EventEmitter implements SchedulerService {
     this.becoming = true;
     try {
       await recoverOrphans(this.engine, this.holder, this.engine.config.scheduler.kill_grace_ms);
+      // Read-only snapshots the dead runner held; off the path to leading (prune removes them otherwise).
+      setImmediate(() => {
+        try {
+          sweepDeadSnapshots(this.engine);
+        } catch {
+          // the engine closed meanwhile, or the database is busy: prune removes them later
+        }
+      });
       if (this.stopped || this.draining) {
         // A shutdown began while we were taking over: give the lease back instead of leading.
         try {

@@ -1,5 +1,5 @@
-import { existsSync, realpathSync, statSync } from 'node:fs';
-import { dirname, isAbsolute, join } from 'node:path';
+import { realpathSync, statSync } from 'node:fs';
+import { isAbsolute } from 'node:path';
 import { assignCohort } from '../cachelab/cohort.js';
 import { resolvePackRef } from '../cachelab/context-packs.js';
 import type { Config } from '../core/config.js';
@@ -31,11 +31,9 @@ export function needsApproval(mode: TaskMode, kind: TaskKind): boolean {
   return false;
 }
 
-const repoRootCache = new Map<string, string>();
-
 /**
- * Canonical path of the git work tree that contains `workspace`. The workspace must be an absolute
- * path to an existing directory inside a git repository.
+ * Canonical path of the workspace: an absolute path to an existing directory, inside a git repository
+ * or not (a plain folder is worked on in a copy; see isolation/copy.ts).
  */
 export function resolveWorkspace(workspace: string, field = 'workspace'): string {
   if (!isAbsolute(workspace)) throw new AppError('invalid_input', `${field}: must be an absolute path, got "${workspace}"`, { field });
@@ -46,16 +44,7 @@ export function resolveWorkspace(workspace: string, field = 'workspace'): string
   } catch {
     throw new AppError('invalid_input', `${field}: ${workspace} is not an existing directory`, { field });
   }
-  const cached = repoRootCache.get(real);
-  if (cached) return cached;
-  for (let dir = real; ; dir = dirname(dir)) {
-    if (existsSync(join(dir, '.git'))) {
-      repoRootCache.set(real, real);
-      return real;
-    }
-    if (dirname(dir) === dir) break;
-  }
-  throw new AppError('invalid_input', `${field}: ${workspace} is not inside a git repository`, { field });
+  return real;
 }
 
 export interface CreateContext {

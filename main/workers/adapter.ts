@@ -15,6 +15,12 @@ export interface WorkerAdapter {
   readonly resumable?: boolean;
   /** True when the CLI can ask LightWorker's permission tool (WorkerTurn.permissionServer) mid-turn. */
   readonly permissionTool?: boolean;
+  /**
+   * True when a read-only turn of `task` runs under a read-only sandbox the CLI itself enforces (nothing
+   * it runs can write the workspace, whatever the model asks), so the task may run in the user's
+   * checkout. Absent or false: the runner gives read-only tasks a disposable snapshot instead.
+   */
+  confinesReadOnly?(task: Task): boolean;
   /** Never runs a model: looks for the binary, its version, credentials where knowable. */
   detect(): Promise<WorkerInfo>;
   /** argv + env for one turn (a first turn, or a follow-up when `turn.resumeSessionId` is set). */

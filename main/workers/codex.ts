@@ -249,4 +249,12 @@ async function detect(): Promise<WorkerInfo> {
   };
 }
 
-export const codexAdapter: WorkerAdapter = { name: 'codex', maxConcurrency: 4, detect, buildSpawn, createParser };
+/**
+ * `--sandbox read-only` is enforced by Codex itself around every command and patch it runs (Landlock +
+ * seccomp on Linux, Seatbelt on macOS; a command the sandbox cannot start fails instead of running
+ * unconfined), and the turn's config home is isolated, so no user setting loosens it. Elsewhere
+ * (Windows) read-only tasks get a snapshot.
+ */
+const confinesReadOnly = () => process.platform === 'linux' || process.platform === 'darwin';
+
+export const codexAdapter: WorkerAdapter = { name: 'codex', maxConcurrency: 4, detect, buildSpawn, createParser, confinesReadOnly };

@@ -10,6 +10,8 @@ export interface LinkedWorkerSpec {
   /** argv template for follow-up turns; without it follow-ups start a fresh turn. */
   resume?: string[];
   maxConcurrency?: number;
+  /** `[workers.NAME] read_only_sandbox = true`: the user vouches the CLI enforces read-only (read-only tasks run in place). */
+  readOnlySandbox?: boolean;
 }
 
 const PLACEHOLDER = /\{(prompt|workdir|session)\}/g;
@@ -51,6 +53,7 @@ export function linkedAdapter(spec: LinkedWorkerSpec): WorkerAdapter {
     name: spec.name,
     maxConcurrency: spec.maxConcurrency ?? 2,
     resumable: Boolean(spec.resume),
+    confinesReadOnly: () => spec.readOnlySandbox === true,
     async detect(): Promise<WorkerInfo> {
       const bin = findOnPath(spec.command[0]);
       let version: string | null = null;

@@ -23,6 +23,9 @@ const AGENT = fileURLToPath(new URL('./mock-agent.mjs', import.meta.url));
 export const mockAdapter: WorkerAdapter = {
   name: 'mock',
   maxConcurrency: 64,
+  // The mock writes nothing into its working directory but what `write_files` names: without it, a
+  // read-only task cannot change the checkout; with it (write-capable), it runs in a snapshot.
+  confinesReadOnly: (task) => !((task.metadata.mock ?? {}) as Record<string, unknown>).write_files,
   async detect(): Promise<WorkerInfo> {
     return {
       name: 'mock',

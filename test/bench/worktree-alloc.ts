@@ -27,7 +27,7 @@ function gitIn(cwd: string, ...args: string[]): string {
     .trim();
 }
 
-function makeBigRepo(dir: string): void {
+export function makeBigRepo(dir: string): void {
   mkdirSync(dir, { recursive: true });
   gitIn(dir, 'init', '-q', '-b', 'main');
   gitIn(dir, 'config', 'user.email', 'bench@example.com');

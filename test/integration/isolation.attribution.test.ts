@@ -11,11 +11,11 @@ import { drive, git, newExecuteTask, simulateRun } from './isolation.helpers.js'
 let h: TestHome;
 afterEach(() => h?.cleanup());
 
-/** A read-only task prepared and running (its worker would run in the source checkout). */
+/** A read-only task prepared and running in the source checkout (its worker enforces a read-only sandbox). */
 async function startReadOnly(): Promise<{ task: Task; ws: PreparedWorkspace }> {
   const { task } = await h.call('delegate_task', { objective: 'look around', kind: 'explore', workspace: h.repo });
   drive(h, task.id, 'starting');
-  const ws = await prepareWorkspace(h.engine, requireTask(h.engine.db, task.id));
+  const ws = await prepareWorkspace(h.engine, requireTask(h.engine.db, task.id), undefined, { readOnlyInPlace: true });
   drive(h, task.id, 'running');
   return { task: requireTask(h.engine.db, task.id), ws };
 }

@@ -109,10 +109,10 @@ describe('inspectChanges boundary check', () => {
     expect(d.note).toMatch(/truncated/);
   });
 
-  it('read-only tasks run in the workspace and writes there are violations', async () => {
+  it('read-only tasks of a worker with an enforced read-only sandbox run in the workspace and writes there are violations', async () => {
     h = makeHome();
     const { task } = await h.call('delegate_task', { objective: 'look around', kind: 'explore', workspace: h.repo });
-    const ws = await prepareWorkspace(h.engine, requireTask(h.engine.db, task.id));
+    const ws = await prepareWorkspace(h.engine, requireTask(h.engine.db, task.id), undefined, { readOnlyInPlace: true });
     expect(ws.workdir).toBe(h.repo);
     expect(ws.env).toEqual({});
     const clean = await inspectChanges(h.engine, requireTask(h.engine.db, task.id), ws);

@@ -80,7 +80,11 @@ if (process.cwd().includes('/worktrees/')) writeFileSync('work-' + id + '.txt', 
 console.log(JSON.stringify({ summary: 'done', findings: [], files_changed: [], notes: null }));
 `;
 
-/** A linked read-only worker that, once the tasks listed in `waitFor` run, writes into its cwd: the checkout. */
+/**
+ * A linked read-only worker that, once the tasks listed in `waitFor` run, writes into its cwd: the
+ * checkout, as it is declared sandboxed (`read_only_sandbox`), so it runs in place — a sandbox that
+ * fails, which the boundary check still catches.
+ */
 const CULPRIT = `import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 const [waitFor, log] = process.argv.slice(2);
 const wanted = JSON.parse(readFileSync(waitFor, 'utf8'));
@@ -137,9 +141,11 @@ per_repository = 10
 [workers.patient]
 command = ${JSON.stringify([process.execPath, join(t.dir, 'patient.mjs'), release, log])}
 max_concurrency = 8
+read_only_sandbox = true
 
 [workers.culprit]
 command = ${JSON.stringify([process.execPath, join(t.dir, 'culprit.mjs'), waitFor, log])}
+read_only_sandbox = true
 `);
     const done = cleanup!;
     cleanup = () => {

@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import {
   inspectChanges,
@@ -19,6 +20,23 @@ export function git(cwd: string, ...args: string[]): string {
   return execFileSync('git', args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] })
     .toString()
     .trim();
+}
+
+/** SHA-256 over every path, type, mode and byte under `dir` (`.git` included): "byte-identical" checks. */
+export function treeHash(dir: string): string {
+  const h = createHash('sha256');
+  const walk = (rel: string) => {
+    for (const name of readdirSync(join(dir, rel)).sort()) {
+      const p = rel ? `${rel}/${name}` : name;
+      const st = lstatSync(join(dir, p));
+      h.update(`${p}\0${st.mode}\0`);
+      if (st.isDirectory()) walk(p);
+      else if (st.isSymbolicLink()) h.update(readlinkSync(join(dir, p)));
+      else h.update(readFileSync(join(dir, p)));
+    }
+  };
+  walk('');
+  return h.digest('hex');
 }
 
 export function writeIn(dir: string, files: Record<string, string>): void {

@@ -25,7 +25,8 @@ describe('task creation: bad input names the field and changes nothing', () => {
     ['empty objective', (repo) => ({ objective: '', workspace: repo }), /objective/],
     ['oversize objective', (repo) => ({ objective: 'x'.repeat(64 * 1024 + 1), workspace: repo }), /objective/],
     ['relative workspace', () => ({ objective: 'x', workspace: 'relative/path' }), /workspace.*absolute/],
-    ['workspace not a repo', () => ({ objective: 'x', workspace: '/' }), /workspace.*git repository/],
+    // A folder that is not a git repository is accepted (copy isolation); a file is not a folder.
+    ['workspace is a file', () => ({ objective: 'x', workspace: process.execPath }), /workspace.*not an existing directory/],
     ['missing workspace dir', () => ({ objective: 'x', workspace: '/definitely/not/here' }), /workspace/],
     ['invalid kind', (repo) => ({ objective: 'x', workspace: repo, kind: 'deploy' }), /kind/],
     ['invalid effort', (repo) => ({ objective: 'x', workspace: repo, reasoning_effort: 'max' }), /reasoning_effort/],

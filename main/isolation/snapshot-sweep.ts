@@ -1,0 +1,80 @@
+import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { join, sep } from 'node:path';
+import type { Engine } from '../engine.js';
+import { isSameProcess } from '../runner/process.js';
+import { getSnapshot, listSnapshots } from './allocations.js';
+import { removeSnapshot, snapshotsRoot } from './snapshot.js';
+
+/** Finding read-only snapshots nobody can be using (prune, takeover); see snapshot.ts. */
+
+export interface SnapshotSweepPlan {
+  path: string;
+  reason: string;
+  run: () => void;
+}
+
+/**
+ * Snapshots nobody can be using: rows whose owner process died (allocating, or in use by a runner that
+ * crashed), free ones unused for `ttlHours` (when given), folders under `<home>/snapshots` no row knows,
+ * and stores of repositories with no snapshot left (only with `orphans`). Nothing is removed until `run`.
+ */
+export function planSnapshotSweep(engine: Engine, opts: { ttlHours?: number; now?: number; orphans?: boolean }): SnapshotSweepPlan[] {
+  const now = opts.now ?? Date.now();
+  const rows = listSnapshots(engine.db);
+  const plans: SnapshotSweepPlan[] = [];
+  for (const r of rows) {
+    let reason: string | null = null;
+    if (r.state !== 'free' && !isSameProcess(r.ownerPid, r.ownerStart)) reason = `snapshot ${r.state === 'in_use' ? `in use by task ${r.taskId}` : 'being made'} by a process that died (pid ${r.ownerPid})`;
+    else if (r.state === 'free' && opts.ttlHours !== undefined && now - r.usedAt > opts.ttlHours * 3_600_000) reason = `free snapshot unused for over ${opts.ttlHours} h`;
+    const expect = { state: r.state, usedAt: r.usedAt };
+    if (reason)
+      plans.push({
+        path: r.path,
+        reason,
+        run: () => {
+          // Only if nobody took it meanwhile (prune decided on an earlier read).
+          const now = getSnapshot(engine.db, r.id);
+          if (now && now.state === expect.state && now.usedAt === expect.usedAt) removeSnapshot(engine, now);
+        },
+      });
+  }
+  if (!opts.orphans) return plans;
+  const root = snapshotsRoot(engine);
+  const known = new Set(rows.map((r) => r.path));
+  const gone = new Set(plans.map((p) => p.path));
+  const recorded = (p: string) => engine.db.prepare('SELECT 1 FROM snapshots WHERE path = ?').get(p) !== undefined;
+  for (const key of existsSync(root) ? readdirSync(root) : []) {
+    const dir = join(root, key);
+    const entries = safeList(dir);
+    for (const e of entries) {
+      const p = join(dir, e);
+      if (e === 'store.git' || known.has(p)) continue;
+      plans.push({ path: p, reason: 'orphan snapshot folder (no record)', run: () => void (recorded(p) || rmSync(p, { recursive: true, force: true })) });
+    }
+    const live = rows.some((r) => r.path.startsWith(dir + sep) && !gone.has(r.path));
+    if (!live && entries.includes('store.git'))
+      plans.push({
+        path: join(dir, 'store.git'),
+        reason: 'snapshot store with no snapshot left',
+        run: () => {
+          if (!listSnapshots(engine.db).some((r) => r.path.startsWith(dir + sep))) rmSync(join(dir, 'store.git'), { recursive: true, force: true });
+        },
+      });
+  }
+  return plans;
+}
+
+/** Takeover: remove the snapshots of runners that died (their tasks are orphaned; nothing uses them). */
+export function sweepDeadSnapshots(engine: Engine): number {
+  const plans = planSnapshotSweep(engine, {});
+  for (const p of plans) p.run();
+  return plans.length;
+}
+
+function safeList(dir: string): string[] {
+  try {
+    return statSync(dir).isDirectory() ? readdirSync(dir) : [];
+  } catch {
+    return [];
+  }
+}
