@@ -88,7 +88,9 @@ describe('implement_review', () => {
     // Each review ran read-only in the workspace and saw the diff under review and LightWorker's verification of it.
     const reviewPrompts = lines(reviewLog);
     expect(reviewPrompts).toHaveLength(2);
-    expect(reviewPrompts[0].cwd).toBe(h.repo);
+    // The reviewer reads the repository, not the implementer's worktree: a linked CLI (no enforced
+    // read-only sandbox) reads it through a disposable snapshot of the checkout.
+    expect(reviewPrompts[0].cwd.startsWith(join(h.home, 'snapshots') + '/')).toBe(true);
     expect(reviewPrompts[0].prompt).toMatch(/^\+helo$/m);
     expect(reviewPrompts[0].prompt).toContain('LightWorker verification: PASSED');
     expect(reviewPrompts[1].prompt).toMatch(/^\+hello$/m);
