@@ -84,4 +84,25 @@ describe('Claude Code asks permission through LightWorker (real CLI, scripted ga
     expect(t.result).toMatchObject({ summary: 'Continued without the command.' });
     console.info(`claude-code permission (CLI deny): task ${id} session before ${before} after ${t.sessionId}`);
   });
+
+  it('a read-only task (run in a disposable snapshot) whose request is denied resumes the same session in a new attempt', { timeout: T }, async (ctx) => {
+    if (why) ctx.skip();
+    const r = await h.call('delegate_task', {
+      objective: 'Look around, then create granted.txt with a node one-liner. [[script:perm]]', workspace: h.repo, kind: 'explore', mode: 'auto_execute',
+      worker: 'claude-code', gateway: 'fake', model: 'claude-sonnet-4-5',
+    });
+    const id = r.task.id as string;
+    await runUntilIdle();
+    let t = task(id);
+    if (t.status === 'waiting_input') {
+      expect((await cli(['answer', id, '--deny', 'read-only'])).code).toBe(0);
+      await runUntilIdle();
+      t = task(id);
+    }
+    expect(t.status, JSON.stringify(t.error)).toBe('completed');
+    const seen = sessions(id);
+    expect(seen.length).toBe(2);
+    expect(seen[1]).toBe(seen[0]);
+    expect(existsSync(join(h.repo, 'granted.txt'))).toBe(false);
+  });
 });
