@@ -21,10 +21,30 @@ const gatewaySchema = z.strictObject({
   wire_api: z.enum(['responses', 'messages', 'chat']).optional(),
 });
 
-const linkedWorkerSchema = z.strictObject({
-  command: z.array(z.string()).min(1),
-  resume: z.array(z.string()).min(1).optional(),
-  max_concurrency: z.number().int().min(1).max(64).default(2),
+/** Built-in workers that run an external CLI: a `[workers.<name>]` block may replace its binary (`command`). */
+export const BUILTIN_CLI_WORKERS: readonly string[] = ['codex', 'claude-code', 'opencode'];
+
+const ARGV_HINT = 'must be a non-empty argv array of strings, e.g. ["/opt/agent/bin/agent", "--flag"]';
+const argvSchema = z.array(z.string({ error: ARGV_HINT }).min(1, 'must not contain an empty string'), { error: ARGV_HINT }).min(1, ARGV_HINT);
+
+/**
+ * `[workers.NAME]`: a linked CLI (argv template with {prompt}), or for a built-in CLI worker the binary
+ * it runs (`command` = the binary and leading arguments put before the adapter's own; no `resume`).
+ */
+const workerSchema = z.strictObject({
+  command: argvSchema,
+  resume: argvSchema.optional(),
+  /** Unset: 2 for a linked CLI, the adapter's own for a built-in one. */
+  max_concurrency: z.number().int().min(1).max(64).optional(),
+});
+
+const workersSchema = z.record(z.string(), workerSchema).superRefine((workers, ctx) => {
+  for (const [name, w] of Object.entries(workers)) {
+    if (name === 'mock') ctx.addIssue({ code: 'custom', path: [name], message: 'the built-in mock worker runs no external binary and cannot be configured' });
+    else if (BUILTIN_CLI_WORKERS.includes(name) && w.resume) {
+      ctx.addIssue({ code: 'custom', path: [name, 'resume'], message: `built-in worker ${name} resumes its own sessions; only command and max_concurrency may be set` });
+    }
+  }
 });
 
 /** Per-repository worktree setup (`.lightworker/setup.toml`, or `[setup."<repo path>"]` here). */
@@ -69,7 +89,7 @@ export const configSchema = z.strictObject({
     .prefault({}),
   profiles: z.record(z.string(), profileSchema).default({}),
   gateways: z.record(z.string(), gatewaySchema).default({}),
-  workers: z.record(z.string(), linkedWorkerSchema).default({}),
+  workers: workersSchema.default({}),
   worktrees: z
     .strictObject({
       ttl_hours: z.number().min(0).default(72),
@@ -163,6 +183,8 @@ reasoning = "gpt-5.5"           # every other effort
 # [workers.myagent]
 # command = ["myagent", "run", "{prompt}"]
 # resume = ["myagent", "resume", "{session}", "{prompt}"]
+# [workers.codex]                  # a built-in CLI (codex, claude-code, opencode) outside PATH:
+# command = ["/opt/codex/bin/codex"] # its binary (+ leading args); the adapter adds its own arguments
 
 [worktrees]
 ttl_hours = 72

@@ -12,8 +12,11 @@ export interface WorkerAdapter {
   readonly maxConcurrency: number;
   /** False when a turn cannot continue a native session (a linked CLI without a resume template). */
   readonly resumable?: boolean;
-  /** Never runs a model: looks for the binary, its version, credentials where knowable. */
-  detect(): Promise<WorkerInfo>;
+  /**
+   * Never runs a model: looks for the binary, its version, credentials where knowable. `command`: the
+   * configured argv of a built-in CLI (`[workers.<name>] command`) instead of the binary found by name.
+   */
+  detect(command?: readonly string[] | null): Promise<WorkerInfo>;
   /** argv + env for one turn (a first turn, or a follow-up when `turn.resumeSessionId` is set). */
   buildSpawn(turn: WorkerTurn): Promise<SpawnSpec>;
   /** A parser for this turn's stdout, fed one line at a time. */
@@ -62,6 +65,8 @@ export interface WorkerTurn {
   gateway: GatewayRoute | null;
   /** The minimal environment every worker starts from (PATH, HOME, locale, LIGHTWORKER_DEPTH…). */
   baseEnv: Record<string, string>;
+  /** Built-in CLIs: the configured binary + leading args (`[workers.<name>] command`); unset: found by name. */
+  command?: readonly string[] | null;
 }
 
 export interface SpawnSpec {

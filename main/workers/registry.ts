@@ -16,15 +16,31 @@ export const LINKED_PREFIX = 'workers.linked.';
 /** Linked workers: from `lightworker workers link` (settings) and config.toml [workers.NAME]. */
 export function linkedSpecs(engine: Engine): LinkedWorkerSpec[] {
   const fromDb = settingsWithPrefix<LinkedWorkerSpec>(engine.db, LINKED_PREFIX).map((s) => s.value);
-  const fromConfig = Object.entries(engine.config.workers).map(([name, w]) => ({ name, command: w.command, resume: w.resume, maxConcurrency: w.max_concurrency }));
+  const fromConfig = Object.entries(engine.config.workers)
+    .filter(([name]) => !BUILTIN_ADAPTERS.has(name))
+    .map(([name, w]) => ({ name, command: w.command, resume: w.resume, maxConcurrency: w.max_concurrency }));
   const seen = new Set(fromDb.map((s) => s.name));
   return [...fromDb, ...fromConfig.filter((s) => !seen.has(s.name))];
+}
+
+/**
+ * A built-in CLI adapter running the binary config.toml names (`[workers.<name>] command`: the binary and
+ * leading arguments, before the adapter's own) and, when set there, its own max_concurrency.
+ */
+function withConfiguredCommand(adapter: WorkerAdapter, command: readonly string[], maxConcurrency: number | undefined): WorkerAdapter {
+  return {
+    ...adapter,
+    maxConcurrency: maxConcurrency ?? adapter.maxConcurrency,
+    detect: () => adapter.detect(command),
+    buildSpawn: (turn) => adapter.buildSpawn({ ...turn, command }),
+  };
 }
 
 /** The adapter for a worker name, or `worker_missing`. */
 export function resolveAdapter(engine: Engine, name: string): WorkerAdapter {
   const builtin = BUILTIN_ADAPTERS.get(name);
-  if (builtin) return builtin;
+  const configured = engine.config.workers[name];
+  if (builtin) return configured ? withConfiguredCommand(builtin, configured.command, configured.max_concurrency) : builtin;
   const stored = getSetting<LinkedWorkerSpec>(engine.db, LINKED_PREFIX + name);
   if (stored) return linkedAdapter(stored);
   const cfg = engine.config.workers[name];
