@@ -1,9 +1,11 @@
 // Scheduler figures (issues 3 and 13), with the instant fake worker (test/fixtures/instant-codex.sh run as
 // the codex adapter's binary through config.toml `[workers.codex] command`), so every figure is
 // LightWorker's own overhead. The leader is the shipped CLI (`lightworker run`, built bundle) in its own
-// process; the bench process plays the other process (submitting, waiting). Wall-clock figures are
+// process, started as an MCP session starts its background runner (with LEADER_V8_FLAGS; a `lightworker
+// run` typed by hand lacks them: about 10 MiB more peak RSS); the bench process plays the other process
+// (submitting, waiting). Wall-clock figures are
 // noisy on a busy machine: CPU (from /proc) and counts are the steadier ones.
-import type { ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -12,7 +14,8 @@ import { runCommand } from '../../main/commands/table.js';
 import { loadConfig } from '../../main/core/config.js';
 import { waitTasks } from '../../main/scheduler/wait.js';
 import { listEvents } from '../../main/store/events.js';
-import { startCli } from '../helpers/cli.js';
+import { leaderExecArgv } from '../../main/scheduler/background.js';
+import { BIN, startCli } from '../helpers/cli.js';
 import { makeHome, tempDir, type TestHome } from '../helpers/env.js';
 import { exited, until } from '../helpers/procs.js';
 
@@ -85,10 +88,15 @@ function fakeRuns(log: string): Map<string, { start: number; end: number }> {
 
 const call = (h: TestHome, name: string, input: unknown) => runCommand(COMMANDS, { engine: h.engine, face: 'cli', depth: 0 }, name, input) as Promise<any>;
 
+/** A leader as LightWorker starts one in the background for an MCP session (its V8 flags included). */
+function startLeader(args: string[], h: TestHome): ChildProcess {
+  return spawn(process.execPath, [...leaderExecArgv([]), BIN, ...args], { env: { ...process.env, LIGHTWORKER_HOME: h.home }, stdio: 'ignore' });
+}
+
 /** A `run --until-idle` leader over `h` to its exit: wall ms, CPU ms, peak RSS KiB. */
 async function leadUntilIdle(h: TestHome): Promise<{ wallMs: number; cpuMs: number; hwmKiB: number }> {
   const t = performance.now();
-  const leader = startCli(['run', '--until-idle'], { home: h.home });
+  const leader = startLeader(['run', '--until-idle'], h);
   const w = watchProcess(leader.pid!);
   const code = await exited(leader);
   const wallMs = performance.now() - t;
@@ -162,7 +170,7 @@ async function latency(figures: Record<string, number>): Promise<void> {
   const h = benchHome(log);
   let leader: ChildProcess | null = null;
   try {
-    leader = startCli(['run'], { home: h.home });
+    leader = startLeader(['run'], h);
     const w = watchProcess(leader.pid!);
     await until(() => Boolean(h.engine.db.prepare("SELECT 1 FROM leases WHERE expires_at > ?").get(Date.now())), 30_000, 'leader lease');
     await lone(h, log, 3); // warm-up: first git calls, first spawns
