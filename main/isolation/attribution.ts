@@ -2,7 +2,7 @@ import { accessSync, constants } from 'node:fs';
 import { isAbsolute, join, relative } from 'node:path';
 import type { Engine } from '../engine.js';
 import { latestSeq, listEvents } from '../store/events.js';
-import { getTask } from '../store/tasks.js';
+import { getTaskState } from '../store/tasks.js';
 import { ACTIVE, type Task } from '../tasks/types.js';
 import { commonGitDir, gitTry } from './git-exec.js';
 import { withRepoLock } from './repo-lock.js';
@@ -66,7 +66,7 @@ const isReadOnly = (kind: Task['kind']) => kind !== 'execute';
 const identity = (task: Task) => ({ taskId: task.id, attempt: task.attempt, kind: task.kind, workspace: task.workspace });
 
 function isActive(engine: Engine, w: Watch): boolean {
-  const t = getTask(engine.db, w.taskId);
+  const t = getTaskState(engine.db, w.taskId);
   return Boolean(t && t.attempt === w.attempt && ACTIVE.has(t.status));
 }
 
@@ -170,7 +170,7 @@ function couldHaveMade(engine: Engine, w: Watch, change: SourceChange): boolean 
   if (keyedState(w.before)[change.key] === change.after) return false; // it started with this state
   // In a turn (its first, or a repair turn after an inspection): its own next check compares from its
   // start, so it will see this change too.
-  const t = getTask(engine.db, w.taskId);
+  const t = getTaskState(engine.db, w.taskId);
   const inTurn = t?.attempt === w.attempt && (t.status === 'running' || (w.after === null && ACTIVE.has(t.status)));
   if (inTurn) return true;
   return w.after !== null && keyedState(w.after)[change.key] === change.after; // it ended holding exactly this state

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { makeRepo } from '../helpers/env.js';
-import { StdioChild } from '../integration/mcp.helpers.js';
+import { realisticTask, StdioChild } from '../integration/mcp.helpers.js';
 
 const CALLS = 300;
 
@@ -47,15 +47,7 @@ export async function run(): Promise<Record<string, number | string>> {
     // list_tasks of 100 realistic tasks, the default call: the records' bytes and the whole answer on the wire.
     // Execute tasks await approval, so no background runner starts running them during the bench.
     {
-      const tasks = Array.from({ length: 100 }, (_, i) => ({
-        name: `audit module ${i}: find dead exports and unused dependencies`,
-        objective: `Read src/module-${i} and its tests. List every exported function that nothing imports, every dependency in package.json that no file under src/module-${i} uses, and every TODO older than the last release. `.repeat(3),
-        workspace: repo,
-        kind: 'execute',
-        success_criteria: ['every finding names a file and line', 'no file is changed'],
-        verify: [['npm', 'test', '--', `module-${i}`]],
-        metadata: { ticket: `LW-${1000 + i}`, area: 'maintenance' },
-      }));
+      const tasks = Array.from({ length: 100 }, (_, i) => realisticTask(repo, i, 'execute'));
       const r = await c.callTool('delegate_batch', { tasks });
       if (r.result.isError) throw new Error(`delegate_batch failed: ${JSON.stringify(r.result)}`);
     }

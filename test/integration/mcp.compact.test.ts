@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { COMMANDS } from '../../main/commands/index.js';
 import { MCP_ANSWER_BYTES } from '../../main/commands/answer-budget.js';
 import { SUMMARY_ERROR_CHARS } from '../../main/tasks/summary.js';
-import { inMemory, type McpHarness, type ToolResult } from './mcp.helpers.js';
+import { inMemory, realisticTask, type McpHarness, type ToolResult } from './mcp.helpers.js';
 
 // Compact agent answers (issue 13): a tools/list and list_tasks/wait_tasks results that fit a
 // client's context, with nothing cut by the client.
@@ -17,17 +17,6 @@ const bytes = (v: unknown) => Buffer.byteLength(JSON.stringify(v));
 const SUMMARY_KEYS = ['id', 'name', 'status', 'kind', 'worker', 'updatedAt', 'error', 'waitingOn'];
 
 /** A realistic task as an agent delegates it: a paragraph of instructions, criteria and verify commands. */
-function realisticTask(repo: string, i: number) {
-  return {
-    name: `audit module ${i}: find dead exports and unused dependencies`,
-    objective: `Read src/module-${i} and its tests. List every exported function that nothing imports, every dependency in package.json that no file under src/module-${i} uses, and every TODO older than the last release. `.repeat(3),
-    workspace: repo,
-    kind: 'explore',
-    success_criteria: ['every finding names a file and line', 'no file is changed'],
-    verify: [['npm', 'test', '--', `module-${i}`]],
-    metadata: { ticket: `LW-${1000 + i}`, area: 'maintenance' },
-  };
-}
 
 /** Delegate `n` tasks in batches of 100 (the batch maximum); ids newest last. */
 async function delegateMany(harness: McpHarness, n: number, make: (i: number) => Record<string, unknown>): Promise<string[]> {

@@ -13,19 +13,24 @@ const FAKE = fileURLToPath(new URL('../fixtures/instant-codex.sh', import.meta.u
 let h: TestHome;
 afterEach(() => h?.cleanup());
 
+/** One explore task on the codex worker, run by an in-process scheduler to its end; the task then. */
+async function runOneCodexTask() {
+  const { task } = await h.call('delegate_task', { objective: 'look around', kind: 'explore', workspace: h.repo, worker: 'codex' });
+  const svc = await startSchedulerService(h.engine);
+  try {
+    await waitTasks(h.engine, [task.id], 60_000);
+  } finally {
+    await svc.stop();
+  }
+  return (await h.call('get_task', { id: task.id })).task;
+}
+
 describe('a built-in worker with a configured command', () => {
   it('runs the configured binary with its leading arguments before the adapter own, and lists it', async () => {
     h = makeHome();
     // `bash` found on PATH, the script as a leading argument: both halves of the argv prefix are used.
     h.configure(`[workers.codex]\ncommand = ["bash", ${JSON.stringify(FAKE)}]\nmax_concurrency = 7\n`);
-    const { task } = await h.call('delegate_task', { objective: 'look around', kind: 'explore', workspace: h.repo, worker: 'codex' });
-    const svc = await startSchedulerService(h.engine);
-    try {
-      await waitTasks(h.engine, [task.id], 60_000);
-    } finally {
-      await svc.stop();
-    }
-    const done = (await h.call('get_task', { id: task.id })).task;
+    const done = await runOneCodexTask();
     expect(done.error).toBeNull();
     expect(done.status).toBe('completed');
     expect(done.sessionId).toBe('t-instant'); // the fake's thread id: the real codex never ran
@@ -44,14 +49,7 @@ describe('a built-in worker with a configured command', () => {
     const codex = (await h.call('list_workers')).workers.find((w: { name: string }) => w.name === 'codex');
     expect(codex.installed).toBe(false);
     expect(codex.reason).toMatch(/\/nonexistent\/bin\/codex.*\[workers\.codex\] command/);
-    const { task } = await h.call('delegate_task', { objective: 'look around', kind: 'explore', workspace: h.repo, worker: 'codex' });
-    const svc = await startSchedulerService(h.engine);
-    try {
-      await waitTasks(h.engine, [task.id], 60_000);
-    } finally {
-      await svc.stop();
-    }
-    const failed = (await h.call('get_task', { id: task.id })).task;
+    const failed = await runOneCodexTask();
     expect(failed.status).toBe('failed');
     expect(failed.error).toMatchObject({ code: 'worker_missing', message: expect.stringMatching(/\[workers\.codex\] command/) });
   });
