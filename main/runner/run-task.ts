@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { isAppError } from '../core/errors.js';
 import type { Engine } from '../engine.js';
 import { inspectChanges, prepareWorkspace, runVerification, type VerifyReport } from '../isolation/workspace.js';
+import { prep } from '../store/db.js';
 import { appendEvent } from '../store/events.js';
 import { getTask, updateTaskFields } from '../store/tasks.js';
 import { unsealTask } from '../tasks/secrets.js';
@@ -91,16 +92,20 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
         ...ws.env,
       }),
     };
-    engine.write(() => recordPrompt(engine, task, prompt, baseTurn));
-
-    let turn = await runWorkerTurn(ctx, adapter, resume ? resumedTurn(engine, adapter, baseTurn, resume, ws.kept === true) : baseTurn, 'starting');
+    // Recorded in the transaction that marks the worker spawned (one write less per task), or on its own
+    // if the worker never starts.
+    const record = () => recordPrompt(engine, task, prompt, baseTurn);
+    let turn = await runWorkerTurn(ctx, adapter, resume ? resumedTurn(engine, adapter, baseTurn, resume, ws.kept === true) : baseTurn, 'starting', record);
     let repairsLeft = engine.config.verify.auto_repair;
+    let pendingChanges: (() => void) | null = null;
     for (;;) {
       engine.write(() => transition(engine.db, task.id, 'running', 'verifying', { reason: 'worker finished' }));
       const changes = await inspectChanges(engine, task, ws);
-      engine.write(() =>
-        appendEvent(engine.db, task.id, 'task.changes', { changedFiles: changes.changedFiles.slice(0, 200), empty: changes.empty, violations: changes.violations, diff: changes.diffArtifact }),
-      );
+      const changesEvent = () =>
+        appendEvent(engine.db, task.id, 'task.changes', { changedFiles: changes.changedFiles.slice(0, 200), empty: changes.empty, violations: changes.violations, diff: changes.diffArtifact });
+      // Without verify commands the next write is the completion: the event goes into it (one write less).
+      if (!changes.ok || task.verify.length) engine.write(changesEvent);
+      else pendingChanges = changesEvent;
       if (!changes.ok) throw new StopTask('failed', 'boundary_violation', `changes outside the task's boundary: ${changes.violations.join(', ')}`);
       checkAbort(ctx);
       const verify: VerifyReport = await runVerification(engine, task, ws, ctx.signal);
@@ -118,6 +123,7 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
     const parsed = parseResult(task.kind, turn.finalText);
     if (task.kind === 'plan' && !parsed.schemaValid) throw new StopTask('failed', 'invalid_plan', `the planner's answer is not a valid plan: ${parsed.problem}`);
     engine.write(() => {
+      pendingChanges?.();
       const done = transition(engine.db, task.id, 'verifying', 'completed', {
         reason: parsed.schemaValid ? 'verified' : `verified; result not schema-valid (${parsed.problem})`,
         fields: { result: parsed.result, schemaValid: parsed.schemaValid, pid: null },
@@ -153,22 +159,34 @@ function resumedTurn(engine: Engine, adapter: WorkerAdapter, base: WorkerTurn, r
   return { ...base, prompt: buildResumePrompt({ interruptedBy: resume.interruptedBy, kind: task.kind }), resumeSessionId: resume.sessionId };
 }
 
-/** One worker turn, with the task moved to running once the process exists. */
-async function runWorkerTurn(ctx: RunContext, adapter: WorkerAdapter, turn: WorkerTurn, from: 'starting' | 'running'): Promise<TurnResult> {
+/**
+ * One worker turn, with the task moved to running once the process exists. `alsoOnSpawn` is written in
+ * that same transaction (or in one of its own when no process starts).
+ */
+async function runWorkerTurn(ctx: RunContext, adapter: WorkerAdapter, turn: WorkerTurn, from: 'starting' | 'running', alsoOnSpawn?: () => void): Promise<TurnResult> {
   const { engine } = ctx;
   const id = turn.task.id;
+  let extra = alsoOnSpawn ?? null;
+  const writeExtra = () => {
+    const fn = extra;
+    extra = null;
+    fn?.();
+  };
   const result = await runTurn(adapter, turn, {
     signal: ctx.signal,
     killGraceMs: ctx.killGraceMs,
     rawLogPath: join(turn.runDir, 'stdout.jsonl'),
     onSpawn: (pid, startTime) => {
       engine.write(() => {
+        writeExtra();
         if (from === 'starting') transition(engine.db, id, 'starting', 'running', { reason: 'worker spawned', fields: { pid, pidStart: startTime }, event: { pid } });
         else updateTaskFields(engine.db, id, { pid, pidStart: startTime });
-        engine.db.prepare('UPDATE attempts SET status = ?, pid = ?, pid_start = ? WHERE task_id = ? AND attempt = ?').run('running', pid, startTime, id, turn.task.attempt);
+        prep(engine.db, 'UPDATE attempts SET status = ?, pid = ?, pid_start = ? WHERE task_id = ? AND attempt = ?').run('running', pid, startTime, id, turn.task.attempt);
       });
     },
     onEvents: (events) => persistEvents(engine, id, events),
+  }).finally(() => {
+    if (extra) engine.write(writeExtra);
   });
   if (result.aborted) throw abortError(result.aborted);
   if (!result.ok) {
@@ -202,9 +220,7 @@ function persistEvents(engine: Engine, id: string, events: NormalizedEvent[]): v
       }
     }
     if (input || cached || output || cost !== null) {
-      engine.db
-        .prepare('UPDATE tasks SET input_tokens = input_tokens + ?, cached_tokens = cached_tokens + ?, output_tokens = output_tokens + ?, cost_usd = CASE WHEN ? IS NULL THEN cost_usd ELSE COALESCE(cost_usd, 0) + ? END WHERE id = ?')
-        .run(input, cached, output, cost, cost, id);
+      prep(engine.db, 'UPDATE tasks SET input_tokens = input_tokens + ?, cached_tokens = cached_tokens + ?, output_tokens = output_tokens + ?, cost_usd = CASE WHEN ? IS NULL THEN cost_usd ELSE COALESCE(cost_usd, 0) + ? END WHERE id = ?').run(input, cached, output, cost, cost, id);
     }
   });
 }
@@ -228,7 +244,7 @@ function checkAbort(ctx: RunContext): void {
 }
 
 function endAttempt(engine: Engine, task: Task, status: string, errorCode: string | null): void {
-  engine.db.prepare('UPDATE attempts SET status = ?, error_code = ?, ended_at = ? WHERE task_id = ? AND attempt = ?').run(status, errorCode, Date.now(), task.id, task.attempt);
+  prep(engine.db, 'UPDATE attempts SET status = ?, error_code = ?, ended_at = ? WHERE task_id = ? AND attempt = ?').run(status, errorCode, Date.now(), task.id, task.attempt);
 }
 
 function finishWithError(ctx: RunContext, task: Task, err: unknown): TaskStatus {

@@ -9,6 +9,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ensureBuild } from '../../scripts/build-state.js';
 import { COMMANDS } from '../../main/commands/index.js';
 import { runCommand } from '../../main/commands/table.js';
 import { loadConfig } from '../../main/core/config.js';
@@ -90,7 +91,9 @@ const call = (h: TestHome, name: string, input: unknown) => runCommand(COMMANDS,
 
 /** A leader as LightWorker starts one in the background for an MCP session (its V8 flags included). */
 function startLeader(args: string[], h: TestHome): ChildProcess {
-  return spawn(process.execPath, [...leaderExecArgv([]), BIN, ...args], { env: { ...process.env, LIGHTWORKER_HOME: h.home }, stdio: 'ignore' });
+  // As installed: the bundle is current (ensureBuild in run()), so no source-hash check at each start.
+  const env = { ...process.env, LIGHTWORKER_HOME: h.home, LIGHTWORKER_NO_BUILD_CHECK: '1' };
+  return spawn(process.execPath, [...leaderExecArgv([]), BIN, ...args], { env, stdio: 'ignore' });
 }
 
 /** A `run --until-idle` leader over `h` to its exit: wall ms, CPU ms, peak RSS KiB. */
@@ -229,6 +232,7 @@ async function cancel(figures: Record<string, number>): Promise<void> {
 }
 
 export async function run(): Promise<Record<string, number>> {
+  await ensureBuild();
   const figures: Record<string, number> = {};
   await drain(figures);
   await latency(figures);
