@@ -24,6 +24,7 @@ const FAKE = process.env.LIGHTWORKER_BENCH_CODEX ?? fileURLToPath(new URL('../fi
 const DRAIN = Number(process.env.LIGHTWORKER_BENCH_DRAIN ?? 200);
 const LONE = Number(process.env.LIGHTWORKER_BENCH_LONE ?? 30);
 const WAITING = Number(process.env.LIGHTWORKER_BENCH_WAITING ?? 10_000);
+type Figures = Record<string, number | string>;
 const TICK_MS = 10; // /proc/PID/stat counts CPU in clock ticks (100 per second)
 
 function pct(xs: number[], p: number): number {
@@ -31,23 +32,42 @@ function pct(xs: number[], p: number): number {
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
 }
 
-/** A home whose codex worker is the instant fake (its start/end times logged to `log`), concurrency 4 in one repository. */
-function benchHome(log: string): TestHome {
+/**
+ * A home whose codex worker is the instant fake, concurrency 4 in one repository. With `log`, the fake
+ * logs its start and end times there (through `env`, one exec more per task: the worker gets a minimal
+ * environment).
+ */
+function benchHome(log: string | null): TestHome {
   const h = makeHome();
+  const command = log ? ['env', `INSTANT_CODEX_LOG=${log}`, FAKE] : [FAKE];
   writeFileSync(
     h.engine.home.config,
     `[scheduler]\nmax_concurrency = 4\nper_repository = 4\nper_root = 4\ndefault_worker = "codex"\n` +
-      `[workers.codex]\ncommand = ["env", ${JSON.stringify(`INSTANT_CODEX_LOG=${log}`)}, ${JSON.stringify(FAKE)}]\n`,
+      `[workers.codex]\ncommand = ${JSON.stringify(command)}\n`,
   );
   h.engine.config = loadConfig(h.engine.home.config);
   return h;
 }
 
-/** CPU time (user + system, ms) and peak RSS (VmHWM, KiB) of a live process, sampled until stop(). */
+/**
+ * CPU time (user + system, ms), peak RSS (VmHWM, KiB) and peak private memory (anonymous pages, KiB: RSS
+ * less the node executable's and libraries' shared file pages, ~40 MiB of any node process) of a live
+ * process, sampled until stop().
+ */
 function watchProcess(pid: number) {
   let cpuMs = 0;
   let hwmKiB = 0;
+  let anonKiB = 0;
+  let n = 0;
   const sample = () => {
+    if (n++ % 10 === 0) {
+      try {
+        const m = /^Anonymous:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'));
+        if (m) anonKiB = Math.max(anonKiB, Number(m[1]));
+      } catch {
+        // exited, or no smaps_rollup (kernel < 4.14)
+      }
+    }
     try {
       const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
       const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
@@ -61,8 +81,8 @@ function watchProcess(pid: number) {
   sample();
   const timer = setInterval(sample, 5);
   return {
-    now: () => (sample(), { cpuMs, hwmKiB }),
-    stop: () => (clearInterval(timer), { cpuMs, hwmKiB }),
+    now: () => (sample(), { cpuMs, hwmKiB, anonKiB }),
+    stop: () => (clearInterval(timer), { cpuMs, hwmKiB, anonKiB }),
   };
 }
 
@@ -97,29 +117,27 @@ function startLeader(args: string[], h: TestHome): ChildProcess {
 }
 
 /** A `run --until-idle` leader over `h` to its exit: wall ms, CPU ms, peak RSS KiB. */
-async function leadUntilIdle(h: TestHome): Promise<{ wallMs: number; cpuMs: number; hwmKiB: number }> {
+async function leadUntilIdle(h: TestHome): Promise<{ wallMs: number; cpuMs: number; hwmKiB: number; anonKiB: number }> {
   const t = performance.now();
   const leader = startLeader(['run', '--until-idle'], h);
   const w = watchProcess(leader.pid!);
   const code = await exited(leader);
   const wallMs = performance.now() - t;
-  const { cpuMs, hwmKiB } = w.stop();
+  const { cpuMs, hwmKiB, anonKiB } = w.stop();
   if (code !== 0) throw new Error(`run --until-idle exited ${code}`);
-  return { wallMs, cpuMs, hwmKiB };
+  return { wallMs, cpuMs, hwmKiB, anonKiB };
 }
 
-async function drain(figures: Record<string, number>): Promise<void> {
+async function drain(figures: Figures): Promise<void> {
   // The fixed cost of a leader (start, open, lease, nothing to do, exit), to take out of the per-task CPU.
-  const scratch = tempDir('lw-bench-log-');
-  const idle = benchHome(join(scratch.dir, 'idle.log'));
+  const idle = benchHome(null);
   let base: Awaited<ReturnType<typeof leadUntilIdle>>;
   try {
     base = await leadUntilIdle(idle);
   } finally {
     idle.cleanup();
   }
-  const log = join(scratch.dir, 'drain.log');
-  const h = benchHome(log);
+  const h = benchHome(null);
   try {
     const ids: string[] = [];
     for (let b = 0; b < DRAIN / 4; b++) {
@@ -132,16 +150,15 @@ async function drain(figures: Record<string, number>): Promise<void> {
     const status = listEvents(h.engine.db, { types: ['task.status'], limit: 100_000 }).events;
     const first = Math.min(...status.filter((e) => e.payload.to === 'starting').map((e) => e.ts));
     const last = Math.max(...status.filter((e) => e.payload.to === 'completed').map((e) => e.ts));
-    const runs = [...fakeRuns(log).values()];
     figures[`drain ${DRAIN} explore tasks @4, leader start to exit, s`] = run.wallMs / 1000;
     figures[`drain ${DRAIN}: first claim to last completion, s`] = (last - first) / 1000;
     figures['leader CPU per task (workers excluded), ms'] = (run.cpuMs - base.cpuMs) / DRAIN;
     figures['leader CPU of an idle run --until-idle (subtracted), ms'] = base.cpuMs;
     figures[`leader peak RSS, ${DRAIN} tasks, MiB`] = run.hwmKiB / 1024;
-    figures['fake worker runs seen'] = runs.length;
+    figures[`leader peak private (anonymous) memory, ${DRAIN} tasks, MiB`] = run.anonKiB / 1024;
+    figures['idle leader peak RSS / private, MiB'] = `${(base.hwmKiB / 1024).toFixed(1)} / ${(base.anonKiB / 1024).toFixed(1)}`;
   } finally {
     h.cleanup();
-    scratch.cleanup();
   }
 }
 
@@ -167,7 +184,7 @@ async function lone(h: TestHome, log: string, n: number): Promise<{ spawn: numbe
   return { spawn, wait, running, completed };
 }
 
-async function latency(figures: Record<string, number>): Promise<void> {
+async function latency(figures: Figures): Promise<void> {
   const scratch = tempDir('lw-bench-log-');
   const log = join(scratch.dir, 'lone.log');
   const h = benchHome(log);
@@ -196,7 +213,9 @@ async function latency(figures: Record<string, number>): Promise<void> {
     figures[`created → running p50, ${WAITING} tasks waiting, ms`] = pct(full.running, 50);
     figures[`${WAITING} waiting tasks add to created → running, %`] = (pct(full.running, 50) / pct(empty.running, 50) - 1) * 100;
     figures[`queued → worker spawned p50, ${WAITING} waiting, ms`] = pct(full.spawn, 50);
-    figures[`leader peak RSS, ${WAITING} tasks in the database, MiB`] = w.now().hwmKiB / 1024;
+    const mem = w.now();
+    figures[`leader peak RSS, ${WAITING} tasks in the database, MiB`] = mem.hwmKiB / 1024;
+    figures[`leader peak private (anonymous) memory, ${WAITING} tasks in the database, MiB`] = mem.anonKiB / 1024;
     w.stop();
   } finally {
     if (leader) {
@@ -209,7 +228,7 @@ async function latency(figures: Record<string, number>): Promise<void> {
 }
 
 /** Cancel → task cancelled with its tree killed, across processes (the mock worker sleeps until killed). */
-async function cancel(figures: Record<string, number>): Promise<void> {
+async function cancel(figures: Figures): Promise<void> {
   const h = makeHome();
   const leader = startCli(['run'], { home: h.home });
   try {
@@ -231,9 +250,9 @@ async function cancel(figures: Record<string, number>): Promise<void> {
   }
 }
 
-export async function run(): Promise<Record<string, number>> {
+export async function run(): Promise<Figures> {
   await ensureBuild();
-  const figures: Record<string, number> = {};
+  const figures: Figures = {};
   await drain(figures);
   await latency(figures);
   await cancel(figures);
@@ -242,6 +261,6 @@ export async function run(): Promise<Record<string, number>> {
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === resolve(process.argv[1])) {
   const figures = await run();
-  for (const [k, v] of Object.entries(figures)) process.stdout.write(`${k.padEnd(72)} ${Number(v.toFixed(2))}\n`);
+  for (const [k, v] of Object.entries(figures)) process.stdout.write(`${k.padEnd(72)} ${typeof v === 'number' ? Number(v.toFixed(2)) : v}\n`);
   process.exit(0);
 }
