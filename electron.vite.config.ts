@@ -44,11 +44,12 @@ export default defineConfig({
   main: {
     plugins: [
       {
-        // The mock worker's agent script is spawned by path (new URL('./mock-agent.mjs', import.meta.url)).
+        // The mock worker's agent and the vscode worker's client are spawned by path (new URL('./….mjs', import.meta.url)).
         name: 'lightworker-copy-mock-agent',
         writeBundle() {
           mkdirSync(r('out/main'), { recursive: true });
           copyFileSync(r('main/workers/mock-agent.mjs'), r('out/main/mock-agent.mjs'));
+          copyFileSync(r('main/workers/vscode-client.mjs'), r('out/main/vscode-client.mjs'));
         },
       },
       { name: 'lightworker-cli-commonjs', closeBundle: writeCliCommonJs },

@@ -1,9 +1,16 @@
-import { existsSync } from 'node:fs';
 import { defineConfig } from '@playwright/test';
+import { findChromium } from './test/e2e/chromium.js';
 
-/** System Chromium only: this project never downloads browsers (`npx playwright install` is not used). */
-export const CHROMIUM = process.env.LIGHTWORKER_CHROMIUM ?? '/usr/bin/chromium';
-export const HAS_CHROMIUM = existsSync(CHROMIUM);
+/**
+ * Never downloads browsers (`npx playwright install` is not used): LIGHTWORKER_CHROMIUM, else the system
+ * Chromium, else the one inside the @sparticuz/chromium npm package (test/e2e/chromium.ts).
+ */
+export const BROWSER = await findChromium();
+export const HAS_CHROMIUM = BROWSER.path !== null;
+/** Where the browser came from, or why none was found (for skip and failure messages). */
+export const CHROMIUM = BROWSER.path ?? BROWSER.source;
+
+const OUR_FLAGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 
 export default defineConfig({
   testDir: 'test/e2e',
@@ -19,8 +26,8 @@ export default defineConfig({
     headless: true,
     viewport: { width: 1360, height: 860 },
     launchOptions: {
-      ...(HAS_CHROMIUM ? { executablePath: CHROMIUM } : {}),
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      ...(BROWSER.path ? { executablePath: BROWSER.path } : {}),
+      args: [...new Set([...BROWSER.args, ...OUR_FLAGS])],
     },
     trace: 'off',
   },

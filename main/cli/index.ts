@@ -10,7 +10,7 @@ import { registerSchedulerCommands } from './scheduler.js';
 import { registerServeCommand } from '../http/serve-command.js';
 import { findPackageRoot } from '../http/static.js';
 import { registerMcpCommands } from './mcp.js';
-import { registerWorkerCommands } from './workers.js';
+import { registerGatewayCommands, registerWorkerCommands } from './workers.js';
 import { registerCachelabCommands } from './cachelab.js';
 
 /** The version in package.json: the one number `npm pack` and bin/lightworker.js's fast `--version` use too. */
@@ -44,6 +44,7 @@ export function buildProgram(): Command {
   registerServeCommand(program);
   registerMcpCommands(program);
   registerWorkerCommands(program);
+  registerGatewayCommands(program);
   registerCachelabCommands(program);
   for (const c of program.commands) c.exitOverride();
   return program;

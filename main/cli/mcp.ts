@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import { type Command, Option } from 'commander';
+import { addBudgetOptions, budgetOf } from './tasks.js';
 import { AppError } from '../core/errors.js';
 import type { CandidateReport } from '../orchestration/compare.js';
 import type { ClientSnippet } from '../mcp/client-config.js';
@@ -44,8 +45,7 @@ export function registerMcpCommands(program: Command): void {
       });
     });
 
-  program
-    .command('orchestrate')
+  addBudgetOptions(program.command('orchestrate'))
     .description('queue a planner that splits a goal into a task DAG')
     .argument('<goal...>')
     .option('-w, --workspace <dir>', 'git repository (default: current directory)')
@@ -65,6 +65,7 @@ export function registerMcpCommands(program: Command): void {
           reasoning_effort: o.effort,
           context_pack: o.contextPack,
           metadata: o.metadata,
+          budget: budgetOf(o),
         });
         if (o.json) printJson(r);
         else out(`${r.task.id}  ${r.task.status}  (planner; its plan becomes child tasks — follow with: lightworker tree ${r.task.id})`);

@@ -5,6 +5,7 @@ import { AppError } from '../core/errors.js';
 import type { TreeNode, VerificationSummary } from '../commands/tasks.js';
 import { STATUSES, type Task } from '../tasks/types.js';
 import { RETRY_STRATEGIES } from '../tasks/ops.js';
+import { formatRoute, type RouteRecord } from '../workers/route-record.js';
 import { collect, splitList, withEngine } from './context.js';
 import { ago, err, out, printJson, table } from './output.js';
 
@@ -31,7 +32,7 @@ function taskLine(t: Task): string[] {
   return [t.id, t.status, t.kind, t.worker, ago(t.createdAt), t.name];
 }
 
-export function printTask(t: Task & { waitingOn?: string[] }, verification?: VerificationSummary | null): void {
+export function printTask(t: Task & { waitingOn?: string[] }, verification?: VerificationSummary | null, route?: RouteRecord | null): void {
   const lines = [
     `${t.id}  ${t.status}${t.waitingOn?.length ? ` (waiting on approval of ${t.waitingOn.join(', ')})` : ''}`,
     `name:       ${t.name}`,
@@ -41,6 +42,7 @@ export function printTask(t: Task & { waitingOn?: string[] }, verification?: Ver
   ];
   if (t.dependsOn.length) lines.push(`depends on: ${t.dependsOn.join(', ')}`);
   if (t.worktreePath) lines.push(`worktree:   ${t.worktreePath} (${t.branch})`);
+  if (route) lines.push(`route:      ${formatRoute(route)}`);
   if (t.usage.inputTokens || t.usage.outputTokens) {
     lines.push(`usage:      ${t.usage.inputTokens} in (${t.usage.cachedTokens} cached), ${t.usage.outputTokens} out${t.usage.costUsd !== null ? `, $${t.usage.costUsd.toFixed(4)}` : ''}`);
   }
@@ -67,8 +69,7 @@ function printTree(nodes: TreeNode[], indent = ''): void {
 }
 
 export function registerTaskCommands(program: Command): void {
-  program
-    .command('submit')
+  addBudgetOptions(program.command('submit'))
     .description('queue a task (or a batch with --batch FILE)')
     .argument('[objective...]', 'what the worker should do')
     .option('--objective-file <file>', 'read the objective from a file')
@@ -76,7 +77,7 @@ export function registerTaskCommands(program: Command): void {
     .addOption(new Option('-k, --kind <kind>', 'plan | explore | review | execute').choices(['plan', 'explore', 'review', 'execute']))
     .option('-w, --workspace <dir>', 'git repository to work in (default: current directory)')
     .option('-n, --name <name>', 'short name')
-    .option('--worker <name>', 'worker CLI (mock, codex, claude-code, opencode, or a linked one)')
+    .option('--worker <name>', 'worker CLI (mock, codex, claude-code, opencode, vscode, or a linked one)')
     .option('--model <model>')
     .addOption(new Option('--effort <effort>', 'reasoning effort').choices(['low', 'medium', 'high', 'xhigh']))
     .option('--profile <name>')
@@ -134,6 +135,7 @@ export function registerTaskCommands(program: Command): void {
           context_pack: o.contextPack,
           metadata: o.metadata,
           parent_id: o.parent,
+          budget: budgetOf(o),
         };
         // --review-by: the execute task plus a review task chained on it (main/commands/orchestration.ts).
         const r = o.reviewBy ? await call('delegate_reviewed', { ...input, kind: 'execute', review_by: o.reviewBy }) : await call('delegate_task', input);
@@ -170,7 +172,7 @@ export function registerTaskCommands(program: Command): void {
       await withEngine(cmd, async (call) => {
         const r = await call('get_task', { id });
         if (o.json) printJson(r);
-        else printTask(r.task, r.verification);
+        else printTask(r.task, r.verification, r.route);
       });
     });
 
@@ -251,4 +253,18 @@ function readOptionFile(flag: string, path: string): string {
     const why = err.code === 'ENOENT' ? 'no such file' : err.code === 'EISDIR' ? 'is a directory' : err.code === 'EACCES' ? 'permission denied' : err.message;
     throw new AppError('invalid_input', `--${flag}: cannot read ${full}: ${why}`, { field: flag, path: full });
   }
+}
+
+/** `--max-concurrency/--max-attempts/--max-retries`: the budget of the task tree a submit or orchestrate creates. */
+export function addBudgetOptions(cmd: Command): Command {
+  return cmd
+    .option('--max-concurrency <n>', "tasks of this tree running at once (default scheduler.per_root)", parseIntOption('max-concurrency'))
+    .option('--max-attempts <n>', 'attempts each task of this tree may make', parseIntOption('max-attempts'))
+    .option('--max-retries <n>', 'retries the whole tree may spend (default limits.retry_budget)', parseIntOption('max-retries'));
+}
+
+/** The `budget` input from those options, or undefined when none was given. */
+export function budgetOf(o: { maxConcurrency?: number; maxAttempts?: number; maxRetries?: number }): { concurrency?: number; attempts?: number; retries?: number } | undefined {
+  const b = { concurrency: o.maxConcurrency, attempts: o.maxAttempts, retries: o.maxRetries };
+  return Object.values(b).some((v) => v !== undefined) ? b : undefined;
 }

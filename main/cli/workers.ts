@@ -3,6 +3,7 @@ import type { WorkerListing } from '../commands/workers.js';
 import { AppError } from '../core/errors.js';
 import { withEngine } from './context.js';
 import { out, printJson, table } from './output.js';
+import { GATEWAY_PRESETS } from '../workers/gateway-presets.js';
 
 function jsonArgv(name: string) {
   return (v: string): string[] => {
@@ -36,7 +37,7 @@ export function registerWorkerCommands(program: Command): void {
             ['worker', 'installed', 'version', 'auth', 'sessions', 'schema', 'sandbox', 'note'],
             r.workers.map((w) => [
               w.name, yesNo(w.installed), w.version ?? '-', yesNo(w.authenticated), yesNo(w.capabilities.sessions), yesNo(w.capabilities.structuredOutput),
-              w.capabilities.sandboxModes.join(',') || '-', w.reason ?? w.authSource ?? w.command ?? '',
+              w.capabilities.sandboxModes.join(',') || '-', w.reason ?? (w.auth.ok ? w.auth.source : `${w.auth.source}: ${w.auth.hint}`),
             ]),
           ),
         );
@@ -67,6 +68,25 @@ export function registerWorkerCommands(program: Command): void {
         const r = await call('unlink_worker', { name });
         if (o.json) printJson(r);
         else out(`unlinked ${name}`);
+      });
+    });
+}
+
+/** `lightworker gateways add PRESET [--name N] [--base-url U] [--key-env V]`. */
+export function registerGatewayCommands(program: Command): void {
+  const gateways = program.command('gateways').description('model gateways ([gateways.NAME] in config.toml)');
+  gateways
+    .command('add <preset>')
+    .description(`append a ready-made gateway block to config.toml (presets: ${Object.entries(GATEWAY_PRESETS).map(([k, p]) => `${k} — ${p.description}`).join('; ')})`)
+    .option('--name <name>', 'gateway name (default: the preset name)')
+    .option('--base-url <url>', "override the preset's base URL")
+    .option('--key-env <var>', "override the variable that holds the key")
+    .option('--json')
+    .action(async (preset: string, o, cmd: Command) => {
+      await withEngine(cmd, async (call) => {
+        const r = (await call('add_gateway', { preset, name: o.name, base_url: o.baseUrl, key_env: o.keyEnv })) as { gateway: string; path: string; block: string };
+        if (o.json) return printJson(r);
+        out(`added [gateways.${r.gateway}] to ${r.path}:\n\n${r.block}`);
       });
     });
 }

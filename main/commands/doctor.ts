@@ -7,6 +7,7 @@ import { currentLease } from '../scheduler/lease.js';
 import { SCHEMA_VERSION, schemaVersion } from '../store/db.js';
 import { allWorkerNames, resolveAdapter } from '../workers/registry.js';
 import { defineCommand, type CommandContext } from './table.js';
+import { workerAuth } from './workers.js';
 
 export interface DoctorCheck {
   name: string;
@@ -71,6 +72,7 @@ const INSTALL_HINT: Record<string, string> = {
   codex: 'npm install -g @openai/codex',
   'claude-code': 'npm install -g @anthropic-ai/claude-code',
   opencode: 'npm install -g opencode-ai',
+  vscode: 'npm run vscode:package, install vscode-extension/lightworker-vscode-bridge.vsix in VS Code, open the repository there',
 };
 
 /** Every worker: installed and its version (detection never runs a model). Missing CLIs only warn. */
@@ -79,7 +81,13 @@ async function workerChecks(ctx: CommandContext): Promise<DoctorCheck[]> {
     allWorkerNames(ctx.engine).map(async (name): Promise<DoctorCheck> => {
       try {
         const info = await resolveAdapter(ctx.engine, name).detect();
-        if (info.installed) return { name: `worker ${name}`, ok: true, detail: `${info.version ?? 'installed'}${info.command ? ` (${info.command})` : ''}` };
+        if (info.installed) {
+          const auth = workerAuth(ctx, name);
+          const detail = `${info.version ?? 'installed'}${info.command ? ` (${info.command})` : ''}; auth: ${auth.source}`;
+          // A worker without credentials warns with the exact fix; a note (an ignored base URL) rides along.
+          if (!auth.ok) return { name: `worker ${name}`, ok: false, optional: true, detail: `${detail}: not usable without credentials`, fix: auth.hint ?? undefined };
+          return { name: `worker ${name}`, ok: true, detail: auth.hint ? `${detail} (note: ${auth.hint})` : detail };
+        }
         return { name: `worker ${name}`, ok: false, optional: true, detail: info.reason ?? 'not installed', fix: INSTALL_HINT[name] ?? 'install it, or fix its command with `lightworker workers link`' };
       } catch (err) {
         return { name: `worker ${name}`, ok: false, optional: true, detail: (err as Error).message };

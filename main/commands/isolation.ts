@@ -1,7 +1,9 @@
 import { z } from 'zod';
 import { acceptTask } from '../isolation/accept.js';
 import { DIFF_CAP_BYTES, taskDiff } from '../isolation/diff.js';
+import { openInEditor } from '../isolation/editor.js';
 import { pruneWorkspaces } from '../isolation/prune.js';
+import { requireTask } from '../store/tasks.js';
 import { TASK_ID } from '../tasks/schema.js';
 import { defineCommand, FACE_LABELS, requirePersonOrAllowed } from './table.js';
 
@@ -64,4 +66,14 @@ export const pruneWorkspacesCommand = defineCommand({
   },
 });
 
-export const ISOLATION_COMMANDS = [acceptTaskCommand, getTaskDiff, pruneWorkspacesCommand];
+export const openInEditorCommand = defineCommand({
+  name: 'open_in_editor',
+  description: "Open a task's worktree (else its workspace) in the user's editor ([editor] command, $VISUAL, $EDITOR, code).",
+  input: z.strictObject({ id: TASK_ID }),
+  readOnly: false,
+  async handler(ctx, input) {
+    return openInEditor(ctx.engine.config, requireTask(ctx.engine.db, input.id));
+  },
+});
+
+export const ISOLATION_COMMANDS = [acceptTaskCommand, getTaskDiff, pruneWorkspacesCommand, openInEditorCommand];

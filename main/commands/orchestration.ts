@@ -6,6 +6,7 @@ import { installPlanHandler } from '../orchestration/plan-hook.js';
 import { chainReviews } from '../orchestration/review.js';
 import { createTasks } from '../tasks/create.js';
 import { MAX_OBJECTIVE_BYTES, noNul, TASK_ID, taskInputSchema } from '../tasks/schema.js';
+import { rootBudgetSchema } from '../tasks/budget.js';
 import { createContext, presentTask } from './tasks.js';
 import { getTaskDiff } from './isolation.js';
 import { defineCommand, runCommand, type CommandDef } from './table.js';
@@ -33,6 +34,7 @@ export const orchestrateGoal = defineCommand({
     base_ref: z.string().min(1).max(256).optional(),
     priority: z.number().int().min(0).max(100).optional(),
     metadata: z.record(z.string(), z.unknown()).optional(),
+    budget: rootBudgetSchema.optional(),
   }),
   readOnly: false,
   handler(ctx, input) {
@@ -51,6 +53,7 @@ export const orchestrateGoal = defineCommand({
           base_ref: input.base_ref,
           priority: input.priority,
           metadata: { ...(input.metadata ?? {}), orchestrate: true },
+          budget: input.budget,
         },
       ]),
     );

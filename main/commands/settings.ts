@@ -3,11 +3,12 @@ import { parse as parseToml, stringify as stringifyToml } from 'smol-toml';
 import { z } from 'zod';
 import { configSchema, parseConfig } from '../core/config.js';
 import { AppError } from '../core/errors.js';
+import { DEFAULT_PRICES, effectivePrices } from '../tasks/cost.js';
 import { defineCommand } from './table.js';
 
 const SECTIONS = Object.keys(configSchema.shape) as [keyof typeof configSchema.shape, ...(keyof typeof configSchema.shape)[]];
 /** Sections that are maps of named entries: a new value replaces the whole map, so entries can be removed. */
-const MAPS = new Set<string>(['profiles', 'gateways', 'workers']);
+const MAPS = new Set<string>(['profiles', 'gateways', 'workers', 'prices']);
 
 function readRaw(path: string): Record<string, unknown> {
   if (!existsSync(path)) return {};
@@ -24,7 +25,8 @@ export const getSettings = defineCommand({
   input: z.strictObject({}),
   readOnly: true,
   handler(ctx) {
-    return { path: ctx.engine.home.config, exists: existsSync(ctx.engine.home.config), config: ctx.engine.config };
+    const prices = { effective: effectivePrices(ctx.engine.config), builtin: DEFAULT_PRICES };
+    return { path: ctx.engine.home.config, exists: existsSync(ctx.engine.home.config), config: ctx.engine.config, prices };
   },
 });
 

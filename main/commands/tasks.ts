@@ -1,9 +1,11 @@
 import { z } from 'zod';
+import type { RouteRecord } from '../workers/route-record.js';
 import { AppError } from '../core/errors.js';
 import { listEvents } from '../store/events.js';
-import { listTasks, requireTask } from '../store/tasks.js';
+import { listTasks, listWorkspaces, requireTask } from '../store/tasks.js';
 import { createTasks, type CreateContext } from '../tasks/create.js';
 import { allWorkerNames } from '../workers/registry.js';
+import { costOfRoot, costOfTask, effectivePrices, type CostSummary } from '../tasks/cost.js';
 import { approveTask, cancelTask, RETRY_STRATEGIES, retryTask, waitingOn } from '../tasks/ops.js';
 import { batchInputSchema, TASK_ID, taskInputSchema } from '../tasks/schema.js';
 import { summarizeTask, type TaskSummary } from '../tasks/summary.js';
@@ -66,6 +68,13 @@ export interface VerificationSummary {
 }
 
 /** The latest verification run of a task, from its verify.* events (null when none ran). */
+/** The route the task's latest turn used (its last `task.route` event), or null before its first run. */
+export function lastRoute(ctx: CommandContext, id: string): (RouteRecord & { attempt: number }) | null {
+  const { events } = listEvents(ctx.engine.db, { taskId: id, types: ['task.route'], limit: 5000 });
+  const last = events.at(-1);
+  return last ? (last.payload as unknown as RouteRecord & { attempt: number }) : null;
+}
+
 export function lastVerification(ctx: CommandContext, id: string): VerificationSummary | null {
   const { events } = listEvents(ctx.engine.db, { taskId: id, types: ['verify.started', 'verify.command', 'verify.completed'], limit: 5000 });
   const start = events.map((e) => e.type).lastIndexOf('verify.started');
@@ -87,13 +96,20 @@ export function lastVerification(ctx: CommandContext, id: string): VerificationS
   };
 }
 
+/** A task's cost and its whole tree's: tokens × the price table (config `[prices]` over the defaults). */
+function costOf(ctx: CommandContext, t: Task): { task: CostSummary; root: CostSummary } {
+  const prices = effectivePrices(ctx.engine.config);
+  return { task: costOfTask(ctx.engine.db, prices, t.id), root: costOfRoot(ctx.engine.db, prices, t.rootId).total };
+}
+
 export const getTask = defineCommand({
   name: 'get_task',
   description: 'One task in full, with its latest verification.',
   input: z.strictObject({ id: TASK_ID }),
   readOnly: true,
   handler(ctx, input) {
-    return { task: presentTask(ctx, requireTask(ctx.engine.db, input.id)), verification: lastVerification(ctx, input.id) };
+    const task = requireTask(ctx.engine.db, input.id);
+    return { task: presentTask(ctx, task), verification: lastVerification(ctx, input.id), cost: costOf(ctx, task), route: lastRoute(ctx, input.id) };
   },
 });
 
@@ -122,12 +138,24 @@ export const listTasksCommand = defineCommand({
   },
 });
 
+export const listWorkspacesCommand = defineCommand({
+  name: 'list_workspaces',
+  description: 'Repositories tasks ran in, most recently used first (pickers and filters).',
+  input: z.strictObject({ limit: z.number().int().min(1).max(500).default(50) }),
+  readOnly: true,
+  handler(ctx, input) {
+    return { workspaces: listWorkspaces(ctx.engine.db, input.limit) };
+  },
+});
+
 export interface TreeNode {
   id: string;
   name: string;
   kind: Task['kind'];
   status: Task['status'];
   dependsOn: string[];
+  /** Estimated USD (tokens × prices); null without priced usage. */
+  costUsd: number | null;
   children: TreeNode[];
 }
 
@@ -139,8 +167,9 @@ export const getTaskTree = defineCommand({
   handler(ctx, input) {
     const t = requireTask(ctx.engine.db, input.id);
     const all = listTasks(ctx.engine.db, { rootId: t.rootId, limit: 10_000 }).reverse();
+    const cost = costOfRoot(ctx.engine.db, effectivePrices(ctx.engine.config), t.rootId);
     const nodes = new Map<string, TreeNode>(
-      all.map((x) => [x.id, { id: x.id, name: x.name, kind: x.kind, status: x.status, dependsOn: x.dependsOn, children: [] }]),
+      all.map((x) => [x.id, { id: x.id, name: x.name, kind: x.kind, status: x.status, dependsOn: x.dependsOn, costUsd: cost.byTask.get(x.id) ?? null, children: [] }]),
     );
     const roots: TreeNode[] = [];
     for (const x of all) {
@@ -149,7 +178,7 @@ export const getTaskTree = defineCommand({
       if (parent) parent.children.push(node);
       else roots.push(node);
     }
-    return { rootId: t.rootId, roots, count: all.length };
+    return { rootId: t.rootId, roots, count: all.length, cost: cost.total };
   },
 });
 
@@ -186,4 +215,4 @@ export const retryTaskCommand = defineCommand({
   },
 });
 
-export const TASK_COMMANDS = [delegateTask, delegateBatch, getTask, listTasksCommand, getTaskTree, approveTaskCommand, cancelTaskCommand, retryTaskCommand];
+export const TASK_COMMANDS = [delegateTask, delegateBatch, getTask, listTasksCommand, listWorkspacesCommand, getTaskTree, approveTaskCommand, cancelTaskCommand, retryTaskCommand];

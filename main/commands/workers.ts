@@ -5,25 +5,38 @@ import { deleteSetting, getSetting, setSetting } from '../store/settings.js';
 import type { WorkerInfo } from '../workers/adapter.js';
 import { validateLinkedSpec, type LinkedWorkerSpec } from '../workers/linked.js';
 import { allWorkerNames, BUILTIN_ADAPTERS, LINKED_PREFIX, resolveAdapter } from '../workers/registry.js';
-import { defineCommand, type CommandContext } from './table.js';
+import { resolveAuth, workerAuthSettings, type GatewayKey } from '../workers/credentials.js';
+import { addGatewayPreset } from '../workers/gateway-presets.js';
+import { defineCommand, requirePersonOrAllowed, type CommandContext } from './table.js';
 
 export interface WorkerListing extends WorkerInfo {
   builtin: boolean;
   maxConcurrency: number;
-  /** Where `authenticated: true` comes from when the CLI itself cannot tell (a gateway key in the environment). */
-  authSource: string | null;
+  /** What a task of this worker would authenticate with (checked without running a model). */
+  auth: { mode: string; source: string; ok: boolean; hint: string | null };
 }
 
 /** Which wire API each built-in worker speaks to a gateway (undefined: any). */
 const WIRE: Record<string, string> = { codex: 'responses', 'claude-code': 'messages', opencode: 'chat' };
 
-/** A configured gateway this worker can use whose key variable is set in LightWorker's environment. */
-function gatewayWithKey(ctx: CommandContext, worker: string): string | null {
+/** The first configured gateway this worker can speak to (for `auth = "gateway"` without a task). */
+function gatewayFor(ctx: CommandContext, worker: string): GatewayKey | null {
   for (const [name, g] of Object.entries(ctx.engine.config.gateways)) {
     if (g.wire_api && WIRE[worker] && g.wire_api !== WIRE[worker]) continue;
-    if (process.env[g.key_env]) return name;
+    return { name, keyEnv: g.key_env, key: process.env[g.key_env] ?? null };
   }
   return null;
+}
+
+/**
+ * What `worker` gets on a task that names no gateway (with `auth = "gateway"`: the first gateway it
+ * can use). The mock worker needs nothing.
+ */
+export function workerAuth(ctx: CommandContext, worker: string): WorkerListing['auth'] {
+  if (worker === 'mock') return { mode: 'none', source: 'none (no model)', ok: true, hint: null };
+  const settings = workerAuthSettings(ctx.engine.config, worker);
+  const a = resolveAuth(worker, settings, settings.auth === 'gateway' ? gatewayFor(ctx, worker) : null);
+  return { mode: a.mode, source: a.source, ok: a.ok, hint: a.hint };
 }
 
 export const listWorkers = defineCommand({
@@ -37,11 +50,11 @@ export const listWorkers = defineCommand({
       names.map(async (name): Promise<WorkerListing> => {
         const adapter = resolveAdapter(ctx.engine, name);
         const info = await adapter.detect();
-        const viaGateway = info.authenticated === null && name !== 'mock' ? gatewayWithKey(ctx, name) : null;
+        const auth = workerAuth(ctx, name);
         return {
           ...info,
-          authenticated: info.authenticated ?? (viaGateway ? true : null),
-          authSource: viaGateway ? `gateway ${viaGateway}` : info.authenticated ? 'environment' : null,
+          authenticated: info.authenticated ?? (BUILTIN_ADAPTERS.has(name) ? auth.ok : null),
+          auth,
           builtin: BUILTIN_ADAPTERS.has(name),
           maxConcurrency: adapter.maxConcurrency,
         };
@@ -103,4 +116,24 @@ export const unlinkWorker = defineCommand({
   },
 });
 
-export const WORKER_COMMANDS = [listWorkers, linkWorker, unlinkWorker];
+
+export const addGateway = defineCommand({
+  name: 'add_gateway',
+  description: 'Append a ready-made [gateways.NAME] block (a preset such as zcode-glm) to config.toml.',
+  input: z.strictObject({
+    preset: z.string().min(1).max(64),
+    name: z.string().min(1).max(64).regex(/^[A-Za-z0-9_-]+$/, 'letters, digits, _ -').optional(),
+    base_url: z.string().url().optional(),
+    key_env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name').optional(),
+  }),
+  readOnly: false,
+  handler(ctx, input): { gateway: string; path: string; block: string } {
+    requirePersonOrAllowed(ctx, 'changing config.toml');
+    const path = ctx.engine.home.config;
+    const r = addGatewayPreset(path, input.preset, input);
+    ctx.engine.config = r.config;
+    return { gateway: r.name, path, block: r.block };
+  },
+});
+
+export const WORKER_COMMANDS = [listWorkers, linkWorker, unlinkWorker, addGateway];

@@ -12,13 +12,32 @@ const profileSchema = z.strictObject({
   reasoning_effort: z.enum(EFFORTS).default('medium'),
   kinds: z.array(z.enum(KINDS)).min(1).default([...KINDS]),
   worker: z.string().min(1).optional(),
+  /** Cost rank, lower = cheaper: workflow routing picks the cheapest adequate profile. */
+  cost: z.number().int().min(0).max(1000).optional(),
+});
+
+const ENV_NAME = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name');
+
+/** How a worker authenticates (main/workers/credentials.ts); unset = auto. */
+export const AUTH_MODES = ['login', 'env', 'gateway', 'none'] as const;
+/** How a gateway wants its key: `Authorization: Bearer` or `x-api-key` (unset: the worker's native style). */
+export const GATEWAY_AUTH_STYLES = ['bearer', 'x-api-key'] as const;
+
+/** USD per million tokens of one model; `cached` (prompt-cache reads) defaults to the input price. */
+export const priceSchema = z.strictObject({
+  input: z.number().min(0).max(10_000),
+  cached: z.number().min(0).max(10_000).optional(),
+  output: z.number().min(0).max(10_000),
 });
 
 const gatewaySchema = z.strictObject({
   base_url: z.string().url(),
   /** Name of the environment variable that holds the key; the key itself is never stored. */
-  key_env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name'),
+  key_env: ENV_NAME,
   wire_api: z.enum(['responses', 'messages', 'chat']).optional(),
+  auth: z.enum(GATEWAY_AUTH_STYLES).optional(),
+  /** Our model name → the provider's (e.g. "claude-sonnet-4-5" = "glm-4.6"). */
+  model_map: z.record(z.string().min(1), z.string().min(1)).default({}),
 });
 
 /** Built-in workers that run an external CLI: a `[workers.<name>]` block may replace its binary (`command`). */
@@ -28,24 +47,40 @@ const ARGV_HINT = 'must be a non-empty argv array of strings, e.g. ["/opt/agent/
 const argvSchema = z.array(z.string({ error: ARGV_HINT }).min(1, 'must not contain an empty string'), { error: ARGV_HINT }).min(1, ARGV_HINT);
 
 /**
- * `[workers.NAME]`: a linked CLI (argv template with {prompt}), or for a built-in CLI worker the binary
- * it runs (`command` = the binary and leading arguments put before the adapter's own; no `resume`).
+ * `[workers.NAME]`: a linked CLI (`command` + `resume`, argv templates with {prompt}); for a built-in CLI
+ * worker (codex, claude-code, opencode) `command` is the binary it runs (the binary and leading
+ * arguments put before the adapter's own; no `resume`); and for any worker how it authenticates:
+ * `auth`, extra key variables it may receive (`keys`), and whether the user's exported
+ * OPENAI_BASE_URL / ANTHROPIC_BASE_URL apply (`inherit_base_url`).
  */
 const workerSchema = z.strictObject({
-  command: argvSchema,
+  command: argvSchema.optional(),
   resume: argvSchema.optional(),
   /** Unset: 2 for a linked CLI, the adapter's own for a built-in one. */
   max_concurrency: z.number().int().min(1).max(64).optional(),
+  auth: z.enum(AUTH_MODES).optional(),
+  keys: z.array(ENV_NAME).max(32).optional(),
+  inherit_base_url: z.boolean().optional(),
 });
 
-const workersSchema = z.record(z.string(), workerSchema).superRefine((workers, ctx) => {
+/** `[workers.vscode]`: the VS Code bridge worker (main/workers/vscode.ts), not a linked CLI. */
+const vscodeWorkerSchema = z.strictObject({
+  /** A bridge's discovery file; default: the live ones in ~/.lightworker/vscode-bridge/. */
+  bridge: z.string().min(1).optional(),
+  agent: z.enum(['claude-code', 'codex']).optional(),
+  max_concurrency: z.number().int().min(1).max(64).default(2),
+});
+
+/** What only fits some workers: no binary for mock, no resume template for a built-in CLI. */
+function checkWorkerBlocks(workers: Record<string, unknown>, ctx: z.RefinementCtx): void {
   for (const [name, w] of Object.entries(workers)) {
-    if (name === 'mock') ctx.addIssue({ code: 'custom', path: [name], message: 'the built-in mock worker runs no external binary and cannot be configured' });
-    else if (BUILTIN_CLI_WORKERS.includes(name) && w.resume) {
-      ctx.addIssue({ code: 'custom', path: [name, 'resume'], message: `built-in worker ${name} resumes its own sessions; only command and max_concurrency may be set` });
+    const block = (w ?? {}) as { command?: unknown; resume?: unknown };
+    if (name === 'mock' && block.command) ctx.addIssue({ code: 'custom', path: [name, 'command'], message: 'the built-in mock worker runs no external binary' });
+    else if (BUILTIN_CLI_WORKERS.includes(name) && block.resume) {
+      ctx.addIssue({ code: 'custom', path: [name, 'resume'], message: `built-in worker ${name} resumes its own sessions; only command, max_concurrency and auth keys may be set` });
     }
   }
-});
+}
 
 /** Per-repository worktree setup (`.lightworker/setup.toml`, or `[setup."<repo path>"]` here). */
 export const setupSchema = z.strictObject({
@@ -88,8 +123,16 @@ export const configSchema = z.strictObject({
     })
     .prefault({}),
   profiles: z.record(z.string(), profileSchema).default({}),
+  routing: z
+    .strictObject({
+      /** `retry --strategy deeper_profile` moves a task one step along this chain of profiles. */
+      escalation: z.array(z.string().min(1)).min(1).default(['fast_worker', 'deep_worker']),
+      /** Workflow type → profile it runs with, or "cheapest" (the cheapest adequate profile by cost rank). */
+      types: z.partialRecord(z.enum(['chore', 'feature', 'hotfix', 'refactor']), z.string().min(1)).default({ chore: 'cheapest' }),
+    })
+    .prefault({}),
   gateways: z.record(z.string(), gatewaySchema).default({}),
-  workers: workersSchema.default({}),
+  workers: z.object({ vscode: vscodeWorkerSchema.optional() }).catchall(workerSchema).superRefine(checkWorkerBlocks).default({}),
   worktrees: z
     .strictObject({
       ttl_hours: z.number().min(0).default(72),
@@ -110,6 +153,10 @@ export const configSchema = z.strictObject({
       completions: z.boolean().default(false),
     })
     .prefault({}),
+  /** Price overrides by model name, over DEFAULT_PRICES (main/tasks/cost.ts). */
+  prices: z.record(z.string().min(1).max(200), priceSchema).default({}),
+  /** The editor "open worktree" starts: argv, `{path}` replaced (else appended); unset: $VISUAL, $EDITOR, code. */
+  editor: z.strictObject({ command: z.array(z.string().min(1).max(4096)).min(1).max(64).optional() }).prefault({}),
 });
 
 export type Config = z.infer<typeof configSchema>;
@@ -175,16 +222,35 @@ reasoning = "gpt-5.5"           # every other effort
 # model = "gpt-5.5"
 # reasoning_effort = "high"
 # kinds = ["execute", "review"]
+# cost = 40                 # rank, lower = cheaper (built-ins: fast_worker 10, reviewer 20, planner 30, deep_worker 40)
+
+[routing]
+escalation = ["fast_worker", "deep_worker"]   # retry --strategy deeper_profile: the next profile here
+types = { chore = "cheapest" }                # workflow type -> profile, or "cheapest" adequate by cost
 
 # [gateways.local]
 # base_url = "http://127.0.0.1:8080/v1"
 # key_env = "LOCAL_GATEWAY_KEY"   # the name of the variable; the key itself is never stored
+# auth = "bearer"                  # or "x-api-key"; unset: the worker's own style
+# model_map = { "claude-sonnet-4-5" = "glm-4.6" }   # our model name -> the provider's
+
+# How a built-in worker authenticates (default: auto = gateway key when the task names a
+# gateway, else your CLI login, else the CLI's own key variables):
+# [workers.codex]
+# auth = "login"             # login | env | gateway | none
+# keys = ["MY_EXTRA_KEY"]    # extra variables passed with auth = "env"
+# inherit_base_url = false   # true: honour an exported OPENAI_BASE_URL / ANTHROPIC_BASE_URL
 
 # [workers.myagent]
 # command = ["myagent", "run", "{prompt}"]
 # resume = ["myagent", "resume", "{session}", "{prompt}"]
 # [workers.codex]                  # a built-in CLI (codex, claude-code, opencode) outside PATH:
 # command = ["/opt/codex/bin/codex"] # its binary (+ leading args); the adapter adds its own arguments
+
+# The vscode worker (the LightWorker Bridge extension in VS Code, vscode-extension/):
+# [workers.vscode]
+# bridge = "/home/me/.lightworker/vscode-bridge/0123456789abcdef.json"  # default: the live editor with the repo open
+# agent = "claude-code"            # or "codex"; default: the first whose extension CLI is there
 
 [worktrees]
 ttl_hours = 72
@@ -203,6 +269,16 @@ timeout_s = 600
 approvals = true
 failures = true
 completions = false
+
+# Prices for cost estimates, USD per million tokens (cached = prompt-cache reads; defaults to input).
+# Built-in defaults cover the default models; a [prices."model"] here overrides or adds one.
+# [prices."gpt-5.5"]
+# input = 1.25
+# cached = 0.125
+# output = 10.0
+
+# [editor]
+# command = ["code", "--new-window", "{path}"]   # default: $VISUAL, else $EDITOR, else code
 `;
 
 export function writeDefaultConfig(path: string, force: boolean): boolean {

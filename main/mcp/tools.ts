@@ -146,6 +146,7 @@ export function toInputSchema(schema: z.ZodType): ToolSpec['inputSchema'] {
   const json = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
   delete json.$schema;
   stripNoise(json);
+  dropUnlisted(json);
   addHints(json);
   if (json.type !== 'object') throw new Error(`MCP input schema must be an object, got ${String(json.type)}`);
   return json as ToolSpec['inputSchema'];
@@ -202,6 +203,20 @@ function stripNoise(node: unknown): void {
     if (k === 'properties' && v && typeof v === 'object') Object.values(v).forEach(stripNoise);
     else stripNoise(v);
   }
+}
+
+/**
+ * Fields accepted over MCP but not listed: `budget` (a task tree's limits, set from the CLI) would cost
+ * tools/list ~500 bytes in three tools for a knob agents rarely need.
+ */
+const UNLISTED_FIELDS = ['budget'];
+
+function dropUnlisted(node: unknown): void {
+  if (!node || typeof node !== 'object') return;
+  if (Array.isArray(node)) return node.forEach(dropUnlisted);
+  const o = node as Record<string, unknown>;
+  if (o.properties && typeof o.properties === 'object') for (const k of UNLISTED_FIELDS) delete (o.properties as Record<string, unknown>)[k];
+  for (const v of Object.values(o)) dropUnlisted(v);
 }
 
 /** MCP annotations: readOnlyHint always (Codex refuses tools without it in "writes" mode), destructiveHint on writers. */

@@ -14,6 +14,8 @@ import type { NormalizedEvent, WorkerAdapter, WorkerTurn } from '../workers/adap
 import { minimalEnv } from '../workers/env.js';
 import { resolveAdapter } from '../workers/registry.js';
 import { resolveRoute } from '../workers/routing.js';
+import { resolveAuth, workerAuthSettings } from '../workers/credentials.js';
+import { describeRoute } from '../workers/route-record.js';
 import { parseResult, resultJsonSchema } from '../workers/result-schemas.js';
 import { recordPrompt } from '../cachelab/prompt-record.js';
 import { buildPrompt, buildRepairPrompt, buildResumePrompt, freshAfterInterruptNote } from './prompt.js';
@@ -73,6 +75,8 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
     const runDir = join(engine.home.artifacts, task.id, `attempt-${task.attempt}`);
     mkdirSync(runDir, { recursive: true });
     const route = resolveRoute(engine.config, task);
+    const auth = resolveAuth(task.worker, workerAuthSettings(engine.config, task.worker), route.gateway);
+    if (!auth.ok) throw new StopTask('failed', 'auth_missing', `worker ${task.worker} has no credentials (${auth.source}): ${auth.hint}`);
     const resultSchema = resultJsonSchema(task.kind);
     const prompt = buildPrompt(task, { resultSchema, config: engine.config, db: engine.db });
     const baseTurn: WorkerTurn = {
@@ -91,10 +95,14 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
         ...treeMarkerEnv(engine.home.root, task.id, task.attempt),
         ...ws.env,
       }),
+      auth,
     };
     // Recorded in the transaction that marks the worker spawned (one write less per task), or on its own
     // if the worker never starts.
-    const record = () => recordPrompt(engine, task, prompt, baseTurn);
+    const record = () => {
+      recordPrompt(engine, task, prompt, baseTurn);
+      appendEvent(engine.db, task.id, 'task.route', { attempt: task.attempt, ...describeRoute(task.worker, baseTurn, auth) });
+    };
     let turn = await runWorkerTurn(ctx, adapter, resume ? resumedTurn(engine, adapter, baseTurn, resume, ws.kept === true) : baseTurn, 'starting', record);
     let repairsLeft = engine.config.verify.auto_repair;
     let pendingChanges: (() => void) | null = null;

@@ -84,15 +84,21 @@ export async function runTurn(adapter: WorkerAdapter, turn: WorkerTurn, opts: Ru
   const stdout = new StringDecoder('utf8');
   const stderr = new StringDecoder('utf8');
   // The turn ends when the worker process exits; its tree is swept before runTree resolves.
-  const end = await runTree(spec.command, spec.args, {
-    cwd: spec.cwd,
-    env: spec.env,
-    graceMs: opts.killGraceMs,
-    signal: opts.signal,
-    onSpawn: opts.onSpawn,
-    onStdout: (b) => splitter.push(stdout.write(b)),
-    onStderr: (b) => stderrTail.push(stderr.write(b)),
-  });
+  let end: Awaited<ReturnType<typeof runTree>>;
+  try {
+    end = await runTree(spec.command, spec.args, {
+      cwd: spec.cwd,
+      env: spec.env,
+      graceMs: opts.killGraceMs,
+      signal: opts.signal,
+      onSpawn: opts.onSpawn,
+      onStdout: (b) => splitter.push(stdout.write(b)),
+      onStderr: (b) => stderrTail.push(stderr.write(b)),
+    });
+  } finally {
+    // The whole tree is gone: nothing can still read or refresh a staged credential.
+    spec.release?.();
+  }
   splitter.push(stdout.end());
   splitter.end();
   flush();

@@ -20,7 +20,8 @@ export const CANDIDATES_SQL = `SELECT t.id, t.root_id AS rootId, t.workspace, t.
        FROM tasks t INDEXED BY tasks_ready
        WHERE t.status = 'queued' AND t.deps_pending = 0
          AND t.worker NOT IN (SELECT value FROM json_each(?))
-         AND (SELECT COUNT(*) FROM tasks a WHERE a.status IN ('starting','running','verifying') AND a.root_id = t.root_id) < ?
+         AND (SELECT COUNT(*) FROM tasks a WHERE a.status IN ('starting','running','verifying') AND a.root_id = t.root_id)
+             < COALESCE((SELECT json_extract(s.value, '$.concurrency') FROM settings s WHERE s.key = 'root_budget.' || t.root_id), ?)
          AND (SELECT COUNT(*) FROM tasks a WHERE a.status IN ('starting','running','verifying') AND a.workspace = t.workspace) < ?
        ORDER BY t.priority DESC, t.id
        LIMIT ?`;
@@ -28,7 +29,8 @@ export const CANDIDATES_SQL = `SELECT t.id, t.root_id AS rootId, t.workspace, t.
 /**
  * Runnable queued tasks, best first by priority then age: every dependency completed or accepted
  * (`deps_pending = 0`: the ready set, migration 005, read through its partial index), and their root and
- * repository under the limits. `exclude` lists workers that cannot take work now.
+ * repository under the limits (a root's own budget, tasks/budget.ts, over perRoot). `exclude` lists
+ * workers that cannot take work now.
  */
 export function listCandidates(db: Db, limits: ClaimLimits, excludeWorkers: string[], max = 64): Candidate[] {
   const rows = prep(db, CANDIDATES_SQL).all(JSON.stringify(excludeWorkers), limits.perRoot, limits.perRepository, max) as Candidate[];

@@ -1,4 +1,6 @@
+import { join } from 'node:path';
 import type { Engine } from '../engine.js';
+import { removeStagedCredentials } from '../workers/credentials.js';
 import { sweepTrees, treeMarkerEnv, type Tree } from '../runner/lifecycle.js';
 import { transition } from '../tasks/state.js';
 import type { Task } from '../tasks/types.js';
@@ -19,6 +21,8 @@ export async function recoverOrphans(engine: Engine, holder: string, graceMs: nu
   const tasks = rows.map(({ id }) => getTask(engine.db, id)).filter((t): t is Task => t !== null);
   const trees: Tree[] = tasks.map((t) => ({ pid: t.pid && t.pid > 0 ? t.pid : -1, startTime: t.pidStart, marker: treeMarkerEnv(engine.home.root, t.id, t.attempt) }));
   const signalled = await sweepTrees(trees, graceMs);
+  // The dead runner never released what its turns staged: no login or key may stay in the artifacts.
+  for (const t of tasks) removeStagedCredentials(join(engine.home.artifacts, t.id, `attempt-${t.attempt}`));
   const orphaned: string[] = [];
   tasks.forEach((t, i) => {
     const killed = signalled[i] > 0;

@@ -204,6 +204,19 @@ export interface ListTasksQuery {
   before?: string;
 }
 
+/** A repository tasks ran in: how many and when last, for pickers and filters. */
+export interface WorkspaceUse {
+  workspace: string;
+  tasks: number;
+  lastUsedAt: number;
+}
+
+/** Workspaces of all tasks, most recently used first. */
+export function listWorkspaces(db: Db, limit = 50): WorkspaceUse[] {
+  const rows = prep(db, 'SELECT workspace, COUNT(*) AS n, MAX(created_at) AS last FROM tasks GROUP BY workspace ORDER BY last DESC LIMIT ?').all(limit) as { workspace: string; n: number; last: number }[];
+  return rows.map((r) => ({ workspace: r.workspace, tasks: r.n, lastUsedAt: r.last }));
+}
+
 /** Newest first. Dependencies are filled in one extra query for the page. */
 export function listTasks(db: Db, q: ListTasksQuery = {}): Task[] {
   const where: string[] = [];

@@ -3,6 +3,7 @@ import { dirname, isAbsolute, join } from 'node:path';
 import { assignCohort } from '../cachelab/cohort.js';
 import { resolvePackRef } from '../cachelab/context-packs.js';
 import type { Config } from '../core/config.js';
+import { BUILTIN_PROFILE_SPECS, cheapestProfile, findProfile } from '../core/profiles.js';
 import { AppError } from '../core/errors.js';
 import { REDACTED, redactText } from '../core/redact.js';
 import { newId } from '../core/ids.js';
@@ -11,6 +12,7 @@ import type { Db } from '../store/db.js';
 import { getTask, insertTask, type NewTaskRow } from '../store/tasks.js';
 import type { ParsedTaskInput } from './schema.js';
 import { redactNewTask, sealSecrets } from './secrets.js';
+import { setRootBudget, type RootBudget } from './budget.js';
 import type { Task, TaskKind, TaskMode, TaskStatus } from './types.js';
 
 /** Workflow types pre-fill priority and timeout (SPEC §7); explicit values win. */
@@ -105,12 +107,16 @@ export function createTasks(ctx: CreateContext, inputs: ParsedTaskInput[], opts:
   // A batch is one tree; a lone task joins the tree of the task it depends on.
   const batchRoot = ids[order[0]];
 
+  const routedBy: (string | null)[] = [];
   const rows: NewTaskRow[] = inputs.map((t, i) => {
     const f = (name: string) => fieldOf(inputs, i, name);
     const workspace = resolveWorkspace(t.workspace, f('workspace'));
     const parent = t.parent_id ? getTask(db, t.parent_id) : null;
     if (t.parent_id && !parent) throw new AppError('invalid_input', `${f('parent_id')}: unknown task "${t.parent_id}"`, { field: f('parent_id') });
-    const profile = t.profile ? config.profiles[t.profile] : undefined;
+    const routed = typeRoute(config, t, ctx.knownWorkers, f('type'));
+    routedBy[i] = routed?.why ?? null;
+    const profileName = t.profile ?? routed?.profile;
+    const profile = profileName ? config.profiles[profileName] : undefined;
     if (t.profile && !profile && !BUILTIN_PROFILES.includes(t.profile)) {
       throw new AppError('invalid_input', `${f('profile')}: unknown profile "${t.profile}"`, { field: f('profile') });
     }
@@ -123,7 +129,7 @@ export function createTasks(ctx: CreateContext, inputs: ParsedTaskInput[], opts:
     if (model && !config.models.allow.includes(model)) {
       throw new AppError('invalid_input', `${f('model')}: "${model}" is not in models.allow`, { field: f('model') });
     }
-    const worker = t.worker ?? profile?.worker ?? config.scheduler.default_worker;
+    const worker = t.worker ?? routed?.worker ?? profile?.worker ?? config.scheduler.default_worker;
     if (ctx.knownWorkers && !ctx.knownWorkers.includes(worker)) {
       throw new AppError('invalid_input', `${f('worker')}: unknown worker "${worker}" (known: ${ctx.knownWorkers.join(', ')})`, { field: f('worker') });
     }
@@ -145,7 +151,7 @@ export function createTasks(ctx: CreateContext, inputs: ParsedTaskInput[], opts:
       worker,
       model,
       reasoningEffort: effort,
-      profile: t.profile ?? null,
+      profile: profileName ?? null,
       gateway: t.gateway ?? null,
       mode,
       type: t.type ?? null,
@@ -163,6 +169,7 @@ export function createTasks(ctx: CreateContext, inputs: ParsedTaskInput[], opts:
     };
   });
 
+  const budgets = rootBudgets(inputs, rows, new Set(ids));
   // Insert in dependency order so foreign keys hold.
   for (const i of order) {
     const original = redactNewTask(rows[i]);
@@ -170,17 +177,55 @@ export function createTasks(ctx: CreateContext, inputs: ParsedTaskInput[], opts:
     assignCohort(db, config, rows[i]);
     if (original) sealSecrets(db, ctx.homeRoot, rows[i].id, original);
   }
+  for (const [rootId, budget] of budgets) setRootBudget(db, rootId, budget);
   for (const i of order) {
     const r = rows[i];
     appendEvent(db, r.id, 'task.created', {
       name: r.name, kind: r.kind, status: r.status, worker: r.worker, mode: r.mode, rootId: r.rootId, dependsOn: r.dependsOn,
+      ...(routedBy[i] ? { profile: r.profile, routedBy: routedBy[i] } : {}),
     }, now);
   }
   return ids.map((id) => getTask(db, id)!);
 }
 
+/**
+ * The budgets this batch sets, by root: only a tree the batch creates can get one, and one tree gets
+ * one budget (the same on every task that repeats it).
+ */
+function rootBudgets(inputs: ParsedTaskInput[], rows: NewTaskRow[], newIds: Set<string>): Map<string, RootBudget> {
+  const out = new Map<string, RootBudget>();
+  inputs.forEach((t, i) => {
+    if (!t.budget) return;
+    const field = fieldOf(inputs, i, 'budget');
+    const root = rows[i].rootId;
+    if (!newIds.has(root)) throw new AppError('invalid_input', `${field}: a budget is set when a task tree is created; this task joins tree ${root}`, { field });
+    const seen = out.get(root);
+    if (seen && JSON.stringify(seen) !== JSON.stringify(t.budget)) throw new AppError('invalid_input', `${field}: differs from the budget another task of the same tree sets`, { field });
+    out.set(root, t.budget);
+  });
+  return out;
+}
+
 /** Profiles that exist without configuration (SPEC §5). */
-export const BUILTIN_PROFILES = ['planner', 'fast_worker', 'deep_worker', 'reviewer'];
+export const BUILTIN_PROFILES = Object.keys(BUILTIN_PROFILE_SPECS);
+
+/**
+ * The profile and worker a workflow type chooses ([routing.types]: a profile, or "cheapest" = the
+ * cheapest adequate profile by cost rank), only when the caller named no profile, worker or model:
+ * explicit values win. Null when the type routes nothing.
+ */
+function typeRoute(config: Config, t: ParsedTaskInput, known: readonly string[] | undefined, field: string): { profile: string; worker: string | undefined; why: string } | null {
+  const rule = t.type ? config.routing.types[t.type] : undefined;
+  if (!rule || t.profile || t.worker || t.model) return null;
+  if (rule !== 'cheapest') {
+    const spec = findProfile(config, rule);
+    if (!spec) throw new AppError('invalid_input', `${field}: routing.types.${t.type} names unknown profile "${rule}"`, { field });
+    return { profile: rule, worker: spec.worker, why: `type ${t.type}: profile ${rule} (routing.types)` };
+  }
+  const pick = cheapestProfile(config, t.kind, config.scheduler.default_worker, (w) => !known || known.includes(w));
+  if (!pick) throw new AppError('invalid_input', `${field}: no profile can run a ${t.kind} task for type ${t.type} (routing.types.${t.type} = "cheapest")`, { field });
+  return { profile: pick.profile, worker: pick.worker, why: `type ${t.type}: cheapest adequate profile ${pick.profile} (cost ${pick.cost}) on ${pick.worker}` };
+}
 
 function fieldOf(inputs: ParsedTaskInput[], i: number, name: string): string {
   return inputs.length === 1 ? name : `tasks[${i}].${name}`;

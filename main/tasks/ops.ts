@@ -1,6 +1,8 @@
 import { assignCohort } from '../cachelab/cohort.js';
 import type { Config } from '../core/config.js';
 import { AppError } from '../core/errors.js';
+import { findProfile } from '../core/profiles.js';
+import { effectiveBudget, getRootBudget } from './budget.js';
 import { appendEvent } from '../store/events.js';
 import { prep, type Db } from '../store/db.js';
 import { requireTask, updateTaskFields } from '../store/tasks.js';
@@ -60,8 +62,8 @@ function lastSessionOf(db: Db, t: Task): string | null {
 
 /**
  * Make a new attempt of an ended task, within its tree's retry budget. Dependents that it blocked
- * are released. `fallback_gateway` switches to the next configured gateway; `deeper_profile` raises
- * the reasoning effort one step; `resume` (only for a run stopped by a shutdown, a takeover or its
+ * are released. `fallback_gateway` switches to the next configured gateway; `deeper_profile` moves to
+ * the next profile of [routing.escalation] (its effort, model and worker); `resume` (only for a run stopped by a shutdown, a takeover or its
  * timeout) continues the worker's native session in the same worktree and branch — the runner reads
  * that from the retry's `task.status` event (see resumeRequestOf).
  */
@@ -77,20 +79,26 @@ export function retryTask(db: Db, config: Config, id: string, strategy: RetryStr
       { field: 'strategy', status: t.status },
     );
   }
+  const budget = effectiveBudget(db, config, t.rootId);
+  const source = getRootBudget(db, t.rootId) ? "this tree's budget" : 'limits.retry_budget';
   const used = (prep(db, 'SELECT COALESCE(SUM(attempt - 1), 0) AS n FROM tasks WHERE root_id = ?').get(t.rootId) as { n: number }).n;
-  if (used >= config.limits.retry_budget) {
-    throw new AppError('forbidden', `retry budget of this task tree is used up (${used} of limits.retry_budget = ${config.limits.retry_budget})`);
+  if (used >= budget.retries) {
+    throw new AppError('forbidden', `retry budget of this task tree is used up (${used} of ${budget.retries}, ${source})`);
+  }
+  if (budget.attempts !== null && t.attempt >= budget.attempts) {
+    throw new AppError('forbidden', `task ${id} has made ${t.attempt} of the ${budget.attempts} attempts its tree's budget allows`);
   }
   const route = retryRoute(config, t, strategy);
-  if (route.gateway !== t.gateway || route.effort !== t.reasoningEffort) {
-    prep(db, 'UPDATE tasks SET gateway = ?, reasoning_effort = ?, model = ? WHERE id = ?').run(route.gateway, route.effort, route.model, id);
+  const changed = route.gateway !== t.gateway || route.effort !== t.reasoningEffort || route.model !== t.model || route.profile !== t.profile || route.worker !== t.worker;
+  if (changed) {
+    prep(db, 'UPDATE tasks SET gateway = ?, reasoning_effort = ?, model = ?, profile = ?, worker = ? WHERE id = ?').run(route.gateway, route.effort, route.model, route.profile, route.worker, id);
   }
   const resume: ResumeRequest | null =
     strategy === 'resume' ? { sessionId: lastSessionOf(db, t), fromAttempt: t.attempt, interruptedBy: t.error?.code ?? t.status, worktree: t.kind === 'execute' ? t.worktreePath : null } : null;
   const to: TaskStatus = t.approvedAt === null && needsApproval(t.mode, t.kind) ? 'awaiting_approval' : 'queued';
   const next = transition(db, id, t.status, to, {
     reason: `retry (${strategy}) by ${by}`,
-    event: { attempt: t.attempt + 1, strategy, ...(resume ? { resume } : {}) },
+    event: { attempt: t.attempt + 1, strategy, ...(resume ? { resume } : {}), ...(changed ? { route: { profile: route.profile, worker: route.worker, effort: route.effort, model: route.model, gateway: route.gateway } } : {}) },
     fields: {
       attempt: t.attempt + 1, cancelRequested: false, errorCode: null, errorMessage: null, result: null, schemaValid: null,
       pid: null, pidStart: null, runnerId: null, startedAt: null, endedAt: null, sessionId: resume?.sessionId ?? null,
@@ -123,24 +131,43 @@ export function resumeRequestOf(db: Db, task: Pick<Task, 'id' | 'attempt'>): Res
   return p.strategy === 'resume' && p.attempt === task.attempt && p.resume ? p.resume : null;
 }
 
-function retryRoute(config: Config, t: Task, strategy: RetryStrategy): { gateway: string | null; effort: Task['reasoningEffort']; model: string | null } {
+type RetryRoute = { gateway: string | null; effort: Task['reasoningEffort']; model: string | null; profile: string | null; worker: string };
+
+function retryRoute(config: Config, t: Task, strategy: RetryStrategy): RetryRoute {
+  const same: RetryRoute = { gateway: t.gateway, effort: t.reasoningEffort, model: t.model, profile: t.profile, worker: t.worker };
   if (strategy === 'fallback_gateway') {
     const names = Object.keys(config.gateways);
     if (names.length < 2 && !(names.length === 1 && t.gateway !== names[0])) {
       throw new AppError('invalid_input', 'strategy: fallback_gateway needs another gateway in config.toml [gateways]');
     }
     const next = names[(names.indexOf(t.gateway ?? '') + 1) % names.length];
-    return { gateway: next, effort: t.reasoningEffort, model: t.model };
+    return { ...same, gateway: next };
   }
   if (strategy === 'deeper_profile') {
-    const ladder = ['low', 'medium', 'high', 'xhigh'] as const;
-    const cur = ladder.indexOf(t.reasoningEffort ?? 'medium');
-    if (cur === ladder.length - 1) throw new AppError('invalid_input', 'strategy: deeper_profile: the task already runs at xhigh effort');
-    const effort = ladder[cur + 1];
-    const model = t.model === config.models.fast ? config.models.reasoning : t.model;
-    return { gateway: t.gateway, effort, model };
+    const next = nextProfile(config, t);
+    const spec = findProfile(config, next)!;
+    // The deeper profile's own model, else effort routing picks one for its effort at run time.
+    return { ...same, profile: next, effort: spec.reasoning_effort, model: spec.model ?? null, worker: spec.worker ?? t.worker };
   }
-  return { gateway: t.gateway, effort: t.reasoningEffort, model: t.model };
+  return same;
+}
+
+const EFFORT_RANK = ['low', 'medium', 'high', 'xhigh'];
+
+/**
+ * The next profile of [routing.escalation] that runs this task's kind: after the task's profile when
+ * it is on the chain, else the first whose effort is above the task's. Refuses at the end of the chain.
+ */
+function nextProfile(config: Config, t: Task): string {
+  const chain = config.routing.escalation.filter((name) => findProfile(config, name)?.kinds.includes(t.kind));
+  const at = t.profile ? chain.indexOf(t.profile) : -1;
+  const current = t.reasoningEffort ?? (t.profile ? findProfile(config, t.profile)?.reasoning_effort : undefined) ?? 'medium';
+  const next = at >= 0 ? chain[at + 1] : chain.find((name) => EFFORT_RANK.indexOf(findProfile(config, name)!.reasoning_effort) > EFFORT_RANK.indexOf(current));
+  if (!next) {
+    const where = at >= 0 ? `profile ${t.profile} is the last` : `no profile deeper than effort ${current} runs ${t.kind} tasks`;
+    throw new AppError('invalid_input', `strategy: deeper_profile: ${where} in routing.escalation (${chain.join(' → ') || 'empty for this kind'})`, { field: 'strategy' });
+  }
+  return next;
 }
 
 /**

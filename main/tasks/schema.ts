@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { EFFORTS, KINDS, MODES } from '../core/config.js';
+import { rootBudgetSchema } from './budget.js';
 
 export const MAX_OBJECTIVE_BYTES = 64 * 1024;
 export const TASK_ID = z.string().regex(/^[0-9A-HJKMNP-TV-Z]{26}$/, 'a task id (26-character ULID)');
@@ -47,6 +48,8 @@ export const taskInputSchema = z.strictObject({
   metadata: z.record(z.string(), z.unknown()).optional(),
   depends_on: z.array(z.string().min(1).max(64)).max(64).optional(),
   parent_id: TASK_ID.optional(),
+  /** Limits of the new task tree this call creates (concurrency, attempts per task, retries). */
+  budget: rootBudgetSchema.optional(),
 });
 export type TaskInput = z.input<typeof taskInputSchema>;
 export type ParsedTaskInput = z.output<typeof taskInputSchema>;

@@ -1,4 +1,5 @@
 import type { Task } from '../tasks/types.js';
+import type { TurnAuth } from './credentials.js';
 
 /**
  * A worker adapter knows one agent CLI: how to detect it, how to build argv + env for a turn, and how
@@ -44,6 +45,10 @@ export interface GatewayRoute {
   /** The key value, read by the runner from its own environment; passed to the worker only. */
   key: string | null;
   wireApi?: 'responses' | 'messages' | 'chat';
+  /** How the key is sent; undefined: the worker's native style (Claude Code x-api-key, others Bearer). */
+  authStyle?: 'bearer' | 'x-api-key';
+  /** Our model name → the provider's. */
+  modelMap?: Record<string, string>;
 }
 
 export interface WorkerTurn {
@@ -67,6 +72,8 @@ export interface WorkerTurn {
   baseEnv: Record<string, string>;
   /** Built-in CLIs: the configured binary + leading args (`[workers.<name>] command`); unset: found by name. */
   command?: readonly string[] | null;
+  /** What the worker authenticates with (main/workers/credentials.ts); absent: auto, from this process's env. */
+  auth?: TurnAuth;
 }
 
 export interface SpawnSpec {
@@ -75,6 +82,8 @@ export interface SpawnSpec {
   /** The complete environment of the child (nothing else is inherited). */
   env: Record<string, string>;
   cwd: string;
+  /** Called once the turn's process tree has ended: removes staged credentials (writing a refreshed login back). */
+  release?: () => void;
 }
 
 export type NormalizedEvent =

@@ -3,18 +3,21 @@ import { join } from 'node:path';
 import {
   RATE_LIMIT_PATTERN, type NormalizedEvent, type SpawnSpec, type StreamParser, type TurnOutcome, type WorkerAdapter, type WorkerInfo, type WorkerTurn,
 } from './adapter.js';
-import { cliMissingReason, copyUserCredential, passThroughKeys, probeVersion, requireCliCommand, resolveCliCommand, versionNumber } from './cli-detect.js';
+import { cliMissingReason, probeVersion, requireCliCommand, resolveCliCommand, versionNumber } from './cli-detect.js';
+import { authOfTurn, stageLogin } from './credentials.js';
+import { providerModel } from './routing.js';
 
 /**
  * Claude Code (`claude -p --output-format stream-json --verbose`). HOME and CLAUDE_CONFIG_DIR point
  * under <runDir>/claude-home, so the user's ~/.claude (settings, MCP servers, transcripts) never
  * applies; `--strict-mcp-config` ignores any .mcp.json and `--setting-sources user` ignores project
- * settings (hooks) in the workspace. Follow-ups (`--resume`) must reuse the same runDir. The user's
- * login is copied in only with LIGHTWORKER_REUSE_CLI_AUTH=1.
+ * settings (hooks) in the workspace. Follow-ups (`--resume`) must reuse the same runDir. Credentials
+ * (credentials.ts): the user's .credentials.json staged in the config dir, or their key variables.
  *
  * Permission mode by sandbox: read-only → `default` with file-writing tools disallowed (in `-p`,
  * anything needing a prompt is denied); workspace-write → `acceptEdits`. A gateway is reached via
- * ANTHROPIC_BASE_URL (without /v1) and ANTHROPIC_API_KEY = the gateway key, set for the child only.
+ * ANTHROPIC_BASE_URL (without /v1) and the gateway key as ANTHROPIC_API_KEY (x-api-key) or, for
+ * `auth = "bearer"`, ANTHROPIC_AUTH_TOKEN (Authorization: Bearer), set for the child only.
  * CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 stops every other lookup (10 DNS queries otherwise).
  */
 const WRITE_TOOLS = ['Write', 'Edit', 'NotebookEdit'];
@@ -23,15 +26,16 @@ export function claudeHome(turn: WorkerTurn): string {
   return join(turn.runDir, 'claude-home');
 }
 
+const KEY_VARS = ['ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN', 'CLAUDE_CODE_OAUTH_TOKEN'];
+
 async function buildSpawn(turn: WorkerTurn): Promise<SpawnSpec> {
   const cli = requireCliCommand('claude-code', 'claude', turn.command);
   const home = claudeHome(turn);
   const configDir = join(home, '.claude');
   mkdirSync(configDir, { recursive: true });
-  copyUserCredential('.claude/.credentials.json', configDir);
+  const auth = authOfTurn('claude-code', turn);
   const env: Record<string, string> = {
     ...turn.baseEnv,
-    ...passThroughKeys(['ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN']),
     HOME: home,
     CLAUDE_CONFIG_DIR: configDir,
     CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
@@ -41,20 +45,26 @@ async function buildSpawn(turn: WorkerTurn): Promise<SpawnSpec> {
     CLAUDE_CODE_MAX_RETRIES: '2',
     API_TIMEOUT_MS: '120000',
   };
+  for (const k of KEY_VARS) delete env[k];
+  let release: (() => void) | undefined;
+  if (auth.mode === 'login' && auth.loginFile) release = stageLogin(auth.loginFile, join(configDir, '.credentials.json'));
+  if (auth.mode === 'env') Object.assign(env, auth.env);
+  if (auth.baseUrls.ANTHROPIC_BASE_URL) env.ANTHROPIC_BASE_URL = auth.baseUrls.ANTHROPIC_BASE_URL;
   const gw = turn.gateway;
   if (gw) {
     env.ANTHROPIC_BASE_URL = gw.baseUrl.replace(/\/+$/, '').replace(/\/v1$/, '');
-    if (gw.key !== null) env.ANTHROPIC_API_KEY = gw.key;
-    delete env.ANTHROPIC_AUTH_TOKEN;
+    // Bearer-only endpoints (Anthropic-compatible providers) read ANTHROPIC_AUTH_TOKEN; Anthropic itself x-api-key.
+    if (gw.key !== null) env[gw.authStyle === 'bearer' ? 'ANTHROPIC_AUTH_TOKEN' : 'ANTHROPIC_API_KEY'] = gw.key;
   }
   const args = ['-p', '--output-format', 'stream-json', '--verbose', '--strict-mcp-config', '--setting-sources', 'user', '--exclude-dynamic-system-prompt-sections'];
   if (turn.sandbox === 'read-only') args.push('--permission-mode', 'default', '--disallowedTools', ...WRITE_TOOLS);
   else args.push('--permission-mode', 'acceptEdits');
-  if (turn.model) args.push('--model', turn.model);
+  const model = providerModel(turn);
+  if (model) args.push('--model', model);
   if (turn.reasoningEffort) args.push('--effort', turn.reasoningEffort);
   if (turn.resumeSessionId) args.push('--resume', turn.resumeSessionId);
   args.push('--', turn.prompt);
-  return { command: cli.bin, args: [...cli.prefix, ...args], env, cwd: turn.workdir };
+  return { command: cli.bin, args: [...cli.prefix, ...args], env, cwd: turn.workdir, release };
 }
 
 function createParser(turn: WorkerTurn): StreamParser {
@@ -135,8 +145,7 @@ async function detect(command?: readonly string[] | null): Promise<WorkerInfo> {
   const capabilities = { sessions: true, structuredOutput: false, sandboxModes: ['read-only', 'workspace-write'] };
   if (!bin) return { name: 'claude-code', installed: false, version: null, authenticated: null, capabilities, reason: cliMissingReason('claude-code', 'claude', command, 'npm i -g @anthropic-ai/claude-code'), command: null };
   const version = versionNumber(await probeVersion(cli.bin, 8000, cli.prefix));
-  const authenticated = process.env.ANTHROPIC_API_KEY || process.env.ANTHROPIC_AUTH_TOKEN ? true : null;
-  return { name: 'claude-code', installed: true, version, authenticated, capabilities, reason: version ? null : `${bin} --version did not answer`, command: bin };
+  return { name: 'claude-code', installed: true, version, authenticated: null, capabilities, reason: version ? null : `${bin} --version did not answer`, command: bin };
 }
 
 export const claudeCodeAdapter: WorkerAdapter = { name: 'claude-code', maxConcurrency: 4, detect, buildSpawn, createParser };

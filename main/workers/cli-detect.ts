@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { homedir, tmpdir } from 'node:os';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AppError } from '../core/errors.js';
@@ -90,30 +90,4 @@ export function probeVersion(bin: string, timeoutMs = 8000, prefix: string[] = [
 export function versionNumber(line: string | null): string | null {
   if (!line) return null;
   return /\d+\.\d+\.\d+[\w.-]*/.exec(line)?.[0] ?? line;
-}
-
-/**
- * Opt-in reuse of the user's own CLI login: set LIGHTWORKER_REUSE_CLI_AUTH=1 in LightWorker's
- * environment. Only credential files are copied into the isolated home — never config, MCP servers
- * or history.
- */
-export function reuseCliAuth(): boolean {
-  return process.env.LIGHTWORKER_REUSE_CLI_AUTH === '1';
-}
-
-/** Copy `relPath` from the user's home into `toDir` when the user opted in and it exists. */
-export function copyUserCredential(relPath: string, toDir: string, fromHome = homedir()): boolean {
-  const src = join(fromHome, relPath);
-  if (!reuseCliAuth() || !existsSync(src)) return false;
-  mkdirSync(toDir, { recursive: true });
-  copyFileSync(src, join(toDir, relPath.split('/').pop()!));
-  return true;
-}
-
-/** API-key variables passed through from LightWorker's environment when the user opted in. */
-export function passThroughKeys(names: string[]): Record<string, string> {
-  const out: Record<string, string> = {};
-  if (!reuseCliAuth()) return out;
-  for (const n of names) if (process.env[n]) out[n] = process.env[n]!;
-  return out;
 }

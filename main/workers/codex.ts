@@ -3,15 +3,16 @@ import { join } from 'node:path';
 import {
   RATE_LIMIT_PATTERN, type NormalizedEvent, type SpawnSpec, type StreamParser, type TurnOutcome, type WorkerAdapter, type WorkerInfo, type WorkerTurn,
 } from './adapter.js';
-import { cliMissingReason, copyUserCredential, passThroughKeys, probeVersion, requireCliCommand, resolveCliCommand, versionNumber } from './cli-detect.js';
+import { cliMissingReason, probeVersion, requireCliCommand, resolveCliCommand, versionNumber } from './cli-detect.js';
+import { authOfTurn, stageLogin } from './credentials.js';
+import { providerModel } from './routing.js';
 import { PROMPT_PROTOCOL } from '../cachelab/prompt.js';
 
 /**
  * Codex CLI (`codex exec --json`). Every turn runs with CODEX_HOME = <runDir>/codex-home, so the
  * user's ~/.codex (config, MCP servers, history) never applies; follow-ups must reuse the same runDir
- * (the session lives there). The user's login (auth.json) is copied in only with
- * LIGHTWORKER_REUSE_CLI_AUTH=1. A gateway becomes a custom Responses-API provider whose key is read
- * from `gateway.keyEnv`, set for the child only. Flags that stop outbound traffic: --disable plugins
+ * (the session lives there). Credentials: see buildSpawn. A gateway becomes a custom Responses-API
+ * provider whose key is read from `gateway.keyEnv` (Bearer, or an x-api-key header), set for the child only. Flags that stop outbound traffic: --disable plugins
  * (git ls-remote github.com), -c analytics.enabled=false, --disable shell_snapshot,
  * --disable unbounded_connection_retries.
  *
@@ -57,31 +58,63 @@ export function splitStablePrefix(prompt: string): { developer: string | null; u
   return { developer: prompt.slice(0, at), user: prompt.slice(at + 2) };
 }
 
+/** One `model_providers.lightworker` table: a gateway, or the user's own base URL (inherit_base_url). */
+function providerTable(name: string, baseUrl: string, key: { envKey?: string; header?: string; openaiAuth?: boolean }): string {
+  return [
+    `name=${tomlString(name)}`,
+    `base_url=${tomlString(baseUrl.replace(/\/+$/, ''))}`,
+    'wire_api="responses"',
+    ...(key.envKey ? [`env_key=${tomlString(key.envKey)}`] : []),
+    ...(key.header ? [`env_http_headers={${tomlString('x-api-key')}=${tomlString(key.header)}}`] : []),
+    ...(key.openaiAuth ? ['requires_openai_auth=true'] : []),
+    'request_max_retries=2',
+    'stream_max_retries=2',
+    'stream_idle_timeout_ms=120000',
+  ].join(',');
+}
+
+/**
+ * Credentials (credentials.ts): `login` stages the user's auth.json in CODEX_HOME for the turn; `env`
+ * passes the key as CODEX_API_KEY (what `codex exec` reads; OPENAI_API_KEY is mapped to it); a gateway
+ * gets its key in `key_env`. The shell Codex runs sees none of them (shell_environment_policy.exclude),
+ * runs as a non-login shell (allow_login_shell=false) with HOME = a private empty folder: no user rc file.
+ */
 async function buildSpawn(turn: WorkerTurn): Promise<SpawnSpec> {
   const cli = requireCliCommand('codex', 'codex', turn.command);
   const home = codexHome(turn);
+  const shellHome = join(turn.runDir, 'home');
   mkdirSync(home, { recursive: true });
-  copyUserCredential('.codex/auth.json', home);
+  mkdirSync(shellHome, { recursive: true });
   rmSync(lastMessagePath(turn), { force: true });
-  const env: Record<string, string> = { ...turn.baseEnv, ...passThroughKeys(['OPENAI_API_KEY', 'CODEX_API_KEY']), CODEX_HOME: home };
+  const auth = authOfTurn('codex', turn);
+  const env: Record<string, string> = { ...turn.baseEnv, HOME: shellHome, CODEX_HOME: home };
+  const hidden = new Set<string>();
+  let release: (() => void) | undefined;
+  if (auth.mode === 'login' && auth.loginFile) release = stageLogin(auth.loginFile, join(home, 'auth.json'));
+  if (auth.mode === 'env') {
+    Object.assign(env, auth.env);
+    const key = auth.env.CODEX_API_KEY ?? auth.env.OPENAI_API_KEY;
+    if (key) env.CODEX_API_KEY = key;
+    delete env.OPENAI_API_KEY;
+    for (const k of [...Object.keys(auth.env), 'CODEX_API_KEY']) hidden.add(k);
+  }
   const args = ['exec', '--json', '--skip-git-repo-check', '--color', 'never'];
   args.push('--disable', 'plugins', '--disable', 'shell_snapshot', '--disable', 'unbounded_connection_retries', '-c', 'analytics.enabled=false');
   args.push('-c', 'skills.bundled.enabled=false', '-c', 'skills.include_instructions=false');
   const gw = turn.gateway;
+  let provider: string | null = null;
   if (gw) {
     if (gw.key !== null) env[gw.keyEnv] = gw.key;
-    const provider = [
-      `name=${tomlString(gw.name)}`,
-      `base_url=${tomlString(gw.baseUrl.replace(/\/+$/, ''))}`,
-      'wire_api="responses"',
-      `env_key=${tomlString(gw.keyEnv)}`,
-      'request_max_retries=2',
-      'stream_max_retries=2',
-      'stream_idle_timeout_ms=120000',
-    ].join(',');
-    args.push('-c', `model_provider=${PROVIDER}`, '-c', `model_providers.${PROVIDER}={${provider}}`);
+    hidden.add(gw.keyEnv);
+    provider = providerTable(gw.name, gw.baseUrl, gw.authStyle === 'x-api-key' ? { header: gw.keyEnv } : { envKey: gw.keyEnv });
+  } else if (auth.baseUrls.OPENAI_BASE_URL) {
+    provider = providerTable('inherited OPENAI_BASE_URL', auth.baseUrls.OPENAI_BASE_URL, auth.mode === 'env' ? { envKey: 'CODEX_API_KEY' } : { openaiAuth: true });
   }
-  if (turn.model) args.push('-m', turn.model);
+  if (provider) args.push('-c', `model_provider=${PROVIDER}`, '-c', `model_providers.${PROVIDER}={${provider}}`);
+  args.push('-c', 'allow_login_shell=false');
+  if (hidden.size) args.push('-c', `shell_environment_policy.exclude=[${[...hidden].map(tomlString).join(',')}]`);
+  const model = providerModel(turn);
+  if (model) args.push('-m', model);
   if (turn.reasoningEffort) args.push('-c', `model_reasoning_effort=${tomlString(EFFORT[turn.reasoningEffort] ?? 'medium')}`);
   args.push('--sandbox', turn.sandbox, '-C', turn.workdir, '-o', lastMessagePath(turn));
   if (turn.resultSchema) {
@@ -94,7 +127,7 @@ async function buildSpawn(turn: WorkerTurn): Promise<SpawnSpec> {
   if (turn.resumeSessionId) args.push('resume', turn.resumeSessionId);
   // `--` so a prompt that starts with "-" is never read as an option.
   args.push('--', prompt.user);
-  return { command: cli.bin, args: [...cli.prefix, ...args], env, cwd: turn.workdir };
+  return { command: cli.bin, args: [...cli.prefix, ...args], env, cwd: turn.workdir, release };
 }
 
 interface Usage {
@@ -210,9 +243,8 @@ async function detect(command?: readonly string[] | null): Promise<WorkerInfo> {
   const capabilities = { sessions: true, structuredOutput: true, sandboxModes: ['read-only', 'workspace-write'] };
   if (!bin) return { name: 'codex', installed: false, version: null, authenticated: null, capabilities, reason: cliMissingReason('codex', 'codex', command, 'npm i -g @openai/codex'), command: null };
   const version = versionNumber(await probeVersion(cli.bin, 8000, cli.prefix));
-  const authenticated = process.env.OPENAI_API_KEY || process.env.CODEX_API_KEY ? true : null;
   return {
-    name: 'codex', installed: true, version, authenticated, capabilities,
+    name: 'codex', installed: true, version, authenticated: null, capabilities,
     reason: version ? null : `${bin} --version did not answer`, command: bin,
   };
 }

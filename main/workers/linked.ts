@@ -26,6 +26,17 @@ export function validateLinkedSpec(spec: LinkedWorkerSpec): void {
   }
 }
 
+/**
+ * The keys a linked CLI receives (credentials.ts): with `auth = "env"` the variables named in
+ * `[workers.NAME] keys`, with a gateway its key under its `key_env`; by default none (the CLI uses its
+ * own config under your HOME).
+ */
+function linkedKeys(turn: WorkerTurn): Record<string, string> {
+  if (turn.auth?.mode === 'env') return turn.auth.env;
+  if (turn.auth?.mode === 'gateway' && turn.gateway?.key) return { [turn.gateway.keyEnv]: turn.gateway.key };
+  return {};
+}
+
 function fill(template: string[], values: Record<string, string>): string[] {
   return template.map((a) => a.replace(PLACEHOLDER, (_, k: string) => values[k] ?? ''));
 }
@@ -63,7 +74,7 @@ export function linkedAdapter(spec: LinkedWorkerSpec): WorkerAdapter {
     async buildSpawn(turn: WorkerTurn) {
       const values = { prompt: turn.prompt, workdir: turn.workdir, session: turn.resumeSessionId ?? '' };
       const argv = turn.resumeSessionId && spec.resume ? fill(spec.resume, values) : fill(spec.command, values);
-      return { command: findOnPath(argv[0]) ?? argv[0], args: argv.slice(1), env: turn.baseEnv, cwd: turn.workdir };
+      return { command: findOnPath(argv[0]) ?? argv[0], args: argv.slice(1), env: { ...turn.baseEnv, ...linkedKeys(turn) }, cwd: turn.workdir };
     },
     createParser(): StreamParser {
       let sessionId: string | null = null;

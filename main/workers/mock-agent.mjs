@@ -73,8 +73,12 @@ if (step.fail_message) {
 // By default a schema-valid answer for the task's kind.
 const kind = opt('--kind') ?? 'explore';
 const summary = `mock completed ${kind} task`;
+const objective = (opt('--objective') ?? 'the goal').trim();
+const step1 = { id: 't1', title: `survey: ${objective.slice(0, 60)}`, kind: 'explore', objective: `Survey the repository for: ${objective}`, depends_on: [], profile: null, success_criteria: [], verify: [] };
+const step2 = { ...step1, id: 't2', title: `report: ${objective.slice(0, 60)}`, objective: `Report how to do: ${objective}`, depends_on: ['t1'] };
 const defaults = {
-  plan: { summary, tasks: [] },
+  // A plan needs at least one task: a goal with the default mock worker gets a small, runnable DAG.
+  plan: { summary: `mock plan for: ${objective.slice(0, 200)}`, tasks: [step1, step2] },
   explore: { summary, findings: [] },
   review: { summary, verdict: 'approve', issues: [] },
   execute: { summary, files_changed: Object.keys(step.write_files ?? {}), notes: null },

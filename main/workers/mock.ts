@@ -4,7 +4,8 @@ import { RATE_LIMIT_PATTERN, type NormalizedEvent, type StreamParser, type Worke
 /**
  * The deterministic `mock` worker, for tests and demos. Scripted by `task.metadata.mock`:
  * - `sleep_ms`, `exit_code`, `message`, `events` (extra raw mock events), `usage` {input, cached, output}
- * - `result` (any JSON: the final answer) or `text` (a plain-text final answer)
+ * - `result` (any JSON: the final answer) or `text` (a plain-text final answer); by default a schema-valid
+ *   answer for the kind (a plan: two explore steps on the objective, so a goal works with no script)
  * - `write_files` {relative path: content} written in the worker's cwd (the worktree for execute tasks)
  * - `grandchild` (spawn a grandchild that ignores SIGTERM; `grandchild_pidfile` records its pid),
  *   `ignore_sigterm`, `output_mb` (print N MB of noise), `append_log` (append "task attempt pid")
@@ -33,7 +34,7 @@ export const mockAdapter: WorkerAdapter = {
   },
   async buildSpawn(turn: WorkerTurn) {
     const spec = (turn.task.metadata.mock ?? {}) as Record<string, unknown>;
-    const args = [AGENT, '--spec', JSON.stringify(spec), '--kind', turn.task.kind, '--prompt', turn.prompt];
+    const args = [AGENT, '--spec', JSON.stringify(spec), '--kind', turn.task.kind, '--objective', turn.task.objective, '--prompt', turn.prompt];
     if (turn.resumeSessionId) args.push('--resume', turn.resumeSessionId);
     return { command: process.execPath, args, env: turn.baseEnv, cwd: turn.workdir };
   },

@@ -3,17 +3,20 @@ import { join } from 'node:path';
 import {
   RATE_LIMIT_PATTERN, type NormalizedEvent, type SpawnSpec, type StreamParser, type TurnOutcome, type WorkerAdapter, type WorkerInfo, type WorkerTurn,
 } from './adapter.js';
-import { cliMissingReason, copyUserCredential, passThroughKeys, probeVersion, requireCliCommand, resolveCliCommand, versionNumber } from './cli-detect.js';
+import { cliMissingReason, probeVersion, requireCliCommand, resolveCliCommand, versionNumber } from './cli-detect.js';
+import { authOfTurn, stageLogin, stageSecretFile } from './credentials.js';
+import { providerModel } from './routing.js';
 
 /**
  * OpenCode (`opencode run --format json`, `--session` for follow-ups). HOME and XDG_* point under
  * <runDir>/opencode-home (sessions live there: follow-ups must reuse the runDir); the whole config
  * comes from OPENCODE_CONFIG_CONTENT, so the user's opencode.json, MCP servers and plugins never
  * apply. A gateway becomes an `@ai-sdk/openai-compatible` provider (Chat Completions, bundled) whose
- * key is `{env:KEY_ENV}`, set for the child only; npm_config_registry points at the gateway so the
- * startup plugin lookup stays on loopback. Permissions by sandbox: read-only denies edit and bash;
- * workspace-write allows both. Reasoning effort is passed as `--variant`. The user's login
- * (auth.json) is copied in only with LIGHTWORKER_REUSE_CLI_AUTH=1.
+ * key is staged in the isolated auth.json for the turn (not in any environment a tool sees);
+ * npm_config_registry points at a closed loopback port so the startup plugin lookup neither leaves the
+ * machine nor reaches the model gateway. Permissions by sandbox: read-only denies edit and bash;
+ * workspace-write allows both. Reasoning effort is passed as `--variant`. Credentials: credentials.ts
+ * (the user's auth.json staged for the turn, or their key variables).
  */
 const PROVIDER = 'lightworker';
 
@@ -21,7 +24,19 @@ export function opencodeHome(turn: WorkerTurn): string {
   return join(turn.runDir, 'opencode-home');
 }
 
-/** The config OpenCode runs with (no secrets: the key is an `{env:…}` reference). */
+/** OpenCode names models `provider/model`; ours are bare names of the CLI's built-in providers. */
+function nativeModel(model: string): string {
+  if (model.includes('/')) return model;
+  return /^claude-/.test(model) ? `anthropic/${model}` : `openai/${model}`;
+}
+
+/** The npm registry OpenCode's startup plugin lookup goes to: a closed loopback port, never the model gateway. */
+export const DEAD_REGISTRY = 'http://127.0.0.1:9/';
+
+/**
+ * The config OpenCode runs with. No secrets: a gateway's key is staged in the isolated auth.json under
+ * the provider id (Bearer), or referenced as `{env:KEY_ENV}` for an x-api-key header.
+ */
 export function opencodeConfig(turn: WorkerTurn): Record<string, unknown> {
   const write = turn.sandbox === 'workspace-write' ? 'allow' : 'deny';
   const config: Record<string, unknown> = {
@@ -32,21 +47,22 @@ export function opencodeConfig(turn: WorkerTurn): Record<string, unknown> {
     permission: { edit: write, bash: write, webfetch: 'deny' },
   };
   const gw = turn.gateway;
+  const mapped = providerModel(turn);
   if (gw) {
-    const model = turn.model ?? 'default';
-    config.provider = {
-      [PROVIDER]: {
-        npm: '@ai-sdk/openai-compatible',
-        name: gw.name,
-        options: { baseURL: gw.baseUrl.replace(/\/+$/, ''), apiKey: `{env:${gw.keyEnv}}` },
-        models: { [model]: { name: model, tool_call: true } },
-      },
-    };
+    const model = mapped ?? 'default';
+    const options: Record<string, unknown> = { baseURL: gw.baseUrl.replace(/\/+$/, '') };
+    if (gw.authStyle === 'x-api-key') options.headers = { 'x-api-key': `{env:${gw.keyEnv}}` };
+    config.provider = { [PROVIDER]: { npm: '@ai-sdk/openai-compatible', name: gw.name, options, models: { [model]: { name: model, tool_call: true } } } };
     config.model = `${PROVIDER}/${model}`;
     config.small_model = `${PROVIDER}/${model}`;
-  } else if (turn.model) {
-    config.model = turn.model;
+    return config;
   }
+  if (mapped) config.model = nativeModel(mapped);
+  const urls = authOfTurn('opencode', turn).baseUrls;
+  const provider: Record<string, unknown> = {};
+  if (urls.OPENAI_BASE_URL) provider.openai = { options: { baseURL: urls.OPENAI_BASE_URL } };
+  if (urls.ANTHROPIC_BASE_URL) provider.anthropic = { options: { baseURL: urls.ANTHROPIC_BASE_URL } };
+  if (Object.keys(provider).length) config.provider = provider;
   return config;
 }
 
@@ -60,10 +76,11 @@ async function buildSpawn(turn: WorkerTurn): Promise<SpawnSpec> {
     XDG_STATE_HOME: join(home, '.local', 'state'),
   };
   for (const d of Object.values(xdg)) mkdirSync(d, { recursive: true });
-  copyUserCredential('.local/share/opencode/auth.json', join(xdg.XDG_DATA_HOME, 'opencode'));
+  const auth = authOfTurn('opencode', turn);
+  const authFile = join(xdg.XDG_DATA_HOME, 'opencode', 'auth.json');
   const env: Record<string, string> = {
     ...turn.baseEnv,
-    ...passThroughKeys(['OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'OPENROUTER_API_KEY']),
+    ...(auth.mode === 'env' ? auth.env : {}),
     HOME: home,
     ...xdg,
     OPENCODE_CONFIG_CONTENT: JSON.stringify(opencodeConfig(turn)),
@@ -73,17 +90,24 @@ async function buildSpawn(turn: WorkerTurn): Promise<SpawnSpec> {
     OPENCODE_DISABLE_LSP_DOWNLOAD: '1',
     OPENCODE_DISABLE_DEFAULT_PLUGINS: '1',
     OPENCODE_DISABLE_CLAUDE_CODE: '1',
+    npm_config_registry: DEAD_REGISTRY,
   };
+  let release: (() => void) | undefined;
   const gw = turn.gateway;
   if (gw) {
-    if (gw.key !== null) env[gw.keyEnv] = gw.key;
-    env.npm_config_registry = `${new URL(gw.baseUrl).origin}/`;
+    if (gw.authStyle === 'x-api-key') {
+      if (gw.key !== null) env[gw.keyEnv] = gw.key;
+    } else if (gw.key !== null) {
+      release = stageSecretFile(authFile, JSON.stringify({ [PROVIDER]: { type: 'api', key: gw.key } }));
+    }
+  } else if (auth.mode === 'login' && auth.loginFile) {
+    release = stageLogin(auth.loginFile, authFile);
   }
   const args = ['run', '--format', 'json'];
   if (turn.resumeSessionId) args.push('--session', turn.resumeSessionId);
   if (turn.reasoningEffort && turn.reasoningEffort !== 'medium') args.push('--variant', turn.reasoningEffort === 'xhigh' ? 'max' : turn.reasoningEffort);
   args.push('--', turn.prompt);
-  return { command: cli.bin, args: [...cli.prefix, ...args], env, cwd: turn.workdir };
+  return { command: cli.bin, args: [...cli.prefix, ...args], env, cwd: turn.workdir, release };
 }
 
 function createParser(turn: WorkerTurn): StreamParser {

@@ -7,18 +7,21 @@ import { mockAdapter } from './mock.js';
 import { codexAdapter } from './codex.js';
 import { claudeCodeAdapter } from './claude-code.js';
 import { opencodeAdapter } from './opencode.js';
+import { vscodeAdapter } from './vscode.js';
 
 /** Built-in adapters by worker name. The real CLIs register here (codex, claude-code, opencode). */
-export const BUILTIN_ADAPTERS = new Map<string, WorkerAdapter>([mockAdapter, codexAdapter, claudeCodeAdapter, opencodeAdapter].map((a) => [a.name, a]));
+export const BUILTIN_ADAPTERS = new Map<string, WorkerAdapter>([mockAdapter, codexAdapter, claudeCodeAdapter, opencodeAdapter, vscodeAdapter()].map((a) => [a.name, a]));
 
 export const LINKED_PREFIX = 'workers.linked.';
 
 /** Linked workers: from `lightworker workers link` (settings) and config.toml [workers.NAME]. */
 export function linkedSpecs(engine: Engine): LinkedWorkerSpec[] {
   const fromDb = settingsWithPrefix<LinkedWorkerSpec>(engine.db, LINKED_PREFIX).map((s) => s.value);
-  const fromConfig = Object.entries(engine.config.workers)
-    .filter(([name]) => !BUILTIN_ADAPTERS.has(name))
-    .map(([name, w]) => ({ name, command: w.command, resume: w.resume, maxConcurrency: w.max_concurrency }));
+  // A [workers.NAME] block without `command` only sets how a worker authenticates ([workers.vscode]
+  // configures the built-in bridge worker): only entries with a command are linked CLIs.
+  const fromConfig = Object.entries(engine.config.workers).flatMap(([name, w]) =>
+    'command' in w && w.command && !BUILTIN_ADAPTERS.has(name) ? [{ name, command: w.command, resume: w.resume, maxConcurrency: w.max_concurrency }] : [],
+  );
   const seen = new Set(fromDb.map((s) => s.name));
   return [...fromDb, ...fromConfig.filter((s) => !seen.has(s.name))];
 }
@@ -38,13 +41,18 @@ function withConfiguredCommand(adapter: WorkerAdapter, command: readonly string[
 
 /** The adapter for a worker name, or `worker_missing`. */
 export function resolveAdapter(engine: Engine, name: string): WorkerAdapter {
+  if (name === 'vscode') return vscodeAdapter(engine.config.workers.vscode);
   const builtin = BUILTIN_ADAPTERS.get(name);
   const configured = engine.config.workers[name];
-  if (builtin) return configured ? withConfiguredCommand(builtin, configured.command, configured.max_concurrency) : builtin;
+  if (builtin) {
+    // A block without `command` only sets how the worker authenticates (credentials.ts).
+    const command = configured && 'command' in configured ? configured.command : undefined;
+    return command ? withConfiguredCommand(builtin, command, configured?.max_concurrency) : builtin;
+  }
   const stored = getSetting<LinkedWorkerSpec>(engine.db, LINKED_PREFIX + name);
   if (stored) return linkedAdapter(stored);
   const cfg = engine.config.workers[name];
-  if (cfg) return linkedAdapter({ name, command: cfg.command, resume: cfg.resume, maxConcurrency: cfg.max_concurrency });
+  if (cfg?.command) return linkedAdapter({ name, command: cfg.command, resume: cfg.resume, maxConcurrency: cfg.max_concurrency });
   throw new AppError('worker_missing', `no worker named "${name}" (built in: ${[...BUILTIN_ADAPTERS.keys()].join(', ')}; link others with \`lightworker workers link\`)`);
 }
 

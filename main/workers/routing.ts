@@ -1,7 +1,8 @@
 import type { Config } from '../core/config.js';
+import { profileFor } from '../core/profiles.js';
 import { AppError } from '../core/errors.js';
 import { registerSecretValues } from '../core/secret-values.js';
-import type { ReasoningEffort, Task, TaskKind } from '../tasks/types.js';
+import type { ReasoningEffort, Task } from '../tasks/types.js';
 import type { GatewayRoute } from './adapter.js';
 
 /**
@@ -14,29 +15,7 @@ import type { GatewayRoute } from './adapter.js';
  * - a gateway is a base URL plus the NAME of the env var holding its key; the key is read from this
  *   process's environment at turn time and never stored.
  */
-export interface ProfileSpec {
-  model?: string;
-  reasoning_effort: ReasoningEffort;
-  kinds: TaskKind[];
-  worker?: string;
-}
-
-export const BUILTIN_PROFILE_SPECS: Record<string, ProfileSpec> = {
-  planner: { reasoning_effort: 'high', kinds: ['plan'] },
-  fast_worker: { reasoning_effort: 'low', kinds: ['explore', 'execute', 'review'] },
-  deep_worker: { reasoning_effort: 'high', kinds: ['explore', 'execute', 'review'] },
-  reviewer: { reasoning_effort: 'medium', kinds: ['review', 'explore'] },
-};
-
-/** A profile by name: config.toml [profiles.NAME] wins over the built-in of that name. */
-export function profileFor(config: Config, name: string): ProfileSpec {
-  const p = config.profiles[name] ?? BUILTIN_PROFILE_SPECS[name];
-  if (!p) {
-    const known = [...new Set([...Object.keys(BUILTIN_PROFILE_SPECS), ...Object.keys(config.profiles)])].join(', ');
-    throw new AppError('invalid_input', `profile: unknown profile "${name}" (known: ${known})`, { field: 'profile' });
-  }
-  return p;
-}
+export { BUILTIN_PROFILE_SPECS, profileFor, type ProfileSpec } from '../core/profiles.js';
 
 export interface Route {
   /** null: let the worker choose (the mock worker, or no model configured). */
@@ -63,7 +42,13 @@ export function gatewayRoute(config: Config, name: string, env: NodeJS.ProcessEn
   const key = env[g.key_env] ?? null;
   // Whatever env the key came from, the redactor must know it before the worker can print it.
   registerSecretValues([key]);
-  return { name, baseUrl: g.base_url, keyEnv: g.key_env, key, wireApi: g.wire_api };
+  return { name, baseUrl: g.base_url, keyEnv: g.key_env, key, wireApi: g.wire_api, authStyle: g.auth, modelMap: g.model_map };
+}
+
+/** The model name the worker sends: ours, mapped through the gateway's model_map (ours when unmapped). */
+export function providerModel(turn: { model: string | null; gateway: GatewayRoute | null }): string | null {
+  if (!turn.model) return null;
+  return turn.gateway?.modelMap?.[turn.model] ?? turn.model;
 }
 
 /** Resolve model, effort and gateway for a task's turn. Throws `invalid_input` / `forbidden` naming the field. */

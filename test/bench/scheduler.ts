@@ -43,7 +43,7 @@ function benchHome(log: string | null): TestHome {
   writeFileSync(
     h.engine.home.config,
     `[scheduler]\nmax_concurrency = 4\nper_repository = 4\nper_root = 4\ndefault_worker = "codex"\n` +
-      `[workers.codex]\ncommand = ${JSON.stringify(command)}\n`,
+      `[workers.codex]\ncommand = ${JSON.stringify(command)}\nauth = "none"\n`,
   );
   h.engine.config = loadConfig(h.engine.home.config);
   return h;

@@ -3,60 +3,10 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from '@playwright/test';
 import { expect, test } from './fixtures.js';
+import { contrastDetail, contrastOf, noSidewaysScroll, openAt, WIDTHS } from './page-helpers.js';
 
 // Issue 16, the console as a review page: the diff in both themes, verification per command, what a
 // reviewer needs in the inbox, confirmations and feedback, the favicon and a layout that works at 800 px.
-
-const WIDTHS = [800, 1440] as const;
-
-/** Open `hash` at `width` in `theme` (the theme is the one the console remembers per browser). */
-async function openAt(page: Page, url: string, hash: string, width: number, theme: 'light' | 'dark'): Promise<void> {
-  await page.setViewportSize({ width, height: 900 });
-  await page.evaluate((t) => localStorage.setItem('lightworker.theme', t), theme);
-  await page.goto(`${url}${hash}`);
-  await page.reload();
-  await expect(page.locator('html')).toHaveAttribute('data-theme', theme);
-}
-
-/**
- * WCAG contrast of the text of the first element matching `selector` against what is really behind it:
- * the element's and its ancestors' backgrounds, composited (diff2html uses translucent line colours).
- */
-async function contrastOf(page: Page, selector: string): Promise<number> {
-  const r = await contrastDetail(page, selector);
-  return r.ratio;
-}
-
-async function contrastDetail(page: Page, selector: string): Promise<{ ratio: number; fg: string; bg: string; what: string }> {
-  return page.locator(selector).first().evaluate((el) => {
-    const parse = (c: string): number[] => {
-      const m = /rgba?\(([^)]+)\)/.exec(c);
-      if (!m) throw new Error(`unparsed colour ${c}`);
-      const p = m[1].split(/[ ,/]+/).filter(Boolean).map(Number);
-      return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1];
-    };
-    const layers: number[][] = [];
-    for (let n: Element | null = el; n; n = n.parentElement) {
-      const bg = parse(getComputedStyle(n).backgroundColor);
-      if (bg[3] > 0) layers.push(bg);
-      if (bg[3] >= 1) break;
-    }
-    let base = [255, 255, 255];
-    for (const l of layers.reverse()) base = base.map((v, i) => l[i] * l[3] + v * (1 - l[3]));
-    const fg0 = parse(getComputedStyle(el).color);
-    const fg = base.map((v, i) => fg0[i] * fg0[3] + v * (1 - fg0[3]));
-    const lum = (c: number[]) => {
-      const [r, g, b] = c.map((v) => {
-        const s = v / 255;
-        return s <= 0.03928 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4;
-      });
-      return 0.2126 * r + 0.7152 * g + 0.0722 * b;
-    };
-    const [hi, lo] = [lum(fg), lum(base)].sort((a, b) => b - a);
-    const what = `${el.tagName.toLowerCase()}.${(el.getAttribute('class') ?? '').replace(/ +/g, '.')} in ${el.parentElement?.className ?? ''}`;
-    return { ratio: (hi + 0.05) / (lo + 0.05), fg: fg.map(Math.round).join(','), bg: base.map(Math.round).join(','), what };
-  });
-}
 
 /** Click `button`, dismiss the confirmation it must raise, and check it asked with `question`. */
 async function clickAndDismiss(page: Page, button: ReturnType<Page['locator']>, question: string): Promise<void> {
@@ -70,10 +20,6 @@ async function clickAndDismiss(page: Page, button: ReturnType<Page['locator']>, 
   await page.waitForTimeout(300);
 }
 
-async function noSidewaysScroll(page: Page, width: number): Promise<void> {
-  const sw = await page.evaluate(() => document.documentElement.scrollWidth);
-  expect(sw, `the page scrolls sideways at ${width} px`).toBeLessThanOrEqual(width);
-}
 
 async function waitEnded(lw: { call: (n: string, i?: unknown) => Promise<any> }, id: string): Promise<string> {
   let status = '';
@@ -115,7 +61,6 @@ test.describe('review page', () => {
     for (const theme of ['light', 'dark'] as const) {
       test(`the diff is readable in the ${theme} theme at ${width} px`, async ({ page, lw, shot }) => {
         await openAt(page, lw.url, `#/tasks/${diffTask}`, width, theme);
-        await page.locator('button[data-action=diff]').click();
         await expect(page.locator('.d2h-wrapper')).toBeVisible();
         await expect(page.locator('.d2h-file-name').first()).toBeVisible();
         // No colour trick (the old dark theme inverted a light diff into grey on grey).

@@ -37,7 +37,7 @@ function countGit(dir: string): string {
 describe('source snapshots of read-only tasks', () => {
   it('a run of read-only tasks takes about one git status per task, not two', async () => {
     h = makeHome();
-    h.configure(`[scheduler]\nmax_concurrency = 1\n[workers.codex]\ncommand = [${JSON.stringify(FAKE)}]\n`);
+    h.configure(`[scheduler]\nmax_concurrency = 1\n[workers.codex]\ncommand = [${JSON.stringify(FAKE)}]\nauth = "none"\n`);
     const n = 6;
     const ids: string[] = [];
     for (let i = 0; i < n; i++) ids.push((await h.call('delegate_task', { objective: `look ${i}`, kind: 'explore', workspace: h.repo, worker: 'codex' })).task.id);

@@ -29,7 +29,8 @@ describe('a built-in worker with a configured command', () => {
   it('runs the configured binary with its leading arguments before the adapter own, and lists it', async () => {
     h = makeHome();
     // `bash` found on PATH, the script as a leading argument: both halves of the argv prefix are used.
-    h.configure(`[workers.codex]\ncommand = ["bash", ${JSON.stringify(FAKE)}]\nmax_concurrency = 7\n`);
+    // auth = "none": the fake needs no credentials (a real codex would refuse to start without them).
+    h.configure(`[workers.codex]\ncommand = ["bash", ${JSON.stringify(FAKE)}]\nmax_concurrency = 7\nauth = "none"\n`);
     const done = await runOneCodexTask();
     expect(done.error).toBeNull();
     expect(done.status).toBe('completed');
@@ -45,7 +46,7 @@ describe('a built-in worker with a configured command', () => {
 
   it('a configured binary that is not there: the worker says why, and its task fails as worker_missing', async () => {
     h = makeHome();
-    h.configure('[workers.codex]\ncommand = ["/nonexistent/bin/codex"]\n');
+    h.configure('[workers.codex]\ncommand = ["/nonexistent/bin/codex"]\nauth = "none"\n');
     const codex = (await h.call('list_workers')).workers.find((w: { name: string }) => w.name === 'codex');
     expect(codex.installed).toBe(false);
     expect(codex.reason).toMatch(/\/nonexistent\/bin\/codex.*\[workers\.codex\] command/);
@@ -63,7 +64,7 @@ describe('a built-in worker with a configured command', () => {
       ['[workers.codex]\ncommand = [""]\n', /workers\.codex\.command\.0: must not contain an empty string/],
       ['[workers.codex]\ncommand = ["codex"]\nresume = ["codex", "{session}"]\n', /workers\.codex\.resume: built-in worker codex resumes its own sessions/],
       ['[workers.opencode]\nargs = ["x"]\ncommand = ["opencode"]\n', /workers\.opencode\.args/],
-      ['[workers.mock]\ncommand = ["node"]\n', /workers\.mock: the built-in mock worker runs no external binary/],
+      ['[workers.mock]\ncommand = ["node"]\n', /workers\.mock\.command: the built-in mock worker runs no external binary/],
     ];
     for (const [toml, message] of cases) {
       writeFileSync(h.engine.home.config, toml);

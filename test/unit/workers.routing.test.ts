@@ -36,7 +36,7 @@ describe('resolveRoute', () => {
 
   it('resolves a gateway with its key read from the environment, never from config', () => {
     const cfg = parseConfig({ gateways: { fake: { base_url: 'http://127.0.0.1:9/v1', key_env: 'FAKE_KEY' } } });
-    expect(resolveRoute(cfg, task({ gateway: 'fake' }), { FAKE_KEY: 's3cret' }).gateway).toEqual({ name: 'fake', baseUrl: 'http://127.0.0.1:9/v1', keyEnv: 'FAKE_KEY', key: 's3cret', wireApi: undefined });
+    expect(resolveRoute(cfg, task({ gateway: 'fake' }), { FAKE_KEY: 's3cret' }).gateway).toEqual({ name: 'fake', baseUrl: 'http://127.0.0.1:9/v1', keyEnv: 'FAKE_KEY', key: 's3cret', wireApi: undefined, authStyle: undefined, modelMap: {} });
     expect(resolveRoute(cfg, task({ gateway: 'fake' }), {}).gateway?.key).toBeNull();
     expect(() => resolveRoute(cfg, task({ gateway: 'other' }))).toThrow(/gateway: unknown gateway "other"/);
     expect(() => parseConfig({ gateways: { bad: { base_url: 'http://x/v1', key: 'abc', key_env: 'K' } } })).toThrow(/gateways\.bad\.key/);

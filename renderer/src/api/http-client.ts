@@ -16,15 +16,16 @@ export function createHttpClient(): ApiClient {
     signedOut = true;
     for (const fn of watchers) fn('signed_out');
   };
-  /** After the event stream closed: a 401 from the session probe means signed out, else offline. */
-  const diagnoseClosed = async (onState: (s: LiveState) => void) => {
+  /** Ask the server about this session: 401 → signed out; no answer → offline; any other answer → `answered`. */
+  const probe = async (onState: (s: LiveState) => void, answered: LiveState) => {
     try {
       const res = await fetch('./api/session', { credentials: 'same-origin', cache: 'no-store' });
       if (res.status === 401) return markSignedOut();
     } catch {
-      // unreachable: plain offline
+      if (!signedOut) onState('offline');
+      return;
     }
-    if (!signedOut) onState('offline');
+    if (!signedOut) onState(answered);
   };
   return {
     kind: 'http',
@@ -64,11 +65,12 @@ export function createHttpClient(): ApiClient {
       watchers.add(watch);
       source.addEventListener('hello', () => onState('live'));
       source.addEventListener('event', (m) => onEvent(JSON.parse((m as MessageEvent<string>).data) as EventRow));
-      // A refused reconnect (401 after a restart) closes the stream for good; a dropped one retries.
+      // A refused reconnect (401 after a restart) closes the stream for good; a dropped one retries, and
+      // the session probe tells a stopped server (offline) from one that is coming back (connecting).
       source.onerror = () => {
         if (signedOut) return;
-        if (source.readyState === EventSource.CLOSED) void diagnoseClosed(onState);
-        else onState('connecting');
+        if (source.readyState === EventSource.CLOSED) void probe(onState, 'offline');
+        else void probe(onState, 'connecting');
       };
       return () => {
         watchers.delete(watch);

@@ -4,6 +4,9 @@ export type { EventRow } from '../../../main/store/events.js';
 export type { TreeNode } from '../../../main/commands/tasks.js';
 export type { DoctorCheck } from '../../../main/commands/doctor.js';
 export type { Config } from '../../../main/core/config.js';
+export type { CostSummary } from '../../../main/tasks/cost.js';
+export type { WorkspaceUse } from '../../../main/store/tasks.js';
+export type { RouteRecord } from '../../../main/workers/route-record.js';
 
 import type { Task } from '../../../main/tasks/types.js';
 /** A task as the commands return it. */

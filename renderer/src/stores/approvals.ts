@@ -32,7 +32,10 @@ export const useApprovals = defineStore('approvals', () => {
   });
 
   useLive().listen((e) => {
-    if (!e.taskId || e.type !== 'task.status') return;
+    if (!e.taskId) return;
+    // A task can be created straight into awaiting_approval (plan_only, execute under auto_readonly).
+    if (e.type === 'task.created' && e.payload.status === 'awaiting_approval') return refetch(e.taskId);
+    if (e.type !== 'task.status') return;
     if (e.payload.to === 'awaiting_approval' || e.payload.from === 'awaiting_approval' || byId.value.has(e.taskId)) refetch(e.taskId);
   });
 

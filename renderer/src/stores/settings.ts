@@ -3,6 +3,8 @@ import { ref } from 'vue';
 import { api, isUnknownCommand } from '../api/client.js';
 import type { Config } from '../api/types.js';
 
+type Price = { input: number; cached?: number; output: number };
+
 export const MCP_CLIENTS = ['claude-code', 'codex', 'cursor', 'vscode', 'windsurf', 'json'] as const;
 export type McpClient = (typeof MCP_CLIENTS)[number];
 
@@ -17,6 +19,8 @@ function snippetText(data: unknown): string {
 export const useSettings = defineStore('settings', () => {
   const config = ref<Config | null>(null);
   const path = ref('');
+  /** The price table in effect and its built-in rows (get_settings). */
+  const prices = ref<{ effective: Record<string, Price>; builtin: Record<string, Price> } | null>(null);
   const error = ref<string | null>(null);
   const saving = ref(false);
   const savedAt = ref<number | null>(null);
@@ -25,8 +29,9 @@ export const useSettings = defineStore('settings', () => {
 
   async function load(): Promise<void> {
     try {
-      const r = await api().call<{ config: Config; path: string }>('get_settings');
+      const r = await api().call<{ config: Config; path: string; prices?: { effective: Record<string, Price>; builtin: Record<string, Price> } }>('get_settings');
       config.value = r.config;
+      prices.value = r.prices ?? null;
       path.value = r.path;
       error.value = null;
     } catch (err) {
@@ -51,6 +56,13 @@ export const useSettings = defineStore('settings', () => {
     }
   }
 
+  /** Save the [prices] table (replaced whole) and reload the effective one. */
+  async function savePrices(table: Record<string, Price>): Promise<boolean> {
+    const ok = await save({ prices: table });
+    if (ok) await load();
+    return ok;
+  }
+
   async function loadSnippet(client: McpClient): Promise<void> {
     try {
       snippets.value = { ...snippets.value, [client]: snippetText(await api().call('mcp_config', { client })) };
@@ -60,5 +72,5 @@ export const useSettings = defineStore('settings', () => {
     }
   }
 
-  return { config, path, error, saving, savedAt, snippets, snippetError, load, save, loadSnippet };
+  return { config, path, prices, error, saving, savedAt, snippets, snippetError, load, save, savePrices, loadSnippet };
 });

@@ -2,6 +2,7 @@ import { defineStore } from 'pinia';
 import { ref } from 'vue';
 import { api, isUnknownCommand } from '../api/client.js';
 import type { TaskView } from '../api/types.js';
+import { usePickers } from './pickers.js';
 
 /** The two forms: a goal (orchestrate_goal: a planner splits it) and one task (delegate_task). */
 export const useSubmit = defineStore('submit', () => {
@@ -13,15 +14,25 @@ export const useSubmit = defineStore('submit', () => {
     busy.value = true;
     error.value = null;
     try {
-      if (typeof input.workspace === 'string') localStorage.setItem('lightworker.workspace', input.workspace);
       const r = await api().call<{ task?: TaskView; plan?: TaskView; tasks?: TaskView[] }>(command, input);
+      // Remembered only once the engine took it: a mistyped path is not offered again.
+      if (typeof input.workspace === 'string') {
+        localStorage.setItem('lightworker.workspace', input.workspace);
+        workspace.value = input.workspace;
+        usePickers().remember(input.workspace);
+      }
       return r.task ?? r.plan ?? r.tasks?.[0] ?? null;
     } catch (err) {
-      error.value = isUnknownCommand(err) ? `${command} is not available yet in this build` : (err as Error).message;
+      // The form speaks of its fields, not of the internal command ("delegate_task: workspace: …").
+      error.value = isUnknownCommand(err) ? `${command} is not available yet in this build` : (err as Error).message.replace(`${command}: `, '');
       return null;
     } finally {
       busy.value = false;
     }
   }
-  return { busy, error, workspace, submitGoal: (i: Record<string, unknown>) => send('orchestrate_goal', i), submitTask: (i: Record<string, unknown>) => send('delegate_task', i) };
+  /** The user changed a field: an error about the previous attempt no longer applies. */
+  function clearError(): void {
+    error.value = null;
+  }
+  return { busy, error, workspace, clearError, submitGoal: (i: Record<string, unknown>) => send('orchestrate_goal', i), submitTask: (i: Record<string, unknown>) => send('delegate_task', i) };
 });

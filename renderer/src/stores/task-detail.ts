@@ -1,7 +1,7 @@
 import { defineStore } from 'pinia';
 import { computed, ref } from 'vue';
 import { api, isUnknownCommand } from '../api/client.js';
-import type { EventRow, TaskView, TreeNode } from '../api/types.js';
+import type { CostSummary, EventRow, RouteRecord, TaskView, TreeNode } from '../api/types.js';
 import { useLive } from './live.js';
 import { useNotices } from './notices.js';
 import { keyedDebounce } from './refresh.js';
@@ -32,6 +32,9 @@ function doneMessage(action: TaskAction, r: { commit?: string; branch?: string |
   return DONE[action];
 }
 
+/** Events per page of the task's log. */
+const EVENT_PAGE = 2000;
+
 /** One task in full: the task, its event stream, its tree and its diff, live. */
 export const useTaskDetail = defineStore('task-detail', () => {
   const id = ref<string | null>(null);
@@ -41,13 +44,22 @@ export const useTaskDetail = defineStore('task-detail', () => {
   const diff = ref<DiffState>({ kind: 'none' });
   const error = ref<string | null>(null);
   const busy = ref<TaskAction | null>(null);
+  const cost = ref<{ task: CostSummary; root: CostSummary } | null>(null);
+  /** The route the latest turn really used (gateway host, auth style, provider model, credential source). */
+  const route = ref<RouteRecord | null>(null);
+  const editorBusy = ref(false);
+  /** More events exist before the oldest one loaded. */
+  const hasEarlier = ref(false);
 
   const verification = computed(() => events.value.filter((e) => /^verif/.test(e.type)));
 
   async function loadTask(): Promise<void> {
     if (!id.value) return;
     try {
-      task.value = (await api().call<{ task: TaskView }>('get_task', { id: id.value })).task;
+      const r = await api().call<{ task: TaskView; cost?: { task: CostSummary; root: CostSummary }; route?: RouteRecord | null }>('get_task', { id: id.value });
+      task.value = r.task;
+      cost.value = r.cost ?? null;
+      route.value = r.route ?? null;
       error.value = null;
     } catch (err) {
       error.value = (err as Error).message;
@@ -61,10 +73,21 @@ export const useTaskDetail = defineStore('task-detail', () => {
       tree.value = [];
     }
   }
+  /** The newest events (a long run's log ends where it is now); live ones that raced the load are kept. */
   async function loadEvents(): Promise<void> {
     if (!id.value) return;
-    const r = await api().call<{ events: EventRow[] }>('get_events', { task_id: id.value, limit: 5000 });
-    events.value = r.events;
+    const r = await api().call<{ events: EventRow[] }>('get_events', { task_id: id.value, limit: EVENT_PAGE, newest: true });
+    const last = r.events.at(-1)?.seq ?? 0;
+    events.value = [...r.events, ...events.value.filter((e) => e.seq > last)];
+    hasEarlier.value = r.events.length === EVENT_PAGE;
+  }
+  /** Scrollback past the first page: the page of events before the oldest one shown. */
+  async function loadEarlier(): Promise<void> {
+    const first = events.value[0]?.seq;
+    if (!id.value || first === undefined) return;
+    const r = await api().call<{ events: EventRow[] }>('get_events', { task_id: id.value, limit: EVENT_PAGE, newest: true, before: first });
+    events.value = [...r.events, ...events.value];
+    hasEarlier.value = r.events.length === EVENT_PAGE;
   }
   async function loadDiff(): Promise<void> {
     if (!id.value) return;
@@ -81,6 +104,8 @@ export const useTaskDetail = defineStore('task-detail', () => {
     if (id.value !== taskId) {
       id.value = taskId;
       task.value = null;
+      cost.value = null;
+      hasEarlier.value = false;
       events.value = [];
       tree.value = [];
       diff.value = { kind: 'none' };
@@ -114,5 +139,19 @@ export const useTaskDetail = defineStore('task-detail', () => {
     }
   }
 
-  return { id, task, events, tree, diff, error, busy, verification, open, loadDiff, act };
+  /** Open the worktree (else the repository) in the user's editor, through the engine (argv, no shell). */
+  async function openEditor(): Promise<void> {
+    if (!id.value) return;
+    editorBusy.value = true;
+    try {
+      const r = await api().call<{ argv: string[]; path: string }>('open_in_editor', { id: id.value });
+      useNotices().info(`Opened ${r.path} in ${r.argv[0].split('/').pop()}`);
+    } catch (err) {
+      useNotices().error(err);
+    } finally {
+      editorBusy.value = false;
+    }
+  }
+
+  return { id, task, cost, route, events, hasEarlier, tree, diff, error, busy, editorBusy, verification, open, loadDiff, loadEarlier, act, openEditor };
 });

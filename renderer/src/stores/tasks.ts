@@ -5,8 +5,9 @@ import type { TaskStatus, TaskView } from '../api/types.js';
 import { useLive } from './live.js';
 import { keyedDebounce } from './refresh.js';
 
-function matches(t: TaskView, statuses: TaskStatus[], search: string): boolean {
+function matches(t: TaskView, statuses: TaskStatus[], search: string, workspace: string): boolean {
   if (statuses.length && !statuses.includes(t.status)) return false;
+  if (workspace && t.workspace !== workspace) return false;
   if (!search) return true;
   const q = search.toLowerCase();
   return t.id.toLowerCase().includes(q) || t.name.toLowerCase().includes(q) || t.objective.toLowerCase().includes(q);
@@ -17,12 +18,16 @@ export const useTasks = defineStore('tasks', () => {
   const byId = ref(new Map<string, TaskView>());
   const statuses = ref<TaskStatus[]>([]);
   const search = ref('');
+  /** Only tasks of this repository ('' = every one). */
+  const workspace = ref('');
+  /** Repositories tasks ran in, most recent first (list_workspaces), for the filter. */
+  const workspaces = ref<string[]>([]);
   const loading = ref(false);
   const error = ref<string | null>(null);
   const selected = ref(0);
 
   const list = computed(() =>
-    [...byId.value.values()].filter((t) => matches(t, statuses.value, search.value)).sort((a, b) => (a.id < b.id ? 1 : -1)),
+    [...byId.value.values()].filter((t) => matches(t, statuses.value, search.value, workspace.value)).sort((a, b) => (a.id < b.id ? 1 : -1)),
   );
   const counts = computed(() => {
     const c: Partial<Record<TaskStatus, number>> = {};
@@ -41,10 +46,20 @@ export const useTasks = defineStore('tasks', () => {
         ...(search.value ? { search: search.value } : {}),
       });
       byId.value = new Map(r.tasks.map((t) => [t.id, t]));
+      void loadWorkspaces();
     } catch (err) {
       error.value = (err as Error).message;
     } finally {
       loading.value = false;
+    }
+  }
+
+  async function loadWorkspaces(): Promise<void> {
+    try {
+      const r = await api().call<{ workspaces: { workspace: string }[] }>('list_workspaces', {});
+      workspaces.value = r.workspaces.map((w) => w.workspace);
+    } catch {
+      workspaces.value = [...new Set([...byId.value.values()].map((t) => t.workspace))];
     }
   }
 
@@ -54,6 +69,7 @@ export const useTasks = defineStore('tasks', () => {
       const next = new Map(byId.value);
       next.set(id, r.task);
       byId.value = next;
+      if (!workspaces.value.includes(r.task.workspace)) workspaces.value = [r.task.workspace, ...workspaces.value];
     } catch (err) {
       if (err instanceof ApiError && err.code === 'not_found') {
         const next = new Map(byId.value);
@@ -75,5 +91,5 @@ export const useTasks = defineStore('tasks', () => {
     if (t || e.type === 'task.created' || e.type === 'task.status') refetch(e.taskId);
   });
 
-  return { byId, list, counts, statuses, search, loading, error, selected, load, refetch };
+  return { byId, list, counts, statuses, search, workspace, workspaces, loading, error, selected, load, refetch };
 });
