@@ -5,7 +5,8 @@ import { loadConfig, type Config } from './core/config.js';
 import { registerSecretValues, secretValuesOfEnv } from './core/secret-values.js';
 import { ensureHomeDirs, resolveHome, type HomePaths } from './core/home.js';
 import { openDb, writeTx, type Db } from './store/db.js';
-import { latestSeq, listEvents, type EventRow } from './store/events.js';
+import { appendEvent, latestSeq, listEvents, type EventRow } from './store/events.js';
+import { watchConfigFile } from './core/config-watch.js';
 
 export interface EngineOptions {
   /** Explicit home directory (`--home`); otherwise LIGHTWORKER_HOME or the platform default. */
@@ -15,6 +16,8 @@ export interface EngineOptions {
   config?: Config;
   /** How often to look for other processes' commits, in ms. */
   pollMs?: number;
+  /** How often `watch()` looks at config.toml for changes, in ms. */
+  configPollMs?: number;
 }
 
 /**
@@ -22,7 +25,9 @@ export interface EngineOptions {
  * holds one Engine; the scheduler, when this process leads, runs on top of it.
  *
  * `events` emits 'event' (EventRow) for every appended event — ours at once, other processes' within
- * `pollMs` (via PRAGMA data_version) — and 'change' after every batch.
+ * `pollMs` (via PRAGMA data_version) — and 'change' after every batch. A watching engine also reloads
+ * config.toml when it changes ('config' with the new Config); an invalid file is refused (the old
+ * config stays) and recorded as a `config.invalid` event.
  */
 export class Engine {
   readonly home: HomePaths;
@@ -35,6 +40,9 @@ export class Engine {
   private flushQueued = false;
   private closed = false;
   private readonly pollMs: number;
+  private readonly configPollMs: number;
+  private readonly pinnedConfig: boolean;
+  private stopConfigWatch: (() => void) | null = null;
 
   constructor(opts: EngineOptions = {}) {
     this.home = resolveHome(opts.home);
@@ -43,6 +51,8 @@ export class Engine {
     this.db = openDb({ path: this.home.db, nativeBinding: opts.nativeBinding });
     this.cursor = latestSeq(this.db);
     this.pollMs = opts.pollMs ?? 25;
+    this.configPollMs = opts.configPollMs ?? 500;
+    this.pinnedConfig = opts.config !== undefined;
     this.events.setMaxListeners(1000);
   }
 
@@ -89,6 +99,7 @@ export class Engine {
     this.pollTimer = setInterval(() => this.checkDataVersion(), this.pollMs);
     this.pollTimer.unref();
     this.watchDatabaseFiles();
+    if (!this.pinnedConfig) this.stopConfigWatch = watchConfigFile(this.home.config, { onChange: (c) => this.reloadConfig(c), onInvalid: (e) => this.refuseConfig(e) }, this.configPollMs);
   }
 
   private checkDataVersion(): void {
@@ -126,6 +137,21 @@ export class Engine {
     this.dbWatcher = null;
   }
 
+  private reloadConfig(config: Config): void {
+    if (this.closed) return;
+    this.config = config;
+    this.events.emit('config', config);
+  }
+
+  private refuseConfig(error: Error): void {
+    if (this.closed) return;
+    try {
+      this.write(() => appendEvent(this.db, null, 'config.invalid', { path: this.home.config, error: error.message, pid: process.pid, kept: 'the configuration loaded before' }));
+    } catch {
+      // A busy or closing database must not crash a leader over a note; the old config stays either way.
+    }
+  }
+
   private flush(): void {
     if (this.closed) return;
     for (;;) {
@@ -143,6 +169,7 @@ export class Engine {
     this.closed = true;
     if (this.pollTimer) clearInterval(this.pollTimer);
     this.unwatchDatabaseFiles();
+    this.stopConfigWatch?.();
     this.events.removeAllListeners();
     this.db.close();
   }

@@ -13,7 +13,7 @@ import { byteLength, canonicalJson, sha256 } from './hash.js';
  * allowed paths, criteria, verify commands) comes last. Bump the id whenever the layout or any fixed
  * text changes: it is part of the cohort key.
  */
-export const PROMPT_PROTOCOL = 'lw-prompt/2';
+export const PROMPT_PROTOCOL = 'lw-prompt/3';
 
 const ROLE: Record<TaskKind, string> = {
   plan: 'You are the planner. Break the goal into at most 12 bounded tasks with explicit dependencies. Do not change any file.',
@@ -27,6 +27,7 @@ const GLOBAL_RULES = [
   'Do not commit, merge, push or publish anything; LightWorker reviews and applies changes itself.',
   'LightWorker runs the verification commands itself after you finish; do not claim they pass.',
   'Never print, copy or invent credentials; refer to them by the name of their environment variable.',
+  'If only a person can unblock you (a permission your sandbox does not give you, or a question only they can answer), stop and finish with `escalation` set (type question or permission_request; say what and why); otherwise set it to null. The answer comes back in this session.',
   'Finish with one JSON object that matches the result contract, and nothing after it.',
 ];
 

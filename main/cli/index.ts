@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { Command, CommanderError } from 'commander';
 import { isAppError, toErrorPayload } from '../core/errors.js';
 import { err } from './output.js';
+import { COMMAND_NAMES } from '../commands/names.js';
 import { registerSystemCommands } from './system.js';
 import { registerTaskCommands } from './tasks.js';
 import { registerIsolationCommands } from './isolation.js';
@@ -10,8 +11,11 @@ import { registerSchedulerCommands } from './scheduler.js';
 import { registerServeCommand } from '../http/serve-command.js';
 import { findPackageRoot } from '../http/static.js';
 import { registerMcpCommands } from './mcp.js';
+import { registerTeamCommands } from './teams.js';
 import { registerGatewayCommands, registerWorkerCommands } from './workers.js';
 import { registerCachelabCommands } from './cachelab.js';
+import { registerConversationCommands } from './conversation.js';
+import { registerSettingsCommands } from './settings.js';
 
 /** The version in package.json: the one number `npm pack` and bin/lightworker.js's fast `--version` use too. */
 function packageVersion(): string {
@@ -22,12 +26,13 @@ function packageVersion(): string {
 const USAGE_CODES = new Set(['invalid_input', 'not_found']);
 
 /**
- * A user typed `lightworker show X`, not `get_task`: drop the internal command name that table errors
- * start with (`get_task: id: …` → `id: …`), keeping the field they name.
+ * A user typed `lightworker show X`, not `get_task`: drop the internal command name an error starts with
+ * (`get_task: id: …` → `id: …`, `retry_task: delegation depth exceeded` → `delegation depth exceeded`),
+ * keeping the field it names.
  */
-function withoutCommandName(p: { message: string; details?: Record<string, unknown> }): string {
-  const command = p.details?.command;
-  return typeof command === 'string' && p.message.startsWith(`${command}: `) ? p.message.slice(command.length + 2) : p.message;
+export function withoutCommandName(message: string): string {
+  const m = /^([a-z_]+): /.exec(message);
+  return m && (COMMAND_NAMES as readonly string[]).includes(m[1]) ? message.slice(m[0].length) : message;
 }
 
 export function buildProgram(): Command {
@@ -46,6 +51,9 @@ export function buildProgram(): Command {
   registerWorkerCommands(program);
   registerGatewayCommands(program);
   registerCachelabCommands(program);
+  registerTeamCommands(program);
+  registerConversationCommands(program);
+  registerSettingsCommands(program);
   for (const c of program.commands) c.exitOverride();
   return program;
 }
@@ -74,7 +82,7 @@ export async function main(argv: string[]): Promise<void> {
       return;
     }
     const p = toErrorPayload(e);
-    err(`error: ${withoutCommandName(p)}${isAppError(e) ? ` [${p.code}]` : ''}`);
+    err(`error: ${withoutCommandName(p.message)}${isAppError(e) ? ` [${p.code}]` : ''}`);
     if (!isAppError(e) && process.env.LIGHTWORKER_DEBUG) err((e as Error).stack ?? '');
     process.exitCode = isAppError(e) && USAGE_CODES.has(e.code) ? 2 : 1;
   }

@@ -7,6 +7,18 @@ import type { ClientSnippet } from '../mcp/client-config.js';
 import { MCP_CLIENTS } from '../mcp/client-config.js';
 import { collect, globals, splitList, withEngine } from './context.js';
 import { err, out, printJson, table } from './output.js';
+import { createStatusLine } from './progress.js';
+import { seconds } from './scheduler.js';
+import { printTree } from './tasks.js';
+import { waitForTree } from './waiting.js';
+
+/** `--wait`, `--timeout` and `--quiet` of a command that queues a tree and may follow it to the end. */
+function addWaitOptions(cmd: Command, what: string): Command {
+  return cmd
+    .option('--wait', `stay until ${what} has ended (or needs approval), with a live status line on stderr`)
+    .option('--timeout <seconds>', 'with --wait: give up after this long (exit 1)', seconds('timeout'), 3600)
+    .option('-q, --quiet', 'with --wait: no status line');
+}
 
 function jsonOption(name: string) {
   return (v: string) => {
@@ -23,7 +35,13 @@ export function registerMcpCommands(program: Command): void {
   program
     .command('mcp')
     .description('serve MCP on stdin/stdout for agent clients (Codex, Claude Code, Cursor, …)')
-    .action(async (_o, cmd: Command) => {
+    .addOption(new Option('--permission-for <task>', "serve only Claude Code's permission prompts of this task's turn (started by the runner)").hideHelp())
+    .action(async (o: { permissionFor?: string }, cmd: Command) => {
+      if (o.permissionFor) {
+        const { runPermissionServer } = await import('../mcp/permission-server.js');
+        await runPermissionServer({ home: globals(cmd).home, taskId: o.permissionFor });
+        return;
+      }
       // Loaded here so other commands do not pay for the SDK.
       const { runStdioServer } = await import('../mcp/stdio.js');
       await runStdioServer({ home: globals(cmd).home });
@@ -45,7 +63,8 @@ export function registerMcpCommands(program: Command): void {
       });
     });
 
-  addBudgetOptions(program.command('orchestrate'))
+  addBudgetOptions(addWaitOptions(program
+    .command('orchestrate'), 'the planner and every task of its plan'))
     .description('queue a planner that splits a goal into a task DAG')
     .argument('<goal...>')
     .option('-w, --workspace <dir>', 'git repository (default: current directory)')
@@ -56,7 +75,7 @@ export function registerMcpCommands(program: Command): void {
     .option('--metadata <json>', 'worker-specific settings as JSON', jsonOption('metadata'))
     .option('--json')
     .action(async (words: string[], o, cmd: Command) => {
-      await withEngine(cmd, async (call) => {
+      await withEngine(cmd, async (call, ctx) => {
         const r = await call('orchestrate_goal', {
           goal: words.join(' '),
           workspace: resolve(o.workspace ?? process.cwd()),
@@ -67,13 +86,25 @@ export function registerMcpCommands(program: Command): void {
           metadata: o.metadata,
           budget: budgetOf(o),
         });
-        if (o.json) printJson(r);
-        else out(`${r.task.id}  ${r.task.status}  (planner; its plan becomes child tasks — follow with: lightworker tree ${r.task.id})`);
+        if (!o.wait) {
+          if (o.json) printJson(r);
+          else out(`${r.task.id}  ${r.task.status}  (planner; its plan becomes child tasks — follow with: lightworker tree ${r.task.id})`);
+          return;
+        }
+        if (!o.json) out(`${r.task.id}  ${r.task.status}  (planner; waiting for it and its plan)`);
+        const waited = await waitForTree(ctx.engine, call, r.task.id, o.timeout * 1000, createStatusLine({ quiet: o.quiet }), 'goal');
+        const tree = await call('get_task_tree', { id: r.task.id });
+        if (o.json) printJson({ ...r, wait: { reason: waited.reason, counts: waited.counts }, tree });
+        else {
+          out(`${waited.reason}`);
+          printTree(tree.roots);
+        }
+        if (waited.reason === 'timeout') process.exitCode = 1;
       });
     });
 
-  program
-    .command('compare')
+  addWaitOptions(program
+    .command('compare'), 'every candidate (and review)')
     .description('run one objective on several workers in separate worktrees; --show ID reports them side by side')
     .argument('[objective...]')
     .option('--workers <list>', 'comma-separated workers, e.g. codex,claude-code')
@@ -88,9 +119,9 @@ export function registerMcpCommands(program: Command): void {
     .option('--metadata <json>', 'worker-specific settings as JSON', jsonOption('metadata'))
     .option('--json')
     .action(async (words: string[], o, cmd: Command) => {
-      await withEngine(cmd, async (call) => {
-        if (o.show) {
-          const r = await call('compare_report', { id: o.show });
+      await withEngine(cmd, async (call, ctx) => {
+        const report = async (id: string) => {
+          const r = await call('compare_report', { id });
           if (o.json) return printJson(r);
           out(renderComparison(r.candidates));
           for (const c of r.candidates as CandidateReport[]) {
@@ -99,8 +130,8 @@ export function registerMcpCommands(program: Command): void {
             const lines = diff.split('\n');
             out(`\n== ${c.worker} (${c.id})\n${lines.slice(0, 200).join('\n')}${lines.length > 200 ? `\n… ${lines.length - 200} more lines (lightworker diff ${c.id})` : ''}`);
           }
-          return;
-        }
+        };
+        if (o.show) return report(o.show);
         const workers = splitList(o.workers);
         if (!workers?.length) throw new AppError('invalid_input', 'workers: give --workers a,b', { field: 'workers' });
         const r = await call('compare_workers', {
@@ -115,6 +146,12 @@ export function registerMcpCommands(program: Command): void {
           base_ref: o.baseRef,
           metadata: o.metadata,
         });
+        if (o.wait) {
+          const waited = await waitForTree(ctx.engine, call, r.candidates[0].id, o.timeout * 1000, createStatusLine({ quiet: o.quiet }), 'compare');
+          if (waited.reason === 'timeout') process.exitCode = 1;
+          if (!o.json) out(`${waited.reason}`);
+          return report(r.rootId);
+        }
         if (o.json) return printJson(r);
         const rows = [...r.candidates, ...r.reviews].map((t: { id: string; status: string; kind: string; worker: string }) => [t.id, t.status, t.kind, t.worker]);
         out(table(['ID', 'STATUS', 'KIND', 'WORKER'], rows));

@@ -1,12 +1,62 @@
 import { type Command } from 'commander';
 import { AppError } from '../core/errors.js';
 import { startSchedulerService } from '../scheduler/service.js';
-import { waitTasks } from '../scheduler/wait.js';
 import { withEngine } from './context.js';
-import { resolveTaskId } from '../store/tasks.js';
+import { getTask, resolveTaskId } from '../store/tasks.js';
 import { err, out, printJson } from './output.js';
 import { isIdle } from '../scheduler/idle.js';
 import { installGracefulShutdown } from '../scheduler/shutdown.js';
+import { TERMINAL, type TaskStatus } from '../tasks/types.js';
+import type { Engine } from '../engine.js';
+import type { SchedulerService } from '../scheduler/service.js';
+import type { EventRow } from '../store/events.js';
+import { createStatusLine, describeCounts, type StatusLine } from './progress.js';
+import { waitWithStatus } from './waiting.js';
+
+const LIVE_STATES: TaskStatus[] = ['starting', 'running', 'verifying', 'queued', 'awaiting_approval'];
+
+/**
+ * Keep `run`'s status line current: the leader's role, what runs and waits in the home, and what ended
+ * while this process ran (each end also printed as a line that stays). Returns the unsubscribe.
+ */
+function followRunStatus(engine: Engine, svc: SchedulerService, call: (name: string, input?: unknown) => Promise<unknown>, line: StatusLine): () => void {
+  const ended: Record<string, number> = {};
+  let pending: NodeJS.Timeout | null = null;
+  const refresh = async () => {
+    pending = null;
+    const r = (await call('scheduler_status', {}).catch(() => null)) as { counts: Record<string, number>; paused: boolean } | null;
+    if (!r) return;
+    const live = Object.fromEntries(LIVE_STATES.filter((k) => r.counts[k]).map((k) => [k, r.counts[k]]));
+    const role = svc.status().role === 'leader' ? (r.paused ? 'leading (paused)' : 'leading') : 'standby';
+    const done = Object.keys(ended).length ? ` · ended here: ${describeCounts(ended)}` : '';
+    line.set(`${role} · ${Object.keys(live).length ? describeCounts(live) : 'idle'}${done}`);
+  };
+  // Redraws are coalesced: a burst of events costs one status query.
+  const schedule = () => {
+    pending ??= setTimeout(() => void refresh(), 100);
+  };
+  const onEvent = (e: EventRow) => {
+    if (e.type !== 'task.status' || !TERMINAL.has(e.payload.to as TaskStatus)) return;
+    const to = String(e.payload.to);
+    ended[to] = (ended[to] ?? 0) + 1;
+    const why = e.payload.reason ? `  (${String(e.payload.reason).split('\n')[0]})` : '';
+    const name = e.taskId ? getTask(engine.db, e.taskId)?.name : undefined;
+    line.note(`${e.taskId ?? '-'}  ${to}${why}${name ? `  ${name}` : ''}`);
+  };
+  engine.events.on('event', onEvent);
+  engine.events.on('change', schedule);
+  svc.on('leader', schedule);
+  svc.on('standby', schedule);
+  void refresh();
+  return () => {
+    if (pending) clearTimeout(pending);
+    engine.events.off('event', onEvent);
+    engine.events.off('change', schedule);
+    svc.off('leader', schedule);
+    svc.off('standby', schedule);
+    line.stop();
+  };
+}
 
 /** A commander parser for an option given in seconds (≥ 0); bad input names the option (exit 2). */
 export function seconds(name: string) {
@@ -27,19 +77,24 @@ export function registerSchedulerCommands(program: Command): void {
     .option('--until-idle', 'exit once nothing runs and nothing queued can run')
     .option('--timeout <seconds>', 'hard bound from the start of the process: SIGKILL what still runs and exit (code 1)', seconds('timeout'))
     .option('--drain-timeout <seconds>', 'after a first Ctrl-C/SIGTERM, cancel running tasks after this long (default: wait until they end)', seconds('drain-timeout'))
+    .option('-q, --quiet', 'no status line (stderr keeps only warnings)')
     .action(async (o, cmd: Command) => {
-      await withEngine(cmd, async (_call, ctx) => {
+      await withEngine(cmd, async (call, ctx) => {
         const engine = ctx.engine;
         const svc = await startSchedulerService(engine, { onlyWithWork: Boolean(o.untilIdle) });
+        const line = createStatusLine({ quiet: o.quiet });
+        const stopStatus = o.quiet ? () => undefined : followRunStatus(engine, svc, call, line);
         let announcedStandby = false;
+        // Announcements go through the status line, so a live line is cleared before they print.
+        const say = (text: string) => (o.quiet ? err(text) : line.note(text));
         const announce = () => {
           const s = svc.status();
           if (s.role === 'standby' && !announcedStandby) {
             announcedStandby = true;
-            err(`another process leads this home (pid ${s.leader?.pid ?? '?'} on ${s.leader?.hostname ?? '?'}); waiting as standby and taking over if it stops`);
+            say(`another process leads this home (pid ${s.leader?.pid ?? '?'} on ${s.leader?.hostname ?? '?'}); waiting as standby and taking over if it stops`);
           }
           if (s.role === 'leader') {
-            if (announcedStandby) err('took over as leader');
+            if (announcedStandby) say('took over as leader');
             announcedStandby = false;
           }
         };
@@ -63,12 +118,12 @@ export function registerSchedulerCommands(program: Command): void {
           engine.events.on('change', onChange);
           // Catches idleness that no event announces (e.g. an empty queue at start).
           const idlePoll = setInterval(onChange, 250);
-          const shutdown = installGracefulShutdown({ svc, say: err, drainTimeoutMs: o.drainTimeout !== undefined ? o.drainTimeout * 1000 : null, onStopped: finish });
+          const shutdown = installGracefulShutdown({ svc, say, drainTimeoutMs: o.drainTimeout !== undefined ? o.drainTimeout * 1000 : null, onStopped: finish });
           // A deadline is a deadline: counted from the start of this process, and what still runs at it is
           // SIGKILLed at once (no SIGTERM grace on top), so the process ends within about a second of it.
           const hardTimer = o.timeout !== undefined ? setTimeout(() => {
             const n = svc.runningTasks().length;
-            err(`--timeout ${o.timeout}s reached; ${n ? `killing ${n} running task${n === 1 ? '' : 's'} at once` : 'stopping'}`);
+            say(`--timeout ${o.timeout}s reached; ${n ? `killing ${n} running task${n === 1 ? '' : 's'} at once` : 'stopping'}`);
             void svc.stop({ killNow: true }).then(() => finish(1));
             // Backstop: a run that still cannot record its end (e.g. a pipe held by an escaped process)
             // must not keep the command past its deadline; the next leader orphans what it left.
@@ -80,24 +135,26 @@ export function registerSchedulerCommands(program: Command): void {
           onChange();
         });
         await svc.stop();
+        stopStatus();
         process.exitCode = exitCode;
       });
     });
 
   program
     .command('wait')
-    .description('wait until tasks end, or one needs approval')
+    .description('wait until tasks end, or one needs a person (approval or an answer)')
     .argument('<ids...>', 'task ids (or unique prefixes of 6+ characters)')
     .option('--timeout <seconds>', 'give up after this long', seconds('timeout'), 3600)
+    .option('-q, --quiet', 'no status line while waiting')
     .option('--json')
     .action(async (ids: string[], o, cmd: Command) => {
-      await withEngine(cmd, async (_call, ctx) => {
+      await withEngine(cmd, async (call, ctx) => {
         const full = ids.map((id, i) => resolveTaskId(ctx.engine.db, id, ids.length > 1 ? `ids[${i}]` : 'id'));
-        const r = await waitTasks(ctx.engine, full, o.timeout * 1000);
+        const r = await waitWithStatus(ctx.engine, call, full, o.timeout * 1000, createStatusLine({ quiet: o.quiet }));
         if (o.json) printJson(r);
         else {
           out(`${r.reason}`);
-          for (const t of r.tasks) out(`${t.id}  ${t.status}${t.waitingOn ? ` (waiting on approval of ${t.waitingOn.join(', ')})` : ''}${t.error ? `  ${t.error.code}: ${t.error.message.split('\n')[0]}` : ''}`);
+          for (const t of r.tasks) out(`${t.id}  ${t.status}${t.waitingOn ? ` (waiting on approval of ${t.waitingOn.join(', ')})` : ''}${t.needs ? `  needs ${t.needs.kind}: ${t.needs.asks}` : ''}${t.error ? `  ${t.error.code}: ${t.error.message.split('\n')[0]}` : ''}`);
         }
         if (r.reason === 'timeout') process.exitCode = 1;
       });

@@ -8,13 +8,18 @@ import { globals, withEngine } from './context.js';
 import { err, out, printJson } from './output.js';
 import { AppError } from '../core/errors.js';
 import { parseIntOption } from './tasks.js';
+import { commandText, formatDuration } from './verification.js';
 import { followEvents, type FollowOptions } from '../lib/follow.js';
 
 function eventLine(e: EventRow): string {
   const time = new Date(e.ts).toISOString().slice(11, 23);
   const p = e.payload;
   const summary =
-    e.type === 'task.status' ? `${String(p.from)} → ${String(p.to)}${p.reason ? ` (${String(p.reason)})` : ''}` : JSON.stringify(p);
+    e.type === 'task.status'
+      ? `${String(p.from)} → ${String(p.to)}${p.reason ? ` (${String(p.reason)})` : ''}`
+      : e.type === 'verify.command'
+        ? `$ ${commandText(p.command)} → ${p.timedOut ? 'timed out' : `exit ${String(p.exitCode)}`} in ${formatDuration(Number(p.durationMs ?? 0))} (output: lightworker show ${e.taskId ?? ''})`
+        : JSON.stringify(p);
   return `${String(e.seq).padStart(6)}  ${time}  ${(e.taskId ?? '-').padEnd(26)}  ${e.type.padEnd(22)} ${summary}`;
 }
 

@@ -4,10 +4,12 @@ import { type Command, Option } from 'commander';
 import { AppError } from '../core/errors.js';
 import type { TreeNode, VerificationSummary } from '../commands/tasks.js';
 import { STATUSES, type Task } from '../tasks/types.js';
+import type { NeedsInput } from '../tasks/summary.js';
 import { RETRY_STRATEGIES } from '../tasks/ops.js';
 import { formatRoute, type RouteRecord } from '../workers/route-record.js';
 import { collect, splitList, withEngine } from './context.js';
 import { ago, err, out, printJson, table } from './output.js';
+import { verificationLines } from './verification.js';
 
 /** A commander parser for an integer option; bad input names the option (exit 2). */
 export function parseIntOption(name: string) {
@@ -18,7 +20,7 @@ export function parseIntOption(name: string) {
   };
 }
 
-function parseJsonOption(name: string) {
+export function parseJsonOption(name: string) {
   return (v: string) => {
     try {
       return JSON.parse(v);
@@ -32,9 +34,10 @@ function taskLine(t: Task): string[] {
   return [t.id, t.status, t.kind, t.worker, ago(t.createdAt), t.name];
 }
 
-export function printTask(t: Task & { waitingOn?: string[] }, verification?: VerificationSummary | null, route?: RouteRecord | null): void {
+export function printTask(t: Task & { waitingOn?: string[]; needs?: NeedsInput }, verification?: VerificationSummary | null, route?: RouteRecord | null): void {
   const lines = [
     `${t.id}  ${t.status}${t.waitingOn?.length ? ` (waiting on approval of ${t.waitingOn.join(', ')})` : ''}`,
+    ...(t.needs ? [`needs:      ${t.needs.kind} — ${t.needs.asks}  (lightworker answer ${t.id} ${t.needs.kind === 'permission' ? '--allow | --deny' : '"…"'})`] : []),
     `name:       ${t.name}`,
     `kind:       ${t.kind}   mode: ${t.mode}   worker: ${t.worker}${t.model ? `   model: ${t.model}` : ''}${t.reasoningEffort ? `   effort: ${t.reasoningEffort}` : ''}`,
     `workspace:  ${t.workspace}${t.baseRef ? ` @ ${t.baseRef}` : ''}`,
@@ -49,19 +52,12 @@ export function printTask(t: Task & { waitingOn?: string[] }, verification?: Ver
   if (t.error) lines.push(`error:      ${t.error.code}: ${t.error.message}`);
   lines.push('objective:', ...t.objective.split('\n').map((l) => `  ${l}`));
   if (t.verify.length) lines.push('verify:', ...t.verify.map((v) => `  ${Array.isArray(v) ? JSON.stringify(v) : v}`));
-  if (verification) {
-    lines.push(`verification (attempt ${verification.attempt}): ${verification.ok === null ? 'running' : verification.ok ? 'passed' : 'FAILED'}`);
-    for (const c of verification.commands) {
-      const cmd = Array.isArray(c.command) ? (c.command as string[]).join(' ') : String(c.command);
-      lines.push(`  $ ${cmd}  → ${c.timedOut ? 'timed out' : `exit ${c.exitCode}`} in ${c.durationMs} ms`);
-      if (c.exitCode !== 0 && c.outputTail) lines.push(...c.outputTail.trimEnd().split('\n').slice(-15).map((l) => `    ${l}`));
-    }
-  }
+  if (verification) lines.push(...verificationLines(verification));
   if (t.result !== null) lines.push(`result${t.schemaValid === false ? ' (not schema-valid)' : ''}:`, ...JSON.stringify(t.result, null, 2).split('\n').map((l) => `  ${l}`));
   out(lines.join('\n'));
 }
 
-function printTree(nodes: TreeNode[], indent = ''): void {
+export function printTree(nodes: TreeNode[], indent = ''): void {
   for (const n of nodes) {
     out(`${indent}${n.id}  ${n.status.padEnd(17)} ${n.kind.padEnd(7)} ${n.name}${n.dependsOn.length ? `  ← ${n.dependsOn.join(', ')}` : ''}`);
     printTree(n.children, indent + '  ');

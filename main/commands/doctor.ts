@@ -1,5 +1,8 @@
 import { execFileSync } from 'node:child_process';
-import { statfsSync } from 'node:fs';
+import { existsSync, readFileSync, statfsSync } from 'node:fs';
+import { parse as parseToml } from 'smol-toml';
+import { loadConfig } from '../core/config.js';
+import { configProblems } from '../core/config-rules.js';
 import { connect } from 'node:net';
 import { z } from 'zod';
 import { isWritable } from '../core/home.js';
@@ -56,6 +59,27 @@ function baseChecks(ctx: CommandContext): DoctorCheck[] {
     checks.push({ name: 'disk', ok: false, detail: (err as Error).message });
   }
   return checks;
+}
+
+/**
+ * config.toml as it is on disk now (a running console may still use the version before an edit): valid
+ * TOML, keys and types the schema knows, and every configured model allow-listed — the same checks
+ * `update_settings` makes before it writes.
+ */
+function configCheck(ctx: CommandContext): DoctorCheck {
+  const path = ctx.engine.home.config;
+  const fix = `edit ${path} (or change it in Settings); \`lightworker init --force\` rewrites the documented defaults`;
+  let config;
+  let raw: unknown = {};
+  try {
+    config = loadConfig(path);
+    if (existsSync(path)) raw = parseToml(readFileSync(path, 'utf8'));
+  } catch (err) {
+    return { name: 'config', ok: false, detail: (err as Error).message, fix };
+  }
+  const problems = configProblems(config, raw);
+  if (problems.length) return { name: 'config', ok: false, detail: problems.map((p) => `${p.key}: ${p.message}`).join('; '), fix };
+  return { name: 'config', ok: true, detail: existsSync(path) ? `${path} is valid` : `no ${path}: defaults in force` };
 }
 
 /** Who runs the scheduler for this home (informational: no leader is fine until there is work). */
@@ -136,6 +160,7 @@ export const runDoctor = defineCommand({
   readOnly: true,
   async handler(ctx) {
     const checks = baseChecks(ctx);
+    checks.push(configCheck(ctx));
     checks.push(leaderCheck(ctx));
     const [workers, gateways] = await Promise.all([workerChecks(ctx), gatewayChecks(ctx)]);
     checks.push(...workers, ...gateways);

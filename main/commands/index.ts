@@ -8,10 +8,13 @@ import { ORCHESTRATION_COMMANDS } from './orchestration.js';
 import { SETTINGS_COMMANDS } from './settings.js';
 import { SCHEDULER_COMMANDS } from './scheduler.js';
 import { TASK_COMMANDS } from './tasks.js';
+import { CONVERSATION_COMMANDS } from './conversation.js';
+import { REQUEST_COMMANDS } from './requests.js';
+import { TEAM_COMMANDS } from './teams.js';
 import { WORKER_COMMANDS } from './workers.js';
 
 /** Every command with its own types (literal name, zod input, handler output): the library's methods come from it. */
-export const COMMAND_LIST = [...TASK_COMMANDS, ...SCHEDULER_COMMANDS, ...EVENT_COMMANDS, runDoctor, ...SETTINGS_COMMANDS, ...ORCHESTRATION_COMMANDS, ...ISOLATION_COMMANDS, mcpConfigCommand, ...WORKER_COMMANDS, ...CACHELAB_COMMANDS] as const;
+export const COMMAND_LIST = [...TASK_COMMANDS, ...SCHEDULER_COMMANDS, ...EVENT_COMMANDS, runDoctor, ...SETTINGS_COMMANDS, ...ORCHESTRATION_COMMANDS, ...ISOLATION_COMMANDS, mcpConfigCommand, ...WORKER_COMMANDS, ...CACHELAB_COMMANDS, ...CONVERSATION_COMMANDS, ...REQUEST_COMMANDS, ...TEAM_COMMANDS] as const;
 
 /** One entry of the table, as a union over every command's own type. */
 export type AnyCommand = (typeof COMMAND_LIST)[number];

@@ -37,6 +37,19 @@ export const COMMAND_NAMES = [
   'add_context_pack',
   'list_context_packs',
   'get_context_pack',
+  'followup_task',
+  'pause_task',
+  'resume_task',
+  'reject_task',
+  'reverify_task',
+  'redirect_task',
+  'answer_task',
+  'list_requests',
+  'start_team',
+  'team_report',
+  'accept_team',
+  'handoff_task',
+  'cancel_team',
 ] as const;
 
 export type CommandName = (typeof COMMAND_NAMES)[number];

@@ -9,7 +9,9 @@ import { MAX_OBJECTIVE_BYTES, noNul, TASK_ID, taskInputSchema } from '../tasks/s
 import { rootBudgetSchema } from '../tasks/budget.js';
 import { createContext, presentTask } from './tasks.js';
 import { getTaskDiff } from './isolation.js';
-import { defineCommand, runCommand, type CommandDef } from './table.js';
+import { defineCommand, inputError, runCommand, type CommandContext, type CommandDef } from './table.js';
+import { MAX_MEMBERS, MAX_ROUNDS, teamInputSchema } from '../orchestration/team-schema.js';
+import { createTeam } from '../orchestration/teams.js';
 
 /** The one command a comparison report runs for each candidate (the same validation as every face). */
 const DIFF_TABLE: ReadonlyMap<string, CommandDef> = new Map([getTaskDiff as CommandDef].map((c) => [c.name, c]));
@@ -35,9 +37,18 @@ export const orchestrateGoal = defineCommand({
     priority: z.number().int().min(0).max(100).optional(),
     metadata: z.record(z.string(), z.unknown()).optional(),
     budget: rootBudgetSchema.optional(),
+    // Instead of a planner: a team strategy on the goal (lightworker team …; start_team has every option).
+    team: z
+      .strictObject({
+        strategy: z.enum(['implement_review', 'map_reduce', 'best_of_n']),
+        workers: z.array(z.string()).min(1).max(MAX_MEMBERS),
+        rounds: z.number().int().min(1).max(MAX_ROUNDS).optional(),
+      })
+      .optional(),
   }),
   readOnly: false,
   handler(ctx, input) {
+    if (input.team) return startTeamForGoal(ctx, input, input.team);
     const [task] = ctx.engine.write(() =>
       createTasks(createContext(ctx), [
         {
@@ -60,6 +71,15 @@ export const orchestrateGoal = defineCommand({
     return { task: presentTask(ctx, task) };
   },
 });
+
+/** orchestrate_goal with `team`: the goal becomes the team's objective, validated by start_team's schema. */
+function startTeamForGoal(ctx: CommandContext, input: { goal: string; team?: unknown; worker?: string }, team: Record<string, unknown>) {
+  const { goal, team: _t, worker: _w, ...shared } = input;
+  const parsed = teamInputSchema.safeParse(Object.fromEntries(Object.entries({ ...shared, ...team, objective: goal }).filter(([, v]) => v !== undefined)));
+  if (!parsed.success) throw inputError(parsed.error, 'orchestrate_goal.team');
+  const tasks = ctx.engine.write(() => createTeam(createContext(ctx), parsed.data));
+  return { task: presentTask(ctx, tasks[0]), team: { strategy: parsed.data.strategy, tasks: tasks.map((t) => t.id) } };
+}
 
 export const delegateReviewed = defineCommand({
   name: 'delegate_reviewed',

@@ -1,21 +1,85 @@
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { parse as parseToml, stringify as stringifyToml } from 'smol-toml';
 import { z } from 'zod';
-import { configSchema, parseConfig } from '../core/config.js';
+import { configSchema, parseConfig, type Config } from '../core/config.js';
+import { configProblems } from '../core/config-rules.js';
 import { AppError } from '../core/errors.js';
+import { editToml, isPlainObject } from '../core/toml-edit.js';
 import { DEFAULT_PRICES, effectivePrices } from '../tasks/cost.js';
 import { defineCommand } from './table.js';
 
-const SECTIONS = Object.keys(configSchema.shape) as [keyof typeof configSchema.shape, ...(keyof typeof configSchema.shape)[]];
-/** Sections that are maps of named entries: a new value replaces the whole map, so entries can be removed. */
-const MAPS = new Set<string>(['profiles', 'gateways', 'workers', 'prices']);
+type Section = keyof typeof configSchema.shape;
+type Doc = Record<string, unknown>;
 
-function readRaw(path: string): Record<string, unknown> {
-  if (!existsSync(path)) return {};
+const SECTIONS = Object.keys(configSchema.shape) as [Section, ...Section[]];
+
+/** The schema under defaults and optionals, to see what kind of value a section holds. */
+function innerType(schema: z.ZodType): string {
+  let s = schema as unknown as { _zod: { def: { type: string; innerType?: unknown } } };
+  while (['default', 'prefault', 'optional'].includes(s._zod.def.type) && s._zod.def.innerType) s = s._zod.def.innerType as typeof s;
+  return s._zod.def.type;
+}
+
+/**
+ * Sections that are maps of named entries (profiles, gateways, workers, setup, prices, and any record a
+ * later section adds): a new value replaces the whole map, so entries can be removed.
+ */
+const MAPS = new Set<string>(SECTIONS.filter((s) => innerType(configSchema.shape[s]) === 'record'));
+
+function sameValue(a: unknown, b: unknown): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+/**
+ * What of `update` to write: keys already in the file are kept (and looked into); a key the file does
+ * not have is written only when it differs from the value in force (a form that sends every field back
+ * adds nothing but what the user changed). `null` removes a key the file has (its default applies again).
+ */
+function changedPart(update: Doc, inFile: unknown, inForce: unknown): Doc {
+  const file = isPlainObject(inFile) ? inFile : {};
+  const force = isPlainObject(inForce) ? inForce : {};
+  const out: Doc = {};
+  for (const [k, v] of Object.entries(update)) {
+    if (v === undefined) continue;
+    if (v === null) {
+      if (k in file) out[k] = null; // TOML has no null: it asks to remove the key from the file
+    } else if (k in file) out[k] = isPlainObject(v) && isPlainObject(file[k]) ? changedPart(v, file[k], force[k]) : v;
+    else if (!sameValue(v, force[k])) out[k] = v;
+  }
+  return out;
+}
+
+function withoutNulls(doc: Doc): Doc {
+  return Object.fromEntries(Object.entries(doc).filter(([, v]) => v !== null).map(([k, v]) => [k, isPlainObject(v) ? withoutNulls(v) : v]));
+}
+
+function readRaw(path: string): { text: string; raw: Doc } {
+  if (!existsSync(path)) return { text: '', raw: {} };
+  const text = readFileSync(path, 'utf8');
   try {
-    return parseToml(readFileSync(path, 'utf8')) as Record<string, unknown>;
+    return { text, raw: parseToml(text) as Doc };
   } catch (err) {
     throw new AppError('invalid_input', `${path}: not valid TOML: ${(err as Error).message}; fix the file by hand first`);
+  }
+}
+
+/** The config the file holds now (another process may have changed it), else the one in force. */
+function configInForce(raw: Doc, fallback: Config): Config {
+  try {
+    return parseConfig(raw);
+  } catch {
+    return fallback;
+  }
+}
+
+/** `next` as file text: `text` edited in place (comments and layout kept), else written afresh. */
+function fileText(text: string, next: Doc): string {
+  try {
+    return editToml(text, next);
+  } catch {
+    // A layout the in-place editor cannot follow (e.g. a table split across dotted keys and headers):
+    // correctness over comments.
+    return `# Written by LightWorker settings; see \`lightworker init --force\` for the documented template.\n${stringifyToml(next)}\n`;
   }
 }
 
@@ -32,24 +96,34 @@ export const getSettings = defineCommand({
 
 export const updateSettings = defineCommand({
   name: 'update_settings',
-  description: 'Change sections of config.toml (validated; map sections like gateways are replaced whole) and reload.',
+  description: 'Change sections of config.toml (validated; map sections like gateways are replaced whole; null removes a key) and reload.',
   input: z.strictObject({
     settings: z.partialRecord(z.enum(SECTIONS), z.record(z.string(), z.unknown())),
   }),
   readOnly: false,
   handler(ctx, input) {
     const path = ctx.engine.home.config;
-    const raw = readRaw(path);
+    const { text, raw } = readRaw(path);
+    const before = configInForce(raw, ctx.engine.config);
+    const next: Doc = structuredClone(raw);
     for (const [section, value] of Object.entries(input.settings)) {
       if (!value) continue;
-      const prev = raw[section];
-      raw[section] = MAPS.has(section) || typeof prev !== 'object' || prev === null ? value : { ...(prev as object), ...value };
+      const part = changedPart(value, raw[section], before[section as Section]);
+      if (!Object.keys(part).length && !(section in raw)) continue; // nothing new, nothing to remove
+      next[section] = withoutNulls(MAPS.has(section) ? part : { ...(raw[section] as Doc | undefined), ...part });
     }
-    const config = parseConfig(raw, 'settings');
-    // Comments of a hand-written file are not kept: the file is rewritten from the merged values.
-    const tmp = `${path}.${process.pid}.tmp`;
-    writeFileSync(tmp, `# Written by LightWorker settings; see \`lightworker init --force\` for the documented template.\n${stringifyToml(raw)}\n`, 'utf8');
-    renameSync(tmp, path);
+    // Validate everything before writing anything: the schema names a bad key or type, the rules a model
+    // outside models.allow (only problems this change brings: an older one elsewhere is doctor's to report).
+    const config = parseConfig(next, 'settings');
+    const known = new Set(configProblems(before, raw).map((p) => `${p.key}\n${p.message}`));
+    const added = configProblems(config, next).filter((p) => !known.has(`${p.key}\n${p.message}`));
+    if (added.length) throw new AppError('invalid_input', `settings: ${added[0].key}: ${added[0].message}`, { key: added[0].key, field: added[0].key });
+    const out = fileText(text, next);
+    if (out !== text) {
+      const tmp = `${path}.${process.pid}.tmp`;
+      writeFileSync(tmp, out, 'utf8');
+      renameSync(tmp, path);
+    }
     ctx.engine.config = config;
     return { path, config };
   },

@@ -8,7 +8,8 @@ import { allWorkerNames } from '../workers/registry.js';
 import { costOfRoot, costOfTask, effectivePrices, type CostSummary } from '../tasks/cost.js';
 import { approveTask, cancelTask, RETRY_STRATEGIES, retryTask, waitingOn } from '../tasks/ops.js';
 import { batchInputSchema, TASK_ID, taskInputSchema } from '../tasks/schema.js';
-import { summarizeTask, type TaskSummary } from '../tasks/summary.js';
+import { summarizeTask, type NeedsInput, type TaskSummary } from '../tasks/summary.js';
+import { withNeeds } from '../requests/needs.js';
 import { STATUSES, type Task } from '../tasks/types.js';
 import { takeWithin } from './answer-budget.js';
 import { defineCommand, FACE_LABELS, requirePersonOrAllowed, type CommandContext } from './table.js';
@@ -17,12 +18,13 @@ function byWho(ctx: CommandContext): string {
   return FACE_LABELS[ctx.face];
 }
 
-export type PresentedTask = Task & { waitingOn?: string[] };
+export type PresentedTask = Task & { waitingOn?: string[]; needs?: NeedsInput };
 
-/** A task as shown to callers: plus `waitingOn` when something upstream needs approval. */
+/** A task as shown to callers: plus `waitingOn` when something upstream needs approval, `needs` when it asks a person. */
 export function presentTask(ctx: CommandContext, t: Task): PresentedTask {
   const w = upstreamApprovals(ctx, t);
-  return w.length ? { ...t, waitingOn: w } : t;
+  const shown: PresentedTask = w.length ? { ...t, waitingOn: w } : t;
+  return t.status === 'waiting_input' || t.status === 'paused' ? withNeeds(ctx.engine, shown) : shown;
 }
 
 /** Tasks upstream of a not-yet-runnable `t` that await a person (empty for any other status). */
@@ -65,6 +67,8 @@ export interface VerificationSummary {
   ok: boolean | null;
   attempt: number;
   commands: { command: unknown; exitCode: number | null; durationMs: number; timedOut: boolean; outputTail: string }[];
+  /** The whole output of the run (an artifact), once it has completed. */
+  log?: string | null;
 }
 
 /** The latest verification run of a task, from its verify.* events (null when none ran). */
@@ -84,6 +88,7 @@ export function lastVerification(ctx: CommandContext, id: string): VerificationS
   return {
     ok: done ? Boolean(done.payload.ok) : null,
     attempt: Number(run[0].payload.attempt ?? 0),
+    log: done ? ((done.payload.log as string | null) ?? null) : null,
     commands: run
       .filter((e) => e.type === 'verify.command')
       .map((e) => ({

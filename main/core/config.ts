@@ -89,6 +89,12 @@ export const setupSchema = z.strictObject({
   setup_timeout_s: z.number().int().min(1).max(86_400).default(600),
 });
 
+/** What happens to a worker's request (issue 15): ask a person, or deny it at once. Never an automatic grant. */
+const requestRuleSchema = z.strictObject({
+  permission: z.enum(['ask', 'deny']).optional(),
+  question: z.enum(['ask', 'deny']).optional(),
+});
+
 export const configSchema = z.strictObject({
   scheduler: z
     .strictObject({
@@ -146,11 +152,30 @@ export const configSchema = z.strictObject({
     })
     .prefault({}),
   setup: z.record(z.string(), setupSchema).default({}),
+  requests: z
+    .strictObject({
+      /** A request nobody answers within this many seconds ends its task `failed` (request_expired). */
+      expiry_s: z.number().int().min(1).max(30 * 86_400).default(86_400),
+      permission: z.enum(['ask', 'deny']).default('ask'),
+      question: z.enum(['ask', 'deny']).default('ask'),
+      /** Per task kind, then per profile (the profile wins). */
+      kinds: z.partialRecord(z.enum(KINDS), requestRuleSchema).default({}),
+      profiles: z.record(z.string(), requestRuleSchema).default({}),
+    })
+    .prefault({}),
+  git: z
+    .strictObject({
+      /** Author of task commits, "Name <email>"; default: the repository's user.name / user.email. */
+      author: z.string().regex(/^[^<>]*[^<>\s][^<>]*<[^<>\s]+>\s*$/, 'expected "Name <email>"').optional(),
+    })
+    .prefault({}),
   notifications: z
     .strictObject({
       approvals: z.boolean().default(true),
       failures: z.boolean().default(true),
       completions: z.boolean().default(false),
+      /** A worker's question or permission request (at once, like approvals). */
+      requests: z.boolean().default(true),
     })
     .prefault({}),
   /** Price overrides by model name, over DEFAULT_PRICES (main/tasks/cost.ts). */
@@ -265,10 +290,21 @@ ttl_hours = 72
 auto_repair = 1
 timeout_s = 600
 
+[requests]
+expiry_s = 86400                # a question or permission request unanswered this long fails its task
+permission = "ask"              # ask | deny: a worker's permission request (never granted automatically)
+question = "ask"                # ask | deny: a worker's question
+# [requests.kinds.review]       # per kind; [requests.profiles.NAME] per profile (wins)
+# permission = "deny"
+
+# [git]
+# author = "Your Name <you@example.com>"   # task commits' author (default: the repository's user.name/email)
+
 [notifications]
 approvals = true
 failures = true
 completions = false
+requests = true                 # a task's question or permission request
 
 # Prices for cost estimates, USD per million tokens (cached = prompt-cache reads; defaults to input).
 # Built-in defaults cover the default models; a [prices."model"] here overrides or adds one.

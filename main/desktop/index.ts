@@ -2,7 +2,7 @@
 // plain modules beside it (tray-state, tray-menu, notifier, ipc, sender-check, single-instance).
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { app, BrowserWindow, clipboard, dialog, ipcMain, Menu, nativeImage, Notification, Tray } from 'electron';
+import { app, BrowserWindow, clipboard, dialog, ipcMain, Menu, nativeImage, Notification, powerMonitor, Tray } from 'electron';
 import { COMMANDS } from '../commands/index.js';
 import { runCommand } from '../commands/table.js';
 import { Engine } from '../engine.js';
@@ -10,7 +10,9 @@ import { startScheduler, type SchedulerService } from '../http/scheduler-link.js
 import { findPackageRoot } from '../http/static.js';
 import { installGracefulShutdown } from '../scheduler/shutdown.js';
 import { requireTask } from '../store/tasks.js';
+import { createNotificationKeeper, installAppLifecycle } from './app-lifecycle.js';
 import { registerIpcHandlers } from './ipc.js';
+import { adoptLoginShellPath } from './login-path.js';
 import { electronSqliteBinding } from './native-binding.js';
 import { createNotifier } from './notifier.js';
 import { createQuitGuard } from './quit-guard.js';
@@ -31,9 +33,23 @@ let win: BrowserWindow | null = null;
 let tray: Tray | null = null;
 let engine: Engine;
 let scheduler: SchedulerService;
+/** Notifications stay referenced until done: a collected one ignores its click. */
+const notifications = createNotificationKeeper();
+/** Set once the OS shuts down or logs out: quitting then asks nothing. */
+let onOsShutdown: () => void = () => undefined;
+
+function notify(opts: { title: string; body: string; silent: boolean }, onClick?: () => void): void {
+  if (!Notification.isSupported()) return;
+  const note = new Notification(opts);
+  if (onClick) note.on('click', onClick);
+  notifications.show(note);
+}
 
 function show(hash?: string): void {
-  if (!win || win.isDestroyed()) win = createConsoleWindow({ preload, indexHtml, icon: res('icon.png'), isQuitting: () => quitting });
+  if (!win || win.isDestroyed()) {
+    win = createConsoleWindow({ preload, indexHtml, icon: res('icon.png'), isQuitting: () => quitting });
+    win.on('session-end', () => onOsShutdown()); // Windows logoff / shutdown
+  }
   if (hash) {
     const send = () => win?.webContents.send('lw:navigate', hash);
     if (win.webContents.isLoading()) win.webContents.once('did-finish-load', send);
@@ -69,13 +85,16 @@ async function copyMcpConfig(): Promise<void> {
     const data = (await runCommand(COMMANDS, { engine, face: 'ipc', depth: 0 }, 'mcp_config', { client: 'json' })) as unknown;
     const text = typeof data === 'string' ? data : typeof (data as { text?: unknown })?.text === 'string' ? (data as { text: string }).text : JSON.stringify(data, null, 2);
     clipboard.writeText(text);
-    new Notification({ title: 'LightWorker', body: 'MCP configuration copied', silent: true }).show();
+    notify({ title: 'LightWorker', body: 'MCP configuration copied', silent: true });
   } catch (err) {
-    new Notification({ title: 'LightWorker', body: `Could not copy the MCP configuration: ${(err as Error).message}`, silent: true }).show();
+    notify({ title: 'LightWorker', body: `Could not copy the MCP configuration: ${(err as Error).message}`, silent: true });
   }
 }
 
 async function start(): Promise<void> {
+  // Before anything spawns a worker: from the Dock or a launcher, PATH lacks what the shell profile adds.
+  const path = await adoptLoginShellPath();
+  if (path.outcome !== 'skipped') process.stderr.write(`lightworker: PATH from the login shell: ${path.detail}\n`);
   engine = new Engine({ nativeBinding: electronSqliteBinding() });
   engine.watch();
   scheduler = await startScheduler(engine);
@@ -91,12 +110,7 @@ async function start(): Promise<void> {
         return null;
       }
     },
-    show: (n) => {
-      if (!Notification.isSupported()) return;
-      const note = new Notification({ title: n.title, body: n.body, silent: n.silent });
-      note.on('click', () => show(n.route));
-      note.show();
-    },
+    show: (n) => notify({ title: n.title, body: n.body, silent: n.silent }, () => show(n.route)),
   });
   engine.events.on('event', (e) => {
     notifier.onEvent(e);
@@ -118,6 +132,8 @@ async function start(): Promise<void> {
     },
     quit: () => app.quit(),
   });
+  onOsShutdown = () => guard.allowWithoutAsking();
+  powerMonitor.on('shutdown', () => onOsShutdown()); // macOS and Linux
   app.on('before-quit', (e) => {
     guard.beforeQuit(e);
     if (guard.confirmed) quitting = true;
@@ -141,8 +157,8 @@ async function start(): Promise<void> {
 }
 
 if (claimSingleInstance(app, () => show())) {
-  // Closing every window keeps the app (and the scheduler) running in the tray.
-  app.on('window-all-closed', () => undefined);
+  // Dock activation re-opens the console once the engine is up; no window left keeps the tray.
+  installAppLifecycle(app, { showWindow: () => engine && show() });
   app.whenReady().then(start).catch((err) => {
     process.stderr.write(`lightworker desktop failed to start: ${(err as Error).stack ?? err}\n`);
     app.exit(1);

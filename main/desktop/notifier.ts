@@ -14,7 +14,7 @@ export interface NotificationSpec {
 export interface NotifierDeps {
   show(n: NotificationSpec): void;
   /** config.notifications, read at the moment of notifying so Settings changes apply at once. */
-  settings(): { approvals: boolean; failures: boolean; completions: boolean };
+  settings(): { approvals: boolean; failures: boolean; completions: boolean; requests?: boolean };
   taskName(id: string): string | null;
   /** After the first approval notification, further ones within this window become one summary. */
   approvalWindowMs?: number;
@@ -28,7 +28,9 @@ const FAILED = new Set(['failed', 'timed_out', 'orphaned', 'blocked']);
 
 /**
  * Turns task.status events into OS notifications: an approval notifies at once (a person is waiting),
- * a burst of them collapses into one follow-up; failures and completions are batched and silent.
+ * a burst of them collapses into one follow-up; failures and completions are batched and silent. A
+ * worker's question or permission request (request.created) notifies at once, each one: it names
+ * what is asked, which a summary could not.
  */
 export function createNotifier(deps: NotifierDeps): { onEvent(e: EventRow): void; dispose(): void } {
   const setTimer = deps.setTimer ?? ((fn, ms) => setTimeout(fn, ms));
@@ -68,8 +70,21 @@ export function createNotifier(deps: NotifierDeps): { onEvent(e: EventRow): void
     deps.show({ title: `Tasks: ${parts.join(', ')}`, body: [...f, ...c].slice(0, 3).map(name).join(', '), taskId: null, route: '#/tasks', silent: true });
   }
 
+  /** A worker asks a person (issue 15): at once, like an approval, opening the inbox where it is answered. */
+  function notifyRequest(e: EventRow): void {
+    const id = e.taskId!;
+    const p = e.payload as { kind?: string; question?: string; tool?: string | null; command?: string | null };
+    const asks = p.kind === 'permission' ? `${p.tool ?? 'a tool'}: ${p.command ?? p.question ?? ''}` : String(p.question ?? '');
+    const title = p.kind === 'permission' ? 'Permission requested' : 'Question from a task';
+    deps.show({ title, body: `${name(id)} — ${asks}`.slice(0, 240), taskId: id, route: `#/inbox`, silent: false });
+  }
+
   return {
     onEvent(e) {
+      if (e.type === 'request.created' && e.taskId) {
+        if (deps.settings().requests !== false) notifyRequest(e);
+        return;
+      }
       if (e.type !== 'task.status' || !e.taskId) return;
       const to = String(e.payload.to);
       const s = deps.settings();

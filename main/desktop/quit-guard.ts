@@ -52,12 +52,19 @@ export interface QuitGuardDeps {
  * The desktop app's `before-quit` handler: prevents the quit while asking, then quits, goes to the tray
  * or does nothing. A quit the person confirmed (or one with nothing running) goes through.
  */
-export function createQuitGuard(deps: QuitGuardDeps): { beforeQuit(e: { preventDefault(): void }): void; readonly confirmed: boolean } {
+export function createQuitGuard(deps: QuitGuardDeps): { beforeQuit(e: { preventDefault(): void }): void; allowWithoutAsking(): void; readonly confirmed: boolean } {
   let confirmed = false;
   let asking = false;
   return {
     get confirmed() {
       return confirmed;
+    },
+    /**
+     * The OS is shutting down or logging out: a dialog would only hold that up (and the OS would kill the
+     * app anyway), so the next quit stops running tasks as a shutdown (resumable) without asking.
+     */
+    allowWithoutAsking() {
+      confirmed = true;
     },
     beforeQuit(e) {
       if (confirmed) return;

@@ -15,13 +15,15 @@ export interface TrayState {
  * What the tray shows for a scheduler status. Approval wins over running (a person is needed), paused
  * and standby are said explicitly so a quiet icon is never mistaken for "nothing to do".
  */
-export function computeTrayState(s: Pick<SchedulerStatus, 'role' | 'paused' | 'running' | 'awaitingApproval' | 'queued'> | null): TrayState {
+export function computeTrayState(s: (Pick<SchedulerStatus, 'role' | 'paused' | 'running' | 'awaitingApproval' | 'queued'> & { waitingInput?: number }) | null): TrayState {
   if (!s) return { kind: 'idle', icon: 'idle', tooltip: 'LightWorker — starting', summary: 'starting' };
   const parts: string[] = [];
   if (s.running) parts.push(`running ${s.running}`);
   if (s.awaitingApproval) parts.push(`awaiting approval ${s.awaitingApproval}`);
+  if (s.waitingInput) parts.push(`waiting for an answer ${s.waitingInput}`);
   if (s.queued) parts.push(`queued ${s.queued}`);
-  let kind: TrayKind = s.awaitingApproval ? 'approval' : s.running ? 'running' : 'idle';
+  // A question or permission request needs a person just like an approval does.
+  let kind: TrayKind = s.awaitingApproval || s.waitingInput ? 'approval' : s.running ? 'running' : 'idle';
   if (s.role === 'standby') parts.unshift('standby (another process leads)');
   if (s.paused) parts.unshift('paused');
   if (kind === 'idle' && s.paused) kind = 'paused';

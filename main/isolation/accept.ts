@@ -8,11 +8,11 @@ import { requireTask } from '../store/tasks.js';
 import { transition } from '../tasks/state.js';
 import type { Task } from '../tasks/types.js';
 import { getAllocation, type Allocation } from './allocations.js';
-import { branchTip } from './branches.js';
+import { authorEnv, branchTip, commitAuthor } from './branches.js';
 import { commonGitDir, git, gitTry, splitZ } from './git-exec.js';
 import { withRepoLock } from './repo-lock.js';
 import { statusEntries } from './source-status.js';
-import { lastVerifyOutcome } from './verify.js';
+import { verifiedOutcome } from './verify.js';
 import { removeWorktree } from './worktree.js';
 
 export interface AcceptOptions {
@@ -52,7 +52,7 @@ function checkAcceptable(engine: Engine, task: Task, alloc: Allocation | null, o
       );
     return;
   }
-  const last = alloc.verifyOk !== null ? { ok: alloc.verifyOk, commit: alloc.verifiedCommit } : lastVerifyOutcome(engine, task);
+  const last = verifiedOutcome(engine, task, alloc);
   if (!last?.ok) throw new AppError('verification_failed', `task ${task.id} did not pass verification; it cannot be accepted`);
   if (last.commit !== alloc.headCommit)
     throw new AppError(
@@ -83,7 +83,7 @@ async function checkedOutElsewhere(repo: string, branch: string): Promise<string
  * Build the accepted commit without touching the user's index or files: the task's diff applied
  * three-way onto `targetTip` in a scratch index. Throws conflict (changing nothing) when it does not apply.
  */
-async function buildCommit(repo: string, task: Task, alloc: Allocation, targetTip: string, target: string): Promise<string | null> {
+async function buildCommit(repo: string, task: Task, alloc: Allocation, targetTip: string, target: string, author?: string): Promise<string | null> {
   const patch = await git(repo, ['diff', '--binary', '--full-index', '--no-color', alloc.baseCommit, alloc.headCommit!], { raw: true });
   if (!patch.trim()) return null;
   const index = join(await commonGitDir(repo), `lightworker-accept-${newToken(6)}.index`);
@@ -98,7 +98,7 @@ async function buildCommit(repo: string, task: Task, alloc: Allocation, targetTi
     }
     const tree = await git(repo, ['write-tree'], { env });
     const ident = await gitTry(repo, ['var', 'GIT_COMMITTER_IDENT']);
-    const who = { GIT_AUTHOR_NAME: 'LightWorker', GIT_AUTHOR_EMAIL: 'lightworker@localhost' };
+    const who = authorEnv(await commitAuthor(repo, author));
     const committer: Record<string, string> =
       ident.exitCode === 0 ? {} : { GIT_COMMITTER_NAME: 'LightWorker', GIT_COMMITTER_EMAIL: 'lightworker@localhost' };
     const message = `${task.name}\n\nLightWorker task ${task.id} (attempt ${task.attempt}, worker ${task.worker}).\n${
@@ -172,7 +172,7 @@ export async function acceptTask(engine: Engine, id: string, opts: AcceptOptions
         );
       }
     }
-    const commit = await buildCommit(repo, task, alloc, targetTip, target);
+    const commit = await buildCommit(repo, task, alloc, targetTip, target, engine.config.git.author);
     if (commit) {
       const existed = (await branchTip(repo, target)) !== null;
       const cas = existed ? targetTip : '0'.repeat(40);

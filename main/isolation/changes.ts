@@ -5,7 +5,7 @@ import type { Engine } from '../engine.js';
 import { appendEvent } from '../store/events.js';
 import type { Task } from '../tasks/types.js';
 import { getAllocation, setHeadCommit } from './allocations.js';
-import { commitAll } from './branches.js';
+import { commitAll, commitAuthor } from './branches.js';
 import { git, gitTry, splitZ } from './git-exec.js';
 import { matchAny } from './globs.js';
 import { isInside } from './guards.js';
@@ -64,7 +64,8 @@ export interface Inspection {
  */
 export async function inspectWorktree(engine: Engine, task: Task, input: InspectInput): Promise<Inspection> {
   const head = await withRepoLock(input.repo, `commit the work of ${task.id}`, async () => {
-    await commitAll(input.worktree, `lightworker: ${redactText(task.name)} (${task.id}, attempt ${task.attempt})`, input.copied);
+    const author = await commitAuthor(input.repo, engine.config.git.author);
+    await commitAll(input.worktree, `lightworker: ${redactText(task.name)} (${task.id}, attempt ${task.attempt})`, input.copied, author);
     return git(input.worktree, ['rev-parse', 'HEAD']);
   });
   const onBranch = await gitTry(input.worktree, ['symbolic-ref', '--quiet', 'HEAD']);

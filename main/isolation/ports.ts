@@ -22,7 +22,7 @@ function reclaimDeadBlocks(db: Db): void {
     `DELETE FROM port_blocks WHERE task_id NOT IN (
        SELECT w.task_id FROM worktrees w JOIN tasks t ON t.id = w.task_id
        WHERE w.state IN ('allocating','ready')
-         AND t.status NOT IN ('completed','accepted','failed','timed_out','cancelled','blocked','orphaned'))`,
+         AND t.status NOT IN ('completed','accepted','failed','timed_out','cancelled','blocked','orphaned','rejected'))`,
   ).run();
 }
 

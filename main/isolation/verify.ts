@@ -122,3 +122,8 @@ export function lastVerifyOutcome(engine: Engine, task: Task): { ok: boolean; co
   const last = mine[mine.length - 1];
   return last ? { ok: last.payload.ok === true, commit: (last.payload.commit as string | null) ?? null } : null;
 }
+
+/** The verification outcome of the task's recorded head: the worktree row's when set, else the events'. */
+export function verifiedOutcome(engine: Engine, task: Task, alloc: { verifyOk: boolean | null; verifiedCommit: string | null }): { ok: boolean; commit: string | null } | null {
+  return alloc.verifyOk !== null ? { ok: alloc.verifyOk, commit: alloc.verifiedCommit } : lastVerifyOutcome(engine, task);
+}

@@ -16,6 +16,7 @@ export const MCP_TOOLS = [
   'cancel_task',
   'retry_task',
   'accept_task',
+  'answer_task',
   'list_workers',
   'get_cache_metrics',
   'run_doctor',

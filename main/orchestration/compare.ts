@@ -1,4 +1,5 @@
 import { AppError } from '../core/errors.js';
+import type { Db } from '../store/db.js';
 import { listEvents } from '../store/events.js';
 import { listTasks, requireTask } from '../store/tasks.js';
 import { createTasks, type CreateContext } from '../tasks/create.js';
@@ -69,7 +70,7 @@ export async function compareReport(ctx: CreateContext, id: string, diffOf: (id:
       durationMs: c.startedAt && c.endedAt ? c.endedAt - c.startedAt : null,
       branch: c.branch,
       diff: await diffOf(c.id),
-      verification: lastVerification(ctx, c.id),
+      verification: lastVerification(ctx.db, c.id),
       review: review ? { id: review.id, worker: review.worker, status: review.status, result: review.result } : null,
     });
   }
@@ -77,8 +78,8 @@ export async function compareReport(ctx: CreateContext, id: string, diffOf: (id:
 }
 
 /** The last `verify.completed` event (isolation/verify.ts) of the task, its log cut to the tail. */
-function lastVerification(ctx: CreateContext, taskId: string): Record<string, unknown> | null {
-  const { events } = listEvents(ctx.db, { taskId, types: ['verify.completed'], limit: 5000 });
+export function lastVerification(db: Db, taskId: string): Record<string, unknown> | null {
+  const { events } = listEvents(db, { taskId, types: ['verify.completed'], limit: 5000 });
   const v = events.pop();
   if (!v) return null;
   const { log, ...rest } = v.payload;

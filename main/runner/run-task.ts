@@ -2,11 +2,16 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { isAppError } from '../core/errors.js';
 import type { Engine } from '../engine.js';
-import { inspectChanges, prepareWorkspace, runVerification, type VerifyReport } from '../isolation/workspace.js';
+import { inspectChanges, prepareWorkspace, runVerification, type PreparedWorkspace, type VerifyReport } from '../isolation/workspace.js';
+import { describeConflicts, integrateSources } from '../isolation/integrate.js';
+import { teamInputsFor } from '../orchestration/team-inputs.js';
+import { teamTagOf } from '../orchestration/team-schema.js';
+import { takeRedirect } from '../tasks/controls.js';
 import { prep } from '../store/db.js';
 import { appendEvent } from '../store/events.js';
 import { getTask, updateTaskFields } from '../store/tasks.js';
-import { unsealTask } from '../tasks/secrets.js';
+import { followUpKey } from '../tasks/followup.js';
+import { unsealTask, unsealText } from '../tasks/secrets.js';
 import { resumeRequestOf, type ResumeRequest } from '../tasks/ops.js';
 import { transition } from '../tasks/state.js';
 import type { Task, TaskStatus } from '../tasks/types.js';
@@ -18,9 +23,10 @@ import { resolveAuth, workerAuthSettings } from '../workers/credentials.js';
 import { describeRoute } from '../workers/route-record.js';
 import { parseResult, resultJsonSchema } from '../workers/result-schemas.js';
 import { recordPrompt } from '../cachelab/prompt-record.js';
-import { buildPrompt, buildRepairPrompt, buildResumePrompt, freshAfterInterruptNote } from './prompt.js';
+import { buildFollowUpPrompt, buildPrompt, buildRedirectPrompt, buildRepairPrompt, buildResumePrompt, freshAfterInterruptNote, freshFollowUpNote } from './prompt.js';
 import { treeMarkerEnv } from './lifecycle.js';
 import { runTurn, type TurnResult } from './turn.js';
+import { checkTurnForInput, MAX_DENIALS_PER_ATTEMPT, permissionServerFor, runBudget, stopForInput, WaitForInput } from './input-requests.js';
 
 export interface RunContext {
   engine: Engine;
@@ -67,11 +73,18 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
   const stored = getTask(engine.db, taskId);
   if (!stored) return 'failed';
   const task = unsealTask(engine.db, engine.home.root, stored);
+  const resume = resumeRequestOf(engine.db, task);
+  // An answered request continues the same run: its timeout keeps counting from where it paused.
+  const budget = runBudget(ctx.signal, task, resume);
+  ctx = { ...ctx, signal: budget.signal };
   try {
-    const adapter = resolveAdapter(engine, task.worker);
-    const resume = resumeRequestOf(engine.db, task);
+    const sources = integrationSources(task);
+    // An integration runs no worker CLI: LightWorker merges the sources itself, then verifies as usual.
+    const adapter = sources ? null : resolveAdapter(engine, task.worker);
     const ws = await prepareWorkspace(engine, task, ctx.signal, { keepWorktree: resume !== null });
     checkAbort(ctx);
+    if (resume?.reverify) return await reverifyOnly(ctx, task, ws);
+    if (sources || !adapter) return await integrate(ctx, task, ws, sources ?? []);
     const runDir = join(engine.home.artifacts, task.id, `attempt-${task.attempt}`);
     mkdirSync(runDir, { recursive: true });
     const route = resolveRoute(engine.config, task);
@@ -79,6 +92,9 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
     if (!auth.ok) throw new StopTask('failed', 'auth_missing', `worker ${task.worker} has no credentials (${auth.source}): ${auth.hint}`);
     const resultSchema = resultJsonSchema(task.kind);
     const prompt = buildPrompt(task, { resultSchema, config: engine.config, db: engine.db });
+    // Team members (a reviewer, a synthesizer, a judge) also read what the steps before them produced.
+    const inputs = await teamInputsFor(engine, task);
+    if (inputs) prompt.text += `\n${inputs}\n`;
     const baseTurn: WorkerTurn = {
       task,
       prompt: prompt.text,
@@ -95,15 +111,20 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
         ...treeMarkerEnv(engine.home.root, task.id, task.attempt),
         ...ws.env,
       }),
+      permissionServer: permissionServerFor(engine, adapter, task),
       auth,
     };
-    // Recorded in the transaction that marks the worker spawned (one write less per task), or on its own
-    // if the worker never starts.
-    const record = () => {
+    engine.write(() => {
       recordPrompt(engine, task, prompt, baseTurn);
       appendEvent(engine.db, task.id, 'task.route', { attempt: task.attempt, ...describeRoute(task.worker, baseTurn, auth) });
-    };
-    let turn = await runWorkerTurn(ctx, adapter, resume ? resumedTurn(engine, adapter, baseTurn, resume, ws.kept === true) : baseTurn, 'starting', record);
+    });
+
+    let first = resume ? resumedTurn(engine, adapter, baseTurn, resume, ws.kept === true) : baseTurn;
+    // A redirect made while the task waited: a fresh prompt already states it; a session is told.
+    if (engine.write(() => takeRedirect(engine.db, task.id)) && first.resumeSessionId) first = { ...first, prompt: buildRedirectPrompt(task.objective) + '\n' + first.prompt };
+    // Later turns of this attempt continue the session where it lives (a resumed one: its own runDir).
+    const sessionTurn = { ...baseTurn, runDir: first.runDir };
+    let turn = await runWorkerTurn(ctx, adapter, first, 'starting');
     let repairsLeft = engine.config.verify.auto_repair;
     let pendingChanges: (() => void) | null = null;
     for (;;) {
@@ -111,21 +132,22 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
       const changes = await inspectChanges(engine, task, ws);
       const changesEvent = () =>
         appendEvent(engine.db, task.id, 'task.changes', { changedFiles: changes.changedFiles.slice(0, 200), empty: changes.empty, violations: changes.violations, diff: changes.diffArtifact });
-      // Without verify commands the next write is the completion: the event goes into it (one write less).
-      if (!changes.ok || task.verify.length) engine.write(changesEvent);
+      // When nothing can stop the task between here and its completion (no verify commands, not a plan
+      // whose answer is checked next), the event goes into the completing transaction: one write less.
+      if (!changes.ok || task.verify.length || task.kind === 'plan') engine.write(changesEvent);
       else pendingChanges = changesEvent;
       if (!changes.ok) throw new StopTask('failed', 'boundary_violation', `changes outside the task's boundary: ${changes.violations.join(', ')}`);
       checkAbort(ctx);
       const verify: VerifyReport = await runVerification(engine, task, ws, ctx.signal);
       checkAbort(ctx);
       if (verify.ok) break;
-      const failures = verify.results.filter((r) => r.exitCode !== 0).map((r) => `$ ${Array.isArray(r.command) ? r.command.join(' ') : r.command}\n(exit ${r.exitCode}${r.timedOut ? ', timed out' : ''})\n${r.outputTail}`).join('\n\n');
+      const failures = failureText(verify);
       if (repairsLeft <= 0 || !turn.sessionId) {
         throw new StopTask('failed', 'verification_failed', `verification failed${repairsLeft <= 0 ? '' : ' and the worker has no session to repair in'}:\n${failures.slice(-2000)}`);
       }
       repairsLeft--;
       engine.write(() => transition(engine.db, task.id, 'verifying', 'running', { reason: 'auto-repair: verification failed', event: { repairsLeft } }));
-      turn = await runWorkerTurn(ctx, adapter, { ...baseTurn, prompt: buildRepairPrompt(failures.slice(-8000)), resumeSessionId: turn.sessionId }, 'running');
+      turn = await runWorkerTurn(ctx, adapter, { ...sessionTurn, prompt: buildRepairPrompt(failures.slice(-8000)), resumeSessionId: turn.sessionId }, 'running');
     }
 
     const parsed = parseResult(task.kind, turn.finalText);
@@ -141,8 +163,55 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
     });
     return 'completed';
   } catch (err) {
+    if (err instanceof WaitForInput && !ctx.signal.aborted) {
+      stopForInput(engine, task, err.request);
+      return 'waiting_input';
+    }
     return finishWithError(ctx, task, err);
+  } finally {
+    budget.dispose();
   }
+}
+
+function failureText(verify: VerifyReport): string {
+  return verify.results.filter((r) => r.exitCode !== 0).map((r) => `$ ${Array.isArray(r.command) ? r.command.join(' ') : r.command}\n(exit ${r.exitCode}${r.timedOut ? ', timed out' : ''})\n${r.outputTail}`).join('\n\n');
+}
+
+/** `reverify`: the attempt runs no worker turn, only the change inspection and the verify commands. */
+async function reverifyOnly(ctx: RunContext, task: Task, ws: PreparedWorkspace, how = { reason: 'reverify: verification only, no worker turn', result: undefined as unknown }): Promise<TaskStatus> {
+  const { engine } = ctx;
+  engine.write(() => transition(engine.db, task.id, 'starting', 'verifying', { reason: how.reason }));
+  const changes = await inspectChanges(engine, task, ws);
+  if (!changes.ok) throw new StopTask('failed', 'boundary_violation', `changes outside the task's boundary: ${changes.violations.join(', ')}`);
+  const verify = await runVerification(engine, task, ws, ctx.signal);
+  checkAbort(ctx);
+  if (!verify.ok) throw new StopTask('failed', 'verification_failed', `verification failed:\n${failureText(verify).slice(-2000)}`);
+  engine.write(() => {
+    transition(engine.db, task.id, 'verifying', 'completed', { reason: how.result !== undefined ? 'verified' : 'reverified', fields: { pid: null, ...(how.result !== undefined ? { result: how.result, schemaValid: true } : {}) } });
+    endAttempt(engine, task, 'completed', null);
+  });
+  return 'completed';
+}
+
+/**
+ * An integration task (orchestration/teams.ts): LightWorker merges the sources' verified commits into the
+ * worktree, one 3-way merge each; any conflict fails the task with one line per file. Then the usual
+ * inspection and verification, without a worker turn.
+ */
+async function integrate(ctx: RunContext, task: Task, ws: PreparedWorkspace, sources: string[]): Promise<TaskStatus> {
+  const r = await integrateSources(ctx.engine, task, ws.workdir, sources);
+  checkAbort(ctx);
+  if (r.conflicts.length) {
+    throw new StopTask('failed', 'merge_conflict', `${r.conflicts.length} file(s) conflict; nothing was integrated, and the user's branch is untouched:\n${describeConflicts(r.conflicts)}`);
+  }
+  const summary = `merged ${r.merged.length} verified task commits: ${r.merged.map((m) => m.source).join(', ')}`;
+  return reverifyOnly(ctx, task, ws, { reason: `integrated ${r.merged.length} tasks; verifying`, result: { summary, files_changed: [], notes: null } });
+}
+
+/** The sources of an integration task, or null for any other task. */
+function integrationSources(task: Task): string[] | null {
+  const tag = teamTagOf(task.metadata);
+  return tag?.role === 'integrate' && task.kind === 'execute' ? (tag.sources ?? []) : null;
 }
 
 /**
@@ -151,7 +220,14 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
  */
 function resumedTurn(engine: Engine, adapter: WorkerAdapter, base: WorkerTurn, resume: ResumeRequest, keptWorktree: boolean): WorkerTurn {
   const { task } = base;
-  const why = !resume.sessionId ? 'the interrupted attempt never reported a session' : adapter.resumable === false ? `worker ${adapter.name} cannot continue a session (no resume template)` : null;
+  const followUp = resume.followUp;
+  const why = followUp?.fromWorker
+    ? `handed over from worker ${followUp.fromWorker}`
+    : !resume.sessionId
+      ? `the ${followUp ? 'previous' : 'interrupted'} attempt never reported a session`
+      : adapter.resumable === false
+        ? `worker ${adapter.name} cannot continue a session (no resume template)`
+        : null;
   engine.write(() =>
     appendEvent(engine.db, task.id, 'task.resumed', {
       mode: why ? 'fresh' : 'session',
@@ -160,43 +236,68 @@ function resumedTurn(engine: Engine, adapter: WorkerAdapter, base: WorkerTurn, r
       interruptedBy: resume.interruptedBy,
       workdir: base.workdir,
       keptWorktree,
+      ...(followUp ? { followUp: true, by: followUp.by } : {}),
       ...(why ? { reason: `${why}; starting a fresh session${keptWorktree ? ' in the same worktree' : ''}` } : {}),
     }),
   );
+  if (why && followUp) {
+    const message = unsealText(engine.db, task.id, followUpKey(task.attempt), followUp.message);
+    return { ...base, prompt: base.prompt + freshFollowUpNote({ message, previous: followUp.previous, kind: task.kind }) };
+  }
   if (why) return { ...base, prompt: base.prompt + freshAfterInterruptNote(task.kind) };
-  return { ...base, prompt: buildResumePrompt({ interruptedBy: resume.interruptedBy, kind: task.kind }), resumeSessionId: resume.sessionId };
+  // The CLI keeps the session in the config home of the turn that started it: continue it there.
+  const session = { resumeSessionId: resume.sessionId, runDir: sessionRunDir(engine, task.id, resume.sessionId!) ?? base.runDir };
+  if (followUp) {
+    const message = unsealText(engine.db, task.id, followUpKey(task.attempt), followUp.message);
+    return { ...base, ...session, prompt: buildFollowUpPrompt({ message, kind: task.kind }) };
+  }
+  return { ...base, ...session, prompt: buildResumePrompt({ interruptedBy: resume.interruptedBy, kind: task.kind }) };
+}
+
+/** The runDir of the turn that started (or last ran) a native session: where the CLI keeps it. */
+function sessionRunDir(engine: Engine, taskId: string, sessionId: string): string | null {
+  const row = engine.db
+    .prepare(`SELECT json_extract(payload, '$.runDir') AS d FROM events WHERE task_id = ? AND type = 'worker.started' AND json_extract(payload, '$.sessionId') = ? AND json_extract(payload, '$.runDir') IS NOT NULL ORDER BY seq DESC LIMIT 1`)
+    .get(taskId, sessionId) as { d: string } | undefined;
+  return row?.d ?? null;
 }
 
 /**
- * One worker turn, with the task moved to running once the process exists. `alsoOnSpawn` is written in
- * that same transaction (or in one of its own when no process starts).
+ * One worker turn, with the task moved to running once the process exists. A turn that asked a person
+ * throws WaitForInput; one whose ask the policy denied gets the denial in the same session (at most
+ * MAX_DENIALS_PER_ATTEMPT times).
  */
-async function runWorkerTurn(ctx: RunContext, adapter: WorkerAdapter, turn: WorkerTurn, from: 'starting' | 'running', alsoOnSpawn?: () => void): Promise<TurnResult> {
+async function runWorkerTurn(ctx: RunContext, adapter: WorkerAdapter, turn: WorkerTurn, from: 'starting' | 'running', denials = 0): Promise<TurnResult> {
   const { engine } = ctx;
   const id = turn.task.id;
-  let extra = alsoOnSpawn ?? null;
-  const writeExtra = () => {
-    const fn = extra;
-    extra = null;
-    fn?.();
-  };
   const result = await runTurn(adapter, turn, {
     signal: ctx.signal,
     killGraceMs: ctx.killGraceMs,
     rawLogPath: join(turn.runDir, 'stdout.jsonl'),
     onSpawn: (pid, startTime) => {
       engine.write(() => {
-        writeExtra();
         if (from === 'starting') transition(engine.db, id, 'starting', 'running', { reason: 'worker spawned', fields: { pid, pidStart: startTime }, event: { pid } });
         else updateTaskFields(engine.db, id, { pid, pidStart: startTime });
         prep(engine.db, 'UPDATE attempts SET status = ?, pid = ?, pid_start = ? WHERE task_id = ? AND attempt = ?').run('running', pid, startTime, id, turn.task.attempt);
       });
     },
-    onEvents: (events) => persistEvents(engine, id, events),
-  }).finally(() => {
-    if (extra) engine.write(writeExtra);
+    onEvents: (events) => persistEvents(engine, id, events.map((e) => (e.type === 'worker.started' ? { ...e, runDir: turn.runDir } : e))),
   });
   if (result.aborted) throw abortError(result.aborted);
+  if (from === 'starting' && getTask(engine.db, id)?.status === 'starting') {
+    // The worker ended before its spawn was recorded as running (very fast process); record it now.
+    engine.write(() => transition(engine.db, id, 'starting', 'running', { reason: 'worker spawned' }));
+  }
+  const denied = checkTurnForInput(engine, turn, result);
+  if (denied !== null) {
+    if (denials >= MAX_DENIALS_PER_ATTEMPT) throw new StopTask('failed', 'request_denied', `the worker kept asking for what the policy denies (${denials} denials this attempt)`);
+    return runWorkerTurn(ctx, adapter, { ...turn, prompt: denied, resumeSessionId: result.sessionId }, 'running', denials + 1);
+  }
+  // Redirected while this turn ran: the next turn of the same session gets the new objective.
+  if (result.ok && result.sessionId && engine.write(() => takeRedirect(engine.db, id))) {
+    const latest = unsealTask(engine.db, engine.home.root, getTask(engine.db, id)!);
+    return runWorkerTurn(ctx, adapter, { ...turn, prompt: buildRedirectPrompt(latest.objective), resumeSessionId: result.sessionId }, 'running', denials);
+  }
   if (!result.ok) {
     const code = result.error?.code ?? 'worker_failed';
     if (code === 'rate_limited') ctx.onRateLimit?.(adapter.name);
@@ -204,10 +305,6 @@ async function runWorkerTurn(ctx: RunContext, adapter: WorkerAdapter, turn: Work
     throw new StopTask('failed', code, detail);
   }
   ctx.onWorkerOk?.(adapter.name);
-  if (from === 'starting' && getTask(engine.db, id)?.status === 'starting') {
-    // The worker ended before its spawn was recorded as running (very fast process); record it now.
-    engine.write(() => transition(engine.db, id, 'starting', 'running', { reason: 'worker spawned' }));
-  }
   return result;
 }
 

@@ -28,7 +28,7 @@ export const CANDIDATES_SQL = `SELECT t.id, t.root_id AS rootId, t.workspace, t.
 
 /**
  * Runnable queued tasks, best first by priority then age: every dependency completed or accepted
- * (`deps_pending = 0`: the ready set, migration 005, read through its partial index), and their root and
+ * (`deps_pending = 0`: the ready set, migration 006, read through its partial index), and their root and
  * repository under the limits (a root's own budget, tasks/budget.ts, over perRoot). `exclude` lists
  * workers that cannot take work now.
  */

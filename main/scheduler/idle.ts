@@ -11,7 +11,7 @@ export interface WorkCounts {
 
 /**
  * Tasks a runner owns or could claim now. Cheap however many tasks wait: the active tasks' index and the
- * ready set (`deps_pending`, migration 005) — `run --until-idle` asks after every change.
+ * ready set (`deps_pending`, migration 006) — `run --until-idle` asks after every change.
  */
 export function claimableWork(db: Db): Pick<WorkCounts, 'active' | 'runnable'> {
   return prep(

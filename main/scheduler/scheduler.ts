@@ -6,7 +6,7 @@ import { deleteSetting, getSetting, setSetting, settingsWithPrefix } from '../st
 import type { EventRow } from '../store/events.js';
 import { retryTask } from '../tasks/ops.js';
 import { getTask } from '../store/tasks.js';
-import type { Task, TaskStatus } from '../tasks/types.js';
+import { TERMINAL, type Task, type TaskStatus } from '../tasks/types.js';
 import { resolveAdapter } from '../workers/registry.js';
 import { claimTask, listCandidates, pickCandidate } from './claim.js';
 
@@ -42,6 +42,20 @@ export type PlanHandler = (engine: Engine, task: Task, result: unknown) => void;
 let planHandler: PlanHandler | null = null;
 export function setPlanHandler(h: PlanHandler | null): void {
   planHandler = h;
+}
+
+/**
+ * Hook for orchestration's teams: `onEnded` after any task reached an end (at once when this process ran
+ * it, else from the task.status event once the ending transaction committed; idempotent, so both may
+ * call it), `onStart` when this process starts leading (unfinished teams).
+ */
+export interface TeamHandler {
+  onEnded(engine: Engine, taskId: string): void;
+  onStart(engine: Engine): void;
+}
+let teamHandler: TeamHandler | null = null;
+export function setTeamHandler(h: TeamHandler | null): void {
+  teamHandler = h;
 }
 
 /**
@@ -98,8 +112,13 @@ export class Scheduler extends EventEmitter {
     this.paused = getSetting<boolean>(this.engine.db, 'scheduler.paused') ?? false;
     this.engine.watch();
     this.engine.events.on('event', this.onEvent);
+    // New limits (config.toml reloaded) may let a queued task start now.
+    this.engine.events.on('config', this.onConfig);
+    teamHandler?.onStart(this.engine);
     this.wake();
   }
+
+  private readonly onConfig = (): void => this.wake();
 
   pause(): void {
     this.paused = true;
@@ -119,6 +138,7 @@ export class Scheduler extends EventEmitter {
   async stop(abortReason?: 'shutdown' | 'leader_lost' | 'timeout', opts: { killNow?: boolean } = {}): Promise<void> {
     this.stopped = true;
     this.engine.events.off('event', this.onEvent);
+    this.engine.events.off('config', this.onConfig);
     if (this.pauseTimer) clearTimeout(this.pauseTimer);
     if (abortReason) for (const r of this.running.values()) r.controller.abort(abortReason);
     if (abortReason && opts.killNow) await this.killNow();
@@ -158,6 +178,7 @@ export class Scheduler extends EventEmitter {
       this.running.get(e.taskId)?.controller.abort('cancel');
       return;
     }
+    if (e.type === 'task.status' && e.taskId && teamHandler && TERMINAL.has(e.payload.to as TaskStatus)) teamHandler.onEnded(this.engine, e.taskId);
     if (e.type === 'task.created' || e.type === 'task.status' || e.type === 'scheduler.resumed') this.wake();
   }
 
@@ -233,6 +254,8 @@ export class Scheduler extends EventEmitter {
         this.running.delete(id);
         this.perWorker.set(worker, Math.max(0, (this.perWorker.get(worker) ?? 1) - 1));
         if (status === 'failed' && this.isRateLimited(id)) this.requeueAfterRateLimit(id);
+        // In the same tick as the task's end: `run --until-idle` must not see the team idle before its next step.
+        teamHandler?.onEnded(this.engine, id);
         this.emit('task.ended', id, status);
         if (this.draining && this.running.size === 0) this.emit('drained');
         this.wake();

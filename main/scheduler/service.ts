@@ -7,6 +7,7 @@ import { countByStatus } from '../store/tasks.js';
 import { currentLease, releaseLease, renewLease, tryAcquireLease, type Lease } from './lease.js';
 import { claimableWork } from './idle.js';
 import { recoverOrphans } from './recovery.js';
+import { sweepExpiredRequests } from './request-expiry.js';
 import { Scheduler, type RunningTask } from './scheduler.js';
 
 export type { RunningTask };
@@ -16,6 +17,8 @@ export interface SchedulerStatus {
   paused: boolean;
   running: number;
   awaitingApproval: number;
+  /** Tasks waiting for a person's answer (a question or a permission request). */
+  waitingInput: number;
   queued: number;
   leader: Pick<Lease, 'holder' | 'pid' | 'hostname'> | null;
 }
@@ -116,6 +119,13 @@ class Service extends EventEmitter implements SchedulerService {
         return;
       }
       if (!ok) await this.loseLeadership();
+      else {
+        try {
+          sweepExpiredRequests(this.engine);
+        } catch {
+          // database busy: the next beat sweeps again
+        }
+      }
       return;
     }
     if (this.draining) return;
@@ -200,6 +210,7 @@ class Service extends EventEmitter implements SchedulerService {
       paused: this.scheduler?.isPaused ?? false,
       running: (counts.starting ?? 0) + (counts.running ?? 0) + (counts.verifying ?? 0),
       awaitingApproval: counts.awaiting_approval ?? 0,
+      waitingInput: counts.waiting_input ?? 0,
       queued: counts.queued ?? 0,
       leader: lease && lease.expiresAt > Date.now() ? { holder: lease.holder, pid: lease.pid, hostname: lease.hostname } : null,
     };

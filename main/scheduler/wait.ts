@@ -5,10 +5,14 @@ import { getTask } from '../store/tasks.js';
 import { waitingOn } from '../tasks/ops.js';
 import { summarizeTask, type TaskSummary } from '../tasks/summary.js';
 import { TERMINAL, type TaskStatus } from '../tasks/types.js';
+import { withNeeds } from '../requests/needs.js';
 
 export interface WaitResult {
-  /** settled: every task ended; needs_approval: one waits for a person (or is queued behind one); timeout. */
-  reason: 'settled' | 'needs_approval' | 'timeout' | 'aborted';
+  /**
+   * settled: every task ended; needs_approval: one waits for a person's approval (or is queued behind
+   * one); needs_input: one asks a person a question or a permission (its summary's `needs` says what).
+   */
+  reason: 'settled' | 'needs_approval' | 'needs_input' | 'timeout' | 'aborted';
   /** How many of the named tasks are in each status. */
   counts: Partial<Record<TaskStatus, number>>;
   /** One summary per id, in the order asked (full records: get_task). */
@@ -25,6 +29,7 @@ function snapshot(engine: Engine, ids: string[]): { done: WaitResult['reason'] |
   let allEnded = true;
   let needsApproval = false;
   let anyQueued = false;
+  let needsInput = false;
   const tasks = ids.map((id) => {
     const t = getTask(engine.db, id);
     if (!t) throw new AppError('not_found', `task ${id} not found`, { field: 'ids', id });
@@ -36,19 +41,24 @@ function snapshot(engine: Engine, ids: string[]): { done: WaitResult['reason'] |
       anyQueued = true;
       w = waitingOn(engine.db, t.id);
       if (w.length) needsApproval = true;
+    } else if (t.status === 'waiting_input') {
+      needsInput = true;
+      return withNeeds(engine, summarizeTask(t, w));
     }
     return summarizeTask(t, w);
   });
-  return { done: allEnded ? 'settled' : needsApproval ? 'needs_approval' : null, tasks, anyQueued };
+  return { done: allEnded ? 'settled' : needsInput ? 'needs_input' : needsApproval ? 'needs_approval' : null, tasks, anyQueued };
 }
 
 /**
- * Resolve as soon as every named task has ended, or one of them needs a person (awaiting approval, or
- * queued behind a dependency that awaits approval) — never hang on an approval. Sees other processes'
- * changes through the engine's data_version watch. `timeoutMs` bounds the wait.
+ * Resolve as soon as every named task has ended, or one of them needs a person (awaiting approval,
+ * queued behind a dependency that awaits approval, or waiting for an answer) — never hang on a person. Sees other processes'
+ * changes through the engine's data_version watch. `timeoutMs` bounds the wait. `onSnapshot` sees the
+ * tasks' summaries at the start and after every change (a face's progress line).
  */
-export function waitTasks(engine: Engine, ids: string[], timeoutMs: number, signal?: AbortSignal): Promise<WaitResult> {
+export function waitTasks(engine: Engine, ids: string[], timeoutMs: number, signal?: AbortSignal, onSnapshot?: (tasks: TaskSummary[]) => void): Promise<WaitResult> {
   const first = snapshot(engine, ids);
+  onSnapshot?.(first.tasks);
   if (first.done) return Promise.resolve({ reason: first.done, counts: countStatuses(first.tasks), tasks: first.tasks });
   engine.watch();
   return new Promise((resolve) => {
@@ -80,6 +90,7 @@ export function waitTasks(engine: Engine, ids: string[], timeoutMs: number, sign
       dirty = false;
       const s = snapshot(engine, ids);
       anyQueued = s.anyQueued;
+      onSnapshot?.(s.tasks);
       if (s.done) finish(s.done);
     };
     const onAbort = () => finish('aborted');

@@ -124,6 +124,8 @@ const FIELD_COLUMNS = {
   outputTokens: 'output_tokens',
   costUsd: 'cost_usd',
   metadata: 'metadata',
+  worker: 'worker',
+  model: 'model',
 } as const;
 export type TaskFieldUpdate = Partial<Record<keyof typeof FIELD_COLUMNS, unknown>>;
 

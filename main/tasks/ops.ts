@@ -5,7 +5,8 @@ import { findProfile } from '../core/profiles.js';
 import { effectiveBudget, getRootBudget } from './budget.js';
 import { appendEvent } from '../store/events.js';
 import { prep, type Db } from '../store/db.js';
-import { requireTask, updateTaskFields } from '../store/tasks.js';
+import { closeRequest, pendingRequestOf } from '../store/requests.js';
+import { requireTask, updateTaskFields, type TaskFieldUpdate } from '../store/tasks.js';
 import { needsApproval } from './create.js';
 import { releaseDependents, transition } from './state.js';
 import { ACTIVE, type Task, type TaskStatus } from './types.js';
@@ -26,7 +27,10 @@ export function approveTask(db: Db, id: string, by: string): Task {
 export function cancelTask(db: Db, id: string, by: string, reason?: string): Task {
   const t = requireTask(db, id);
   const why = reason ? `cancelled by ${by}: ${reason}` : `cancelled by ${by}`;
-  if (t.status === 'awaiting_approval' || t.status === 'queued' || t.status === 'blocked') {
+  if (t.status === 'awaiting_approval' || t.status === 'queued' || t.status === 'blocked' || t.status === 'waiting_input' || t.status === 'paused') {
+    // Nothing runs for these: cancelled at once (a pending question or permission request with them).
+    const pending = pendingRequestOf(db, id);
+    if (pending && closeRequest(db, pending.id, 'cancelled', { answer: why, answeredBy: by, at: Date.now() })) appendEvent(db, id, 'request.cancelled', { requestId: pending.id, reason: why });
     return transition(db, id, t.status, 'cancelled', { reason: why, fields: { errorCode: 'cancelled', errorMessage: why } });
   }
   if (ACTIVE.has(t.status)) {
@@ -52,7 +56,7 @@ function isInterrupted(t: Task): boolean {
 }
 
 /** The native session the interrupted attempt reported (the task row, else its last worker.started event). */
-function lastSessionOf(db: Db, t: Task): string | null {
+export function lastSessionOf(db: Db, t: Task): string | null {
   if (t.sessionId) return t.sessionId;
   const row = prep(db, `SELECT json_extract(payload, '$.sessionId') AS s FROM events WHERE task_id = ? AND type = 'worker.started' AND json_extract(payload, '$.sessionId') IS NOT NULL ORDER BY seq DESC LIMIT 1`).get(t.id) as
     | { s: string | null }
@@ -81,7 +85,13 @@ export function retryTask(db: Db, config: Config, id: string, strategy: RetryStr
   }
   const budget = effectiveBudget(db, config, t.rootId);
   const source = getRootBudget(db, t.rootId) ? "this tree's budget" : 'limits.retry_budget';
-  const used = (prep(db, 'SELECT COALESCE(SUM(attempt - 1), 0) AS n FROM tasks WHERE root_id = ?').get(t.rootId) as { n: number }).n;
+  // Only retries spend the budget: follow-ups, answers and reverifies are new attempts a person asked for.
+  const used = (
+    prep(db, `SELECT COUNT(*) AS n FROM events e JOIN tasks t ON t.id = e.task_id WHERE t.root_id = ? AND e.type = 'task.status' AND json_extract(e.payload, '$.strategy') IN (${RETRY_STRATEGIES.map(() => '?').join(',')})`).get(
+      t.rootId,
+      ...RETRY_STRATEGIES,
+    ) as { n: number }
+  ).n;
   if (used >= budget.retries) {
     throw new AppError('forbidden', `retry budget of this task tree is used up (${used} of ${budget.retries}, ${source})`);
   }
@@ -95,18 +105,32 @@ export function retryTask(db: Db, config: Config, id: string, strategy: RetryStr
   }
   const resume: ResumeRequest | null =
     strategy === 'resume' ? { sessionId: lastSessionOf(db, t), fromAttempt: t.attempt, interruptedBy: t.error?.code ?? t.status, worktree: t.kind === 'execute' ? t.worktreePath : null } : null;
+  const event = changed ? { route: { profile: route.profile, worker: route.worker, effort: route.effort, model: route.model, gateway: route.gateway } } : undefined;
+  const next = startNewAttempt(db, t, { strategy, reason: `retry (${strategy}) by ${by}`, resume, event });
+  // A changed route is a different cache cohort: re-key it now so scheduling affinity sees it.
+  assignCohort(db, config, next);
+  return next;
+}
+
+/**
+ * Move an ended task to its next attempt (queued, or awaiting approval when it was never approved and
+ * its mode requires it) with the per-attempt fields cleared, record how (`strategy`, and the resume
+ * request the runner reads back with resumeRequestOf), and release the dependents it had blocked.
+ * Shared by retry and follow-up; runs in the caller's transaction.
+ */
+export function startNewAttempt(db: Db, t: Task, opts: { strategy: string; reason: string; resume: ResumeRequest | null; fields?: TaskFieldUpdate; event?: Record<string, unknown> }): Task {
+  const { resume } = opts;
   const to: TaskStatus = t.approvedAt === null && needsApproval(t.mode, t.kind) ? 'awaiting_approval' : 'queued';
-  const next = transition(db, id, t.status, to, {
-    reason: `retry (${strategy}) by ${by}`,
-    event: { attempt: t.attempt + 1, strategy, ...(resume ? { resume } : {}), ...(changed ? { route: { profile: route.profile, worker: route.worker, effort: route.effort, model: route.model, gateway: route.gateway } } : {}) },
+  const next = transition(db, t.id, t.status, to, {
+    reason: opts.reason,
+    event: { attempt: t.attempt + 1, strategy: opts.strategy, ...(resume ? { resume } : {}), ...opts.event },
     fields: {
       attempt: t.attempt + 1, cancelRequested: false, errorCode: null, errorMessage: null, result: null, schemaValid: null,
       pid: null, pidStart: null, runnerId: null, startedAt: null, endedAt: null, sessionId: resume?.sessionId ?? null,
+      ...opts.fields,
     },
   });
-  // A changed route is a different cache cohort: re-key it now so scheduling affinity sees it.
-  assignCohort(db, config, next);
-  releaseDependents(db, id, (d) => needsApproval(d.mode, d.kind));
+  releaseDependents(db, t.id, (d) => needsApproval(d.mode, d.kind));
   return next;
 }
 
@@ -119,6 +143,23 @@ export interface ResumeRequest {
   interruptedBy: string;
   /** The execute task's worktree the attempt keeps using. */
   worktree: string | null;
+  /** Set by a follow-up (tasks/followup.ts): the message for the next turn and what came before. */
+  followUp?: FollowUpRequest;
+  /** `reverify`: no worker turn, only the verification (tasks/controls.ts). */
+  reverify?: boolean;
+}
+
+/** A follow-up's part of a resume request. */
+export interface FollowUpRequest {
+  /** Redacted; the original is sealed under `followup-<attempt>` (tasks/secrets.ts redactAndSeal). */
+  message: string;
+  by: string;
+  /** A short summary of the previous attempt, for a fresh session (another worker, or no session). */
+  previous: string;
+  /** The worker of the previous attempt when the follow-up switched workers (handoff). */
+  fromWorker?: string;
+  /** Run time the earlier attempts of this run used (an answered request continues the same run). */
+  spentMs?: number;
 }
 
 /** The resume request of the task's current attempt, when it was made by `retry --strategy resume`. */
@@ -128,7 +169,7 @@ export function resumeRequestOf(db: Db, task: Pick<Task, 'id' | 'attempt'>): Res
     | undefined;
   if (!row) return null;
   const p = JSON.parse(row.payload) as { attempt?: number; strategy?: string; resume?: ResumeRequest };
-  return p.strategy === 'resume' && p.attempt === task.attempt && p.resume ? p.resume : null;
+  return (p.strategy === 'resume' || p.strategy === 'followup' || p.strategy === 'answer' || p.strategy === 'reverify') && p.attempt === task.attempt && p.resume ? p.resume : null;
 }
 
 type RetryRoute = { gateway: string | null; effort: Task['reasoningEffort']; model: string | null; profile: string | null; worker: string };

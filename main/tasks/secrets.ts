@@ -1,6 +1,7 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { redactText } from '../core/redact.js';
 import { prep, type Db } from '../store/db.js';
 import { redactNewRow, type NewTaskRow } from '../store/tasks.js';
 import type { Task } from './types.js';
@@ -43,22 +44,68 @@ export function redactNewTask(row: NewTaskRow): SecretFields | null {
   return JSON.stringify(pick(row)) === JSON.stringify(original) ? null : original;
 }
 
-/** Store the originals encrypted (AES-256-GCM) with the home's key. */
-export function sealSecrets(db: Db, homeRoot: string, taskId: string, original: SecretFields): void {
+/** AES-256-GCM with the home's key: iv (12) + tag (16) + body. */
+function encrypt(homeRoot: string, text: string): Buffer {
   const iv = randomBytes(12);
   const cipher = createCipheriv('aes-256-gcm', homeKey(homeRoot), iv);
-  const body = Buffer.concat([cipher.update(JSON.stringify(original), 'utf8'), cipher.final()]);
-  const blob = Buffer.concat([iv, cipher.getAuthTag(), body]);
-  prep(db, 'INSERT OR REPLACE INTO task_secrets (task_id, ciphertext) VALUES (?, ?)').run(taskId, blob);
+  const body = Buffer.concat([cipher.update(text, 'utf8'), cipher.final()]);
+  return Buffer.concat([iv, cipher.getAuthTag(), body]);
+}
+
+function decrypt(homeRoot: string, blob: Buffer): string {
+  const decipher = createDecipheriv('aes-256-gcm', homeKey(homeRoot), blob.subarray(0, 12));
+  decipher.setAuthTag(blob.subarray(12, 28));
+  return Buffer.concat([decipher.update(blob.subarray(28)), decipher.final()]).toString('utf8');
+}
+
+/** Store the originals encrypted (AES-256-GCM) with the home's key. */
+export function sealSecrets(db: Db, homeRoot: string, taskId: string, original: SecretFields): void {
+  prep(db, 'INSERT OR REPLACE INTO task_secrets (task_id, ciphertext) VALUES (?, ?)').run(taskId, encrypt(homeRoot, JSON.stringify(original)));
 }
 
 /** The task as the runner needs it: with the caller's original text where it was redacted. */
 export function unsealTask(db: Db, homeRoot: string, task: Task): Task {
   const row = prep(db, 'SELECT ciphertext FROM task_secrets WHERE task_id = ?').get(task.id) as { ciphertext: Buffer } | undefined;
   if (!row) return task;
-  const blob = row.ciphertext;
-  const decipher = createDecipheriv('aes-256-gcm', homeKey(homeRoot), blob.subarray(0, 12));
-  decipher.setAuthTag(blob.subarray(12, 28));
-  const text = Buffer.concat([decipher.update(blob.subarray(28)), decipher.final()]).toString('utf8');
-  return { ...task, ...(JSON.parse(text) as SecretFields) };
+  return { ...task, ...(JSON.parse(decrypt(homeRoot, row.ciphertext)) as SecretFields) };
+}
+
+/**
+ * Redact one piece of caller text for a task (a follow-up message, an answer) and, when redaction
+ * changed it, seal the original under `key` so the worker still gets it (see `unsealText`). Returns
+ * the redacted text, the only form stored in the clear. `homeRoot` holds the key: the folder of the
+ * database file.
+ */
+export function redactAndSeal(db: Db, taskId: string, key: string, text: string): string {
+  const redacted = redactText(text);
+  if (redacted !== text) {
+    prep(db, 'INSERT OR REPLACE INTO sealed_texts (task_id, key, ciphertext) VALUES (?, ?, ?)').run(taskId, key, encrypt(homeRootOf(db), text));
+  } else {
+    prep(db, 'DELETE FROM sealed_texts WHERE task_id = ? AND key = ?').run(taskId, key);
+  }
+  return redacted;
+}
+
+/** The original of a text sealed by `redactAndSeal`, else `fallback` (the stored, redacted form). */
+export function unsealText(db: Db, taskId: string, key: string, fallback: string): string {
+  const row = prep(db, 'SELECT ciphertext FROM sealed_texts WHERE task_id = ? AND key = ?').get(taskId, key) as { ciphertext: Buffer } | undefined;
+  return row ? decrypt(homeRootOf(db), row.ciphertext) : fallback;
+}
+
+/**
+ * Replace a task's objective: returns the redacted text to store, and keeps the sealed originals in
+ * step (sealed when the new text or any other field holds a secret). Runs in the caller's transaction.
+ */
+export function resealObjective(db: Db, task: Task, objective: string): string {
+  const redacted = redactText(objective);
+  const root = homeRootOf(db);
+  const originals = { ...pick(unsealTask(db, root, task)), objective };
+  const hadSealed = prep(db, 'SELECT 1 FROM task_secrets WHERE task_id = ?').get(task.id) !== undefined;
+  if (hadSealed || redacted !== objective) sealSecrets(db, root, task.id, originals);
+  return redacted;
+}
+
+/** A home's root is the folder of its database (core/home.ts: `<root>/lightworker.db`). */
+function homeRootOf(db: Db): string {
+  return dirname(db.name);
 }

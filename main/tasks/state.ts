@@ -8,20 +8,29 @@ import { FAILED_ENDS, type Task, type TaskStatus } from './types.js';
 /** The legal edges of SPEC §3.1. Anything else is an illegal transition. */
 export const TRANSITIONS: Readonly<Record<TaskStatus, readonly TaskStatus[]>> = {
   awaiting_approval: ['queued', 'cancelled', 'blocked'],
-  queued: ['starting', 'cancelled', 'blocked', 'awaiting_approval'],
-  starting: ['running', 'failed', 'timed_out', 'cancelled', 'orphaned'],
-  running: ['verifying', 'failed', 'timed_out', 'cancelled', 'orphaned'],
+  queued: ['starting', 'cancelled', 'blocked', 'awaiting_approval', 'paused'],
+  // starting → verifying: `reverify` runs verification only, without a worker turn.
+  starting: ['running', 'verifying', 'failed', 'timed_out', 'cancelled', 'orphaned'],
+  // running → waiting_input: the turn ended with a question or permission request for a person.
+  running: ['verifying', 'waiting_input', 'failed', 'timed_out', 'cancelled', 'orphaned'],
   // verifying → running: an auto-repair follow-up turn goes back to the worker's session.
   verifying: ['completed', 'running', 'failed', 'timed_out', 'cancelled', 'orphaned'],
-  completed: ['accepted'],
+  // completed → queued/awaiting_approval: a follow-up (tasks/followup.ts) is a new attempt of a finished task.
+  completed: ['accepted', 'queued', 'awaiting_approval', 'rejected'],
   accepted: [],
-  // Retry: an ended task becomes a new attempt (queued, or awaiting approval again).
+  // Retry or follow-up: an ended task becomes a new attempt (queued, or awaiting approval again).
   failed: ['queued', 'awaiting_approval'],
   timed_out: ['queued', 'awaiting_approval'],
   cancelled: ['queued', 'awaiting_approval'],
   orphaned: ['queued', 'awaiting_approval'],
   // A blocked task is released when the dependency that blocked it is retried.
   blocked: ['queued', 'awaiting_approval', 'cancelled'],
+  // Answered (a new attempt in the same session), expired (failed), cancelled, or paused by a person.
+  waiting_input: ['queued', 'awaiting_approval', 'failed', 'cancelled', 'paused'],
+  // Resumed to where it was paused from.
+  paused: ['queued', 'waiting_input', 'cancelled'],
+  // A rejected change can still get a follow-up (new attempt, same worktree).
+  rejected: ['queued', 'awaiting_approval'],
 };
 
 export function canTransition(from: TaskStatus, to: TaskStatus): boolean {

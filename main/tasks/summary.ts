@@ -18,6 +18,18 @@ export interface TaskSummary {
   error?: { code: string; message: string };
   /** Upstream tasks awaiting a person that this task waits on. */
   waitingOn?: string[];
+  /** A waiting_input task: what it asks a person (answer with answer_task). */
+  needs?: NeedsInput;
+}
+
+/** The pending request of a task waiting for a person, in a few fields. */
+export interface NeedsInput {
+  request: string;
+  kind: 'permission' | 'question';
+  /** The question, or the permission as "Tool: command". */
+  asks: string;
+  options?: string[];
+  expiresAt: number;
 }
 
 /** The summary of `t`; `waitingOn` as computed by the caller (empty or absent: omitted). */

@@ -18,13 +18,19 @@ export const STATUSES = [
   'cancelled',
   'blocked',
   'orphaned',
+  // Human in the loop (issue 15): a turn ended asking a person; a person paused it; a person rejected the change.
+  'waiting_input',
+  'paused',
+  'rejected',
 ] as const;
 export type TaskStatus = (typeof STATUSES)[number];
 
 /** States after which nothing runs again without an explicit retry (or accept, for completed). */
-export const TERMINAL: ReadonlySet<TaskStatus> = new Set(['completed', 'accepted', 'failed', 'timed_out', 'cancelled', 'blocked', 'orphaned']);
+export const TERMINAL: ReadonlySet<TaskStatus> = new Set(['completed', 'accepted', 'failed', 'timed_out', 'cancelled', 'blocked', 'orphaned', 'rejected']);
 /** Ends that block every dependent (fail closed). */
-export const FAILED_ENDS: ReadonlySet<TaskStatus> = new Set(['failed', 'timed_out', 'cancelled', 'blocked', 'orphaned']);
+export const FAILED_ENDS: ReadonlySet<TaskStatus> = new Set(['failed', 'timed_out', 'cancelled', 'blocked', 'orphaned', 'rejected']);
+/** States in which a task waits for a person before anything runs (wait calls return on them). */
+export const NEEDS_PERSON: ReadonlySet<TaskStatus> = new Set(['awaiting_approval', 'waiting_input']);
 /** States in which a runner owns the task. */
 export const ACTIVE: ReadonlySet<TaskStatus> = new Set(['starting', 'running', 'verifying']);
 

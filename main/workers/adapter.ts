@@ -13,6 +13,8 @@ export interface WorkerAdapter {
   readonly maxConcurrency: number;
   /** False when a turn cannot continue a native session (a linked CLI without a resume template). */
   readonly resumable?: boolean;
+  /** True when the CLI can ask LightWorker's permission tool (WorkerTurn.permissionServer) mid-turn. */
+  readonly permissionTool?: boolean;
   /**
    * Never runs a model: looks for the binary, its version, credentials where knowable. `command`: the
    * configured argv of a built-in CLI (`[workers.<name>] command`) instead of the binary found by name.
@@ -72,6 +74,8 @@ export interface WorkerTurn {
   baseEnv: Record<string, string>;
   /** Built-in CLIs: the configured binary + leading args (`[workers.<name>] command`); unset: found by name. */
   command?: readonly string[] | null;
+  /** How to start the MCP server that answers this turn's permission prompts (adapters with permissionTool). */
+  permissionServer?: { command: string; args: string[]; env: Record<string, string> };
   /** What the worker authenticates with (main/workers/credentials.ts); absent: auto, from this process's env. */
   auth?: TurnAuth;
 }

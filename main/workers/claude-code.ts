@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   RATE_LIMIT_PATTERN, type NormalizedEvent, type SpawnSpec, type StreamParser, type TurnOutcome, type WorkerAdapter, type WorkerInfo, type WorkerTurn,
@@ -63,9 +63,24 @@ async function buildSpawn(turn: WorkerTurn): Promise<SpawnSpec> {
   if (model) args.push('--model', model);
   if (turn.reasoningEffort) args.push('--effort', turn.reasoningEffort);
   if (turn.resumeSessionId) args.push('--resume', turn.resumeSessionId);
+  if (turn.permissionServer) args.push(...permissionArgs(turn));
   args.push('--', turn.prompt);
   return { command: cli.bin, args: [...cli.prefix, ...args], env, cwd: turn.workdir, release };
 }
+
+/**
+ * What would prompt a person in an interactive session goes to LightWorker instead: the turn's
+ * --mcp-config starts `lightworker mcp --permission-for <task>` and --permission-prompt-tool names its
+ * tool. An ask interrupts the turn; the answer comes back with --resume (requests/permission.ts).
+ */
+function permissionArgs(turn: WorkerTurn): string[] {
+  const server = turn.permissionServer!;
+  const file = join(turn.runDir, 'lightworker-permission-mcp.json');
+  writeFileSync(file, JSON.stringify({ mcpServers: { [PERMISSION_SERVER]: { type: 'stdio', command: server.command, args: server.args, env: server.env } } }), { mode: 0o600 });
+  return ['--mcp-config', file, '--permission-prompt-tool', `mcp__${PERMISSION_SERVER}__permission_prompt`];
+}
+
+const PERMISSION_SERVER = 'lightworker_permission';
 
 function createParser(turn: WorkerTurn): StreamParser {
   let sessionId: string | null = turn.resumeSessionId;
@@ -148,4 +163,4 @@ async function detect(command?: readonly string[] | null): Promise<WorkerInfo> {
   return { name: 'claude-code', installed: true, version, authenticated: null, capabilities, reason: version ? null : `${bin} --version did not answer`, command: bin };
 }
 
-export const claudeCodeAdapter: WorkerAdapter = { name: 'claude-code', maxConcurrency: 4, detect, buildSpawn, createParser };
+export const claudeCodeAdapter: WorkerAdapter = { name: 'claude-code', maxConcurrency: 4, permissionTool: true, detect, buildSpawn, createParser };

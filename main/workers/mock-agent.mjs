@@ -15,11 +15,20 @@ const prompt = opt('--prompt') ?? '';
 const resume = opt('--resume');
 const session = resume ?? `mock-${process.pid}-${Date.now().toString(36)}`;
 const followup = Boolean(resume);
-const step = followup ? { ...spec, ...(spec.followup ?? {}) } : spec;
+const kindArg = opt('--kind') ?? 'explore';
+const modelArg = opt('--model');
+// Layers, later ones win: the base spec, by_kind[kind], by_model[model], the first `when` whose
+// prompt_includes is in the prompt, then `followup` on a resumed turn. One spec scripts a whole team.
+const layer = (base, over) => (over ? { ...base, ...over } : base);
+let step = layer(layer(spec, spec.by_kind?.[kindArg]), modelArg ? spec.by_model?.[modelArg] : undefined);
+const when = (step.when ?? []).find((w) => prompt.includes(String(w.prompt_includes)));
+step = layer(step, when);
+if (followup) step = layer(step, step.followup);
 const emit = (obj) => process.stdout.write(JSON.stringify(obj) + '\n');
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 if (step.ignore_sigterm) process.on('SIGTERM', () => {});
+if (step.prompt_log) appendFileSync(step.prompt_log, JSON.stringify({ session, resumed: followup, prompt }) + '\n');
 if (step.append_log) appendFileSync(step.append_log, `${process.env.LIGHTWORKER_TASK_ID ?? '?'} ${process.env.LIGHTWORKER_ATTEMPT ?? '?'} ${process.pid}\n`);
 
 emit({ type: 'start', session, model: step.model ?? 'mock-model', followup });
@@ -71,7 +80,7 @@ if (step.fail_message) {
   process.exit(step.exit_code ?? 1);
 }
 // By default a schema-valid answer for the task's kind.
-const kind = opt('--kind') ?? 'explore';
+const kind = kindArg;
 const summary = `mock completed ${kind} task`;
 const objective = (opt('--objective') ?? 'the goal').trim();
 const step1 = { id: 't1', title: `survey: ${objective.slice(0, 60)}`, kind: 'explore', objective: `Survey the repository for: ${objective}`, depends_on: [], profile: null, success_criteria: [], verify: [] };

@@ -8,13 +8,15 @@ import { RATE_LIMIT_PATTERN, type NormalizedEvent, type StreamParser, type Worke
  *   answer for the kind (a plan: two explore steps on the objective, so a goal works with no script)
  * - `write_files` {relative path: content} written in the worker's cwd (the worktree for execute tasks)
  * - `grandchild` (spawn a grandchild that ignores SIGTERM; `grandchild_pidfile` records its pid),
- *   `ignore_sigterm`, `output_mb` (print N MB of noise), `append_log` (append "task attempt pid")
+ *   `ignore_sigterm`, `prompt_log` (append {session, resumed, prompt} as a JSON line), `output_mb` (print N MB of noise), `append_log` (append "task attempt pid")
  * - `background` (leave a child holding the worker's stdout/stderr after it exits, like a dev server;
  *   `background_pidfile`), `escape` (a SIGTERM-ignoring descendant in its own session, outside the
  *   process group, re-parented to init when the worker exits; `escape_pidfile`). Each spawn is also
  *   reported as a `worker.tool` event (`spawn` for the grandchild, `background`, `escape`) with its pid.
  * - `fail_message` (fail with this message), `rate_limit` (fail like a provider 429)
  * - `followup` {…}: overrides used on a resumed turn (auto-repair follow-ups)
+ * - `by_kind` {kind: {…}}, `by_model` {model: {…}}, `when` [{prompt_includes, …}]: overrides by the
+ *   task's kind, its routed model, or text in the prompt (scripts a team: implementer, reviewer, judge)
  */
 const AGENT = fileURLToPath(new URL('./mock-agent.mjs', import.meta.url));
 
@@ -36,6 +38,7 @@ export const mockAdapter: WorkerAdapter = {
     const spec = (turn.task.metadata.mock ?? {}) as Record<string, unknown>;
     const args = [AGENT, '--spec', JSON.stringify(spec), '--kind', turn.task.kind, '--objective', turn.task.objective, '--prompt', turn.prompt];
     if (turn.resumeSessionId) args.push('--resume', turn.resumeSessionId);
+    if (turn.model) args.push('--model', turn.model);
     return { command: process.execPath, args, env: turn.baseEnv, cwd: turn.workdir };
   },
   createParser(): StreamParser {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { PLAN_RESULT_SCHEMA, planResultSchema } from '../orchestration/plan-schema.js';
 import type { TaskKind } from '../tasks/types.js';
+import { withEscalation, withoutNullEscalation } from '../requests/escalation.js';
 
 /**
  * The final answer each kind must return. Strict-mode compatible (OpenAI structured outputs): every
@@ -35,11 +36,15 @@ const jsonSchemaCache = new Map<TaskKind, Record<string, unknown>>();
 
 /** JSON Schema of a kind's result, for CLIs that take one (`codex --output-schema`). */
 export function resultJsonSchema(kind: TaskKind): Record<string, unknown> {
-  if (kind === 'plan') return PLAN_RESULT_SCHEMA as unknown as Record<string, unknown>;
   let s = jsonSchemaCache.get(kind);
   if (!s) {
-    s = z.toJSONSchema(RESULT_SCHEMAS[kind], { target: 'draft-7' }) as Record<string, unknown>;
-    delete s.$schema;
+    if (kind === 'plan') s = PLAN_RESULT_SCHEMA as unknown as Record<string, unknown>;
+    else {
+      s = z.toJSONSchema(RESULT_SCHEMAS[kind], { target: 'draft-7' }) as Record<string, unknown>;
+      delete s.$schema;
+    }
+    // Every kind may stop and ask a person instead of finishing (requests/escalation.ts).
+    s = withEscalation(s);
     jsonSchemaCache.set(kind, s);
   }
   return s;
@@ -64,6 +69,7 @@ export function parseResult(kind: TaskKind, finalText: string | null): ParsedRes
   } catch {
     return { result: { text: finalText.slice(0, 64 * 1024) }, schemaValid: false, problem: 'the final answer is not JSON' };
   }
+  json = withoutNullEscalation(json);
   const parsed = RESULT_SCHEMAS[kind].safeParse(json);
   if (parsed.success) return { result: parsed.data, schemaValid: true, problem: null };
   const issue = parsed.error.issues[0];

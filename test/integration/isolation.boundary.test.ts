@@ -94,8 +94,8 @@ describe('inspectChanges boundary check', () => {
     const d = await h.call('get_task_diff', { id: real.task.id });
     expect(d).toMatchObject({ files: ['x.txt'], truncated: false, source: 'branch' });
     expect(d.diff).toContain('+hello');
-    // the worker's change is committed on the task branch by LightWorker
-    expect(git(h.repo, 'log', '-1', '--format=%an', `lightworker/${real.task.id}`)).toBe('LightWorker');
+    // the worker's change is committed on the task branch by LightWorker, authored by the repository's user
+    expect(git(h.repo, 'log', '-1', '--format=%an / %cn', `lightworker/${real.task.id}`)).toBe('Test / LightWorker');
   });
 
   it('caps a large diff with a note', async () => {

@@ -57,7 +57,7 @@ describe('execute task end to end through the CLI (mock worker)', () => {
     expect(JSON.parse(acc.stdout).task.status).toBe('accepted');
     expect(readFileSync(join(repo, 'hello.txt'), 'utf8')).toBe('hello from the worker\n');
     expect(readFileSync(join(repo, 'fixed.txt'), 'utf8')).toBe('repaired\n');
-    expect(git(repo, 'log', '-1', '--format=%an')).toBe('LightWorker');
+    expect(git(repo, 'log', '-1', '--format=%an')).toBe('Test'); // the repository's user, not LightWorker
     expect(existsSync(join(home, 'worktrees', id))).toBe(false);
 
     // Accept keeps the task branch; prune offers it, since its whole change is the accepted commit.

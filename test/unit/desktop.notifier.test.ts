@@ -81,4 +81,21 @@ describe('notifier', () => {
     clock.advance(60000);
     expect(shown).toEqual([]);
   });
+
+  it("notifies a worker's question or permission request at once, each naming what it asks, opening the inbox", () => {
+    const { shown, n } = setup();
+    const req = (taskId: string, payload: Record<string, unknown>): EventRow => ({ seq: ++seq, taskId, type: 'request.created', ts: 0, payload });
+    n.onEvent(req('A', { kind: 'question', question: 'English or French?' }));
+    n.onEvent(req('B', { kind: 'permission', question: 'Bash: npm publish', tool: 'Bash', command: 'npm publish' }));
+    expect(shown).toEqual([
+      { title: 'Question from a task', body: 'task A — English or French?', taskId: 'A', route: '#/inbox', silent: false },
+      { title: 'Permission requested', body: 'task B — Bash: npm publish', taskId: 'B', route: '#/inbox', silent: false },
+    ]);
+  });
+
+  it('stays quiet about requests when notifications.requests is off', () => {
+    const { shown, n } = setup({ approvals: true, failures: true, completions: false, requests: false } as never);
+    n.onEvent({ seq: ++seq, taskId: 'A', type: 'request.created', ts: 0, payload: { kind: 'question', question: 'x?' } });
+    expect(shown).toEqual([]);
+  });
 });

@@ -30,4 +30,8 @@ describe('tray state', () => {
     expect(calls).toEqual(['openConsole', 'openApprovals', 'togglePause', 'runDoctor', 'copyMcpConfig', 'quit']);
     expect(buildTrayMenu(computeTrayState({ ...base, paused: true }), true, 0, actions).map((m) => m.label)).toContain('Resume scheduler');
   });
+
+  it('a task waiting for an answer needs a person like an approval does', () => {
+    expect(computeTrayState({ ...base, running: 1, waitingInput: 2 })).toMatchObject({ kind: 'approval', icon: 'approval', tooltip: 'LightWorker — running 1 · waiting for an answer 2' });
+  });
 });

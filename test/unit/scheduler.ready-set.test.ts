@@ -116,12 +116,12 @@ describe('the ready set', () => {
     expect(listCandidates(h.engine.db, LIMITS, ['mock'])).toEqual([]);
   });
 
-  it('migration 005 counts the pending dependencies of an existing database', () => {
+  it('migration 006 counts the pending dependencies of an existing database', () => {
     const t = tempDir();
     try {
       const path = join(t.dir, 'old.db');
       const raw = new Database(path);
-      for (const m of MIGRATIONS.slice(0, 4)) m.up(raw);
+      for (const m of MIGRATIONS.slice(0, 4)) m.up(raw); // a database from before migrations 005 (requests) and 006
       raw.pragma('user_version = 4');
       const ins = raw.prepare(
         `INSERT INTO tasks (id, root_id, name, kind, objective, workspace, worker, mode, type, priority, timeout_s, status, created_at, updated_at)

@@ -2,7 +2,9 @@ import { describe, expect, it } from 'vitest';
 import type { NormalizedEvent, WorkerAdapter, WorkerTurn } from '../../main/workers/adapter.js';
 import { claudeCodeAdapter } from '../../main/workers/claude-code.js';
 import { codexAdapter } from '../../main/workers/codex.js';
-import { opencodeAdapter } from '../../main/workers/opencode.js';
+import { DEAD_REGISTRY, opencodeAdapter } from '../../main/workers/opencode.js';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { minimalEnv } from '../../main/workers/env.js';
 import { tempDir } from '../helpers/env.js';
 import { fakeTask } from '../helpers/worker-cli.js';
@@ -117,13 +119,16 @@ describe('argv and environment', () => {
     const rw = await claudeCodeAdapter.buildSpawn(turn({ gateway, resumeSessionId: 's-1' }));
     expect(rw.args).toEqual(expect.arrayContaining(['--permission-mode', 'acceptEdits', '--resume', 's-1']));
   });
-  it('opencode: config from the environment with the key as an {env:} reference, npm registry on the gateway', async () => {
+  it('opencode: config from the environment without the key, the key staged in its private auth.json, npm registry off the gateway', async () => {
     const spec = await opencodeAdapter.buildSpawn(turn({ gateway, sandbox: 'read-only', resumeSessionId: 'ses_1' }));
     const cfg = JSON.parse(spec.env.OPENCODE_CONFIG_CONTENT);
-    expect(cfg.provider.lightworker.options).toEqual({ baseURL: 'http://127.0.0.1:9/v1', apiKey: '{env:FAKE_KEY}' });
+    expect(cfg.provider.lightworker.options).toEqual({ baseURL: 'http://127.0.0.1:9/v1' });
     expect(cfg.permission).toMatchObject({ edit: 'deny', bash: 'deny' });
     expect(spec.env.OPENCODE_CONFIG_CONTENT).not.toContain('k-123');
-    expect(spec.env).toMatchObject({ FAKE_KEY: 'k-123', npm_config_registry: 'http://127.0.0.1:9/', OPENCODE_DISABLE_AUTOUPDATE: '1' });
+    expect(Object.values(spec.env)).not.toContain('k-123');
+    const staged = JSON.parse(readFileSync(join(spec.env.XDG_DATA_HOME, 'opencode', 'auth.json'), 'utf8'));
+    expect(staged.lightworker).toEqual({ type: 'api', key: 'k-123' });
+    expect(spec.env).toMatchObject({ npm_config_registry: DEAD_REGISTRY, OPENCODE_DISABLE_AUTOUPDATE: '1' });
     expect(spec.args).toEqual(['run', '--format', 'json', '--session', 'ses_1', '--', 'p']);
   });
 });

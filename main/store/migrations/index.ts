@@ -3,7 +3,8 @@ import { m001Initial } from './001-initial.js';
 import { m002Scheduler } from './002-scheduler.js';
 import { m003Worktrees } from './003-worktrees.js';
 import { m004Cachelab } from './004-cachelab.js';
-import { m005ReadySet } from './005-ready-set.js';
+import { m005Requests } from './005-requests.js';
+import { m006ReadySet } from './006-ready-set.js';
 
 export interface Migration {
   name: string;
@@ -11,4 +12,4 @@ export interface Migration {
 }
 
 /** Forward-only, numbered: MIGRATIONS[n] takes user_version n to n+1. Never edit a shipped one. */
-export const MIGRATIONS: Migration[] = [m001Initial, m002Scheduler, m003Worktrees, m004Cachelab, m005ReadySet];
+export const MIGRATIONS: Migration[] = [m001Initial, m002Scheduler, m003Worktrees, m004Cachelab, m005Requests, m006ReadySet];

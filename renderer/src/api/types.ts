@@ -4,6 +4,7 @@ export type { EventRow } from '../../../main/store/events.js';
 export type { TreeNode } from '../../../main/commands/tasks.js';
 export type { DoctorCheck } from '../../../main/commands/doctor.js';
 export type { Config } from '../../../main/core/config.js';
+export type { TaskRequest } from '../../../main/store/requests.js';
 export type { CostSummary } from '../../../main/tasks/cost.js';
 export type { WorkspaceUse } from '../../../main/store/tasks.js';
 export type { RouteRecord } from '../../../main/workers/route-record.js';
@@ -11,6 +12,12 @@ export type { RouteRecord } from '../../../main/workers/route-record.js';
 import type { Task } from '../../../main/tasks/types.js';
 /** A task as the commands return it. */
 export type TaskView = Task & { waitingOn?: string[] };
+
+import type { TaskRequest } from '../../../main/store/requests.js';
+/** A request as list_requests returns it: with the facts of its task a person needs to answer. */
+export type RequestView = TaskRequest & {
+  task: Pick<Task, 'id' | 'name' | 'status' | 'kind' | 'worker' | 'objective' | 'worktreePath' | 'branch' | 'sessionId'>;
+};
 
 export const STATUS_LIST = [
   'awaiting_approval',
@@ -25,4 +32,7 @@ export const STATUS_LIST = [
   'cancelled',
   'blocked',
   'orphaned',
+  'waiting_input',
+  'paused',
+  'rejected',
 ] as const;

@@ -9,8 +9,8 @@ import type { Migration } from './index.js';
  */
 const DONE = `('completed', 'accepted')`;
 
-export const m005ReadySet: Migration = {
-  name: '005-ready-set',
+export const m006ReadySet: Migration = {
+  name: '006-ready-set',
   up(db) {
     db.exec(`
       ALTER TABLE tasks ADD COLUMN deps_pending INTEGER NOT NULL DEFAULT 0;

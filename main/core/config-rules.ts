@@ -1,0 +1,34 @@
+import type { Config } from './config.js';
+
+/** A rule of config.toml that spans keys (the schema checks each key alone). */
+export interface ConfigProblem {
+  /** Dotted key path, e.g. `models.fast` or `profiles.deep.model`. */
+  key: string;
+  message: string;
+}
+
+/**
+ * Every model the configuration would route to must be allow-listed: models.fast / reasoning, each
+ * [models.per_worker.W] pair and each profile's model. (A task naming a model outside the list is refused
+ * at submit; a configured one would only fail when a task runs, so settings and doctor catch it here.)
+ * `raw` is the file as parsed: the built-in per-worker pair (Claude models for claude-code) is checked
+ * only when the file writes [models.per_worker] itself, so narrowing models.allow to one vendor is not
+ * refused over a default the user never chose (a claude-code task would then be refused when routed).
+ */
+export function configProblems(config: Config, raw?: unknown): ConfigProblem[] {
+  const rawModels = (raw as { models?: { per_worker?: unknown } } | undefined)?.models;
+  const perWorkerWritten = raw === undefined || rawModels?.per_worker !== undefined;
+  const allow = new Set(config.models.allow);
+  const problems: ConfigProblem[] = [];
+  const check = (key: string, model: string | undefined) => {
+    if (model !== undefined && !allow.has(model)) problems.push({ key, message: `"${model}" is not in models.allow (${config.models.allow.join(', ') || 'empty'})` });
+  };
+  check('models.fast', config.models.fast);
+  check('models.reasoning', config.models.reasoning);
+  for (const [worker, pair] of Object.entries(perWorkerWritten ? (config.models.per_worker ?? {}) : {})) {
+    check(`models.per_worker.${worker}.fast`, pair.fast);
+    check(`models.per_worker.${worker}.reasoning`, pair.reasoning);
+  }
+  for (const [name, p] of Object.entries(config.profiles)) check(`profiles.${name}.model`, p.model);
+  return problems;
+}

@@ -1,0 +1,50 @@
+import { statSync } from 'node:fs';
+import { loadConfig, type Config } from './config.js';
+
+export interface ConfigWatchHandlers {
+  /** The file changed and is valid: the new configuration. */
+  onChange(config: Config): void;
+  /** The file changed and is not valid: the old configuration stays in force. */
+  onInvalid(error: Error): void;
+}
+
+/** What identifies one version of the file cheaply: inode (an atomic rename swaps it), mtime and size. */
+function fingerprint(path: string): string {
+  try {
+    const s = statSync(path, { bigint: true });
+    return `${s.ino}:${s.mtimeNs}:${s.size}`;
+  } catch {
+    return 'missing';
+  }
+}
+
+/**
+ * Watch `config.toml` by polling its stat every `intervalMs` (no fs.watch: it misses atomic renames on
+ * some platforms and holds a descriptor per process). A change is validated before it is applied; an
+ * invalid version is reported only once it has stood for a poll (an editor that writes in two steps is
+ * not reported mid-save). The timer is unref'd; call the returned function to stop.
+ */
+export function watchConfigFile(path: string, handlers: ConfigWatchHandlers, intervalMs = 500): () => void {
+  let seen = fingerprint(path);
+  let invalid: Error | null = null;
+  const timer = setInterval(() => {
+    const now = fingerprint(path);
+    if (now === seen) {
+      if (invalid) handlers.onInvalid(invalid);
+      invalid = null;
+      return;
+    }
+    seen = now;
+    invalid = null;
+    let config: Config;
+    try {
+      config = loadConfig(path);
+    } catch (err) {
+      invalid = err as Error;
+      return;
+    }
+    handlers.onChange(config);
+  }, intervalMs);
+  timer.unref();
+  return () => clearInterval(timer);
+}

@@ -1,0 +1,36 @@
+import type { Engine } from '../engine.js';
+import { setTeamHandler } from '../scheduler/scheduler.js';
+import { getTask } from '../store/tasks.js';
+import { appendEvent } from '../store/events.js';
+import type { CreateContext } from '../tasks/create.js';
+import { advanceAllTeams, advanceTeam } from './team-driver.js';
+
+function contextOf(engine: Engine, depth: number): CreateContext {
+  return { db: engine.db, config: engine.config, homeRoot: engine.home.root, depth };
+}
+
+/**
+ * Connect teams to the scheduler: the leading process moves a team on after each of its tasks ends
+ * and, when it starts leading, every team left unfinished (a team is resumable). A step that fails is
+ * recorded as a `team.error` event on the task and never stops the scheduler.
+ */
+export function installTeamHandler(): void {
+  setTeamHandler({
+    onEnded(engine, taskId) {
+      const t = getTask(engine.db, taskId);
+      if (!t || !t.metadata.team) return;
+      try {
+        engine.write(() => advanceTeam(contextOf(engine, t.depth), taskId));
+      } catch (e) {
+        engine.write(() => appendEvent(engine.db, taskId, 'team.error', { message: (e as Error).message.slice(0, 2000) }));
+      }
+    },
+    onStart(engine) {
+      try {
+        engine.write(() => advanceAllTeams(contextOf(engine, 0)));
+      } catch (e) {
+        process.stderr.write(`lightworker: moving unfinished teams on failed: ${(e as Error).message}\n`);
+      }
+    },
+  });
+}

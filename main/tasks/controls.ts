@@ -1,0 +1,94 @@
+import type { Config } from '../core/config.js';
+import { AppError } from '../core/errors.js';
+import { redactText } from '../core/redact.js';
+import { appendEvent } from '../store/events.js';
+import { prep, type Db } from '../store/db.js';
+import { pendingRequestOf, shiftExpiry } from '../store/requests.js';
+import { requireTask } from '../store/tasks.js';
+import { lastSessionOf, startNewAttempt } from './ops.js';
+import { resealObjective } from './secrets.js';
+import { transition } from './state.js';
+import type { Task, TaskStatus } from './types.js';
+
+/**
+ * Pause a queued task (the scheduler does not claim it) or a task waiting for an answer (its request's
+ * expiry stops counting). `resumeTask` puts it back where it was.
+ */
+export function pauseTask(db: Db, id: string, by: string): Task {
+  const t = requireTask(db, id);
+  if (t.status !== 'queued' && t.status !== 'waiting_input') {
+    throw new AppError('illegal_transition', `task ${id} is ${t.status}; only a queued task or one waiting for an answer can be paused`, { status: t.status });
+  }
+  return transition(db, id, t.status, 'paused', { reason: `paused by ${by}`, event: { pausedFrom: t.status, by } });
+}
+
+/** Resume a paused task: back to queued, or to waiting_input with its request's expiry moved by the pause. */
+export function resumeTask(db: Db, id: string, by: string): Task {
+  const t = requireTask(db, id);
+  if (t.status !== 'paused') throw new AppError('illegal_transition', `task ${id} is ${t.status}; only a paused task can be resumed`, { status: t.status });
+  const row = prep(db, `SELECT json_extract(payload, '$.pausedFrom') AS f, ts FROM events WHERE task_id = ? AND type = 'task.status' AND json_extract(payload, '$.to') = 'paused' ORDER BY seq DESC LIMIT 1`).get(id) as
+    | { f: TaskStatus | null; ts: number }
+    | undefined;
+  const pending = pendingRequestOf(db, id);
+  const to: TaskStatus = row?.f === 'waiting_input' && pending ? 'waiting_input' : 'queued';
+  if (to === 'waiting_input' && row) shiftExpiry(db, pending!.id, Math.max(0, Date.now() - row.ts));
+  return transition(db, id, 'paused', to, { reason: `resumed by ${by}`, event: { by } });
+}
+
+/** Reject a completed task's change: `rejected` (dependents blocked); its worktree stays until prune. */
+export function rejectTask(db: Db, id: string, by: string, reason?: string): Task {
+  const t = requireTask(db, id);
+  if (t.status !== 'completed') throw new AppError('illegal_transition', `task ${id} is ${t.status}; only a completed task can be rejected`, { status: t.status });
+  const why = redactText(reason ? `rejected by ${by}: ${reason}` : `rejected by ${by}`);
+  return transition(db, id, 'completed', 'rejected', { reason: why, fields: { errorCode: 'rejected', errorMessage: why } });
+}
+
+const REVERIFIABLE: readonly TaskStatus[] = ['completed', 'failed', 'rejected'];
+
+/**
+ * Run the task's verification again, without a worker turn: a new attempt (same worktree) that goes
+ * starting → verifying → completed or failed. The previous result is kept when it passes.
+ */
+export function reverifyTask(db: Db, _config: Config, id: string, by: string): Task {
+  const t = requireTask(db, id);
+  if (!REVERIFIABLE.includes(t.status)) throw new AppError('illegal_transition', `task ${id} is ${t.status}; verification reruns on a completed, failed or rejected task`, { status: t.status });
+  if (t.verify.length === 0) throw new AppError('invalid_input', `id: task ${id} has no verify commands to rerun`, { field: 'id' });
+  if (t.kind === 'execute' && !t.worktreePath) throw new AppError('invalid_input', `id: task ${id} never had a worktree to verify`, { field: 'id' });
+  return startNewAttempt(db, t, {
+    strategy: 'reverify',
+    reason: `reverify by ${by}`,
+    resume: { sessionId: lastSessionOf(db, t), fromAttempt: t.attempt, interruptedBy: 'reverify', worktree: t.worktreePath, reverify: true },
+    fields: { result: t.result, schemaValid: t.schemaValid },
+  });
+}
+
+const REDIRECTABLE: readonly TaskStatus[] = ['awaiting_approval', 'queued', 'starting', 'running', 'verifying', 'waiting_input', 'paused'];
+
+/**
+ * Replace the objective of a task that has not ended. A running task's worker gets it at its next turn
+ * (the runner sends it into the same session when the current turn ends); a task not yet running gets
+ * it in its next prompt. Stored redacted; the worker gets the original.
+ */
+export function redirectTask(db: Db, id: string, objective: string, by: string): Task {
+  const text = objective.trim();
+  if (!text) throw new AppError('invalid_input', 'objective: the new objective is empty', { field: 'objective' });
+  const t = requireTask(db, id);
+  if (!REDIRECTABLE.includes(t.status)) throw new AppError('illegal_transition', `task ${id} is ${t.status}; only a task that has not ended can be redirected`, { status: t.status });
+  const stored = resealObjective(db, t, text);
+  prep(db, 'UPDATE tasks SET objective = ?, updated_at = ? WHERE id = ?').run(stored, Date.now(), id);
+  appendEvent(db, id, 'task.redirected', { by, objective: stored.slice(0, 2000), status: t.status });
+  return requireTask(db, id);
+}
+
+/**
+ * True (and marked seen) when the task was redirected since its running session last saw the
+ * objective; the caller reads the new objective with unsealTask. Runs in the caller's transaction.
+ */
+export function takeRedirect(db: Db, taskId: string): boolean {
+  const row = prep(db, `SELECT MAX(CASE WHEN type = 'task.redirected' THEN seq END) AS r, MAX(CASE WHEN type = 'task.redirect_applied' THEN seq END) AS a FROM events WHERE task_id = ? AND type IN ('task.redirected', 'task.redirect_applied')`).get(taskId) as
+    | { r: number | null; a: number | null }
+    | undefined;
+  if (!row?.r || (row.a !== null && row.a > row.r)) return false;
+  appendEvent(db, taskId, 'task.redirect_applied', { redirect: row.r });
+  return true;
+}

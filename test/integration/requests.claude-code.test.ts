@@ -1,0 +1,87 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseConfig } from '../../main/core/config.js';
+import { listEvents } from '../../main/store/events.js';
+import { listRequests } from '../../main/store/requests.js';
+import { getTask } from '../../main/store/tasks.js';
+import { startGateway, type Gateway } from '../fixtures/gateway/index.js';
+import { PERMISSION_COMMAND, permissionScript } from '../helpers/hitl-scripts.js';
+import { runCli } from '../helpers/cli.js';
+import { makeHome, type TestHome } from '../helpers/env.js';
+import { cliUnavailable } from '../helpers/worker-cli.js';
+
+const KEY_ENV = 'LW_HITL_GATEWAY_KEY';
+const T = 240_000;
+describe('Claude Code asks permission through LightWorker (real CLI, scripted gateway)', () => {
+  let gw: Gateway;
+  let h: TestHome;
+  let why: string | null = null;
+  beforeAll(async () => {
+    why = await cliUnavailable('claude');
+    gw = await startGateway({ keepBodies: true });
+    gw.addScript('perm', permissionScript);
+    h = makeHome({ config: parseConfig({ gateways: { fake: { base_url: `${gw.url}/v1`, key_env: KEY_ENV } }, scheduler: { kill_grace_ms: 500 } }) });
+    h.configure(`[gateways.fake]\nbase_url = "${gw.url}/v1"\nkey_env = "${KEY_ENV}"\n[scheduler]\nkill_grace_ms = 500\n`);
+  });
+  afterAll(async () => {
+    h?.cleanup();
+    await gw?.close();
+  });
+
+  const cli = (args: string[]) => runCli(args, { home: h.home, env: { [KEY_ENV]: 'sk-hitl-test-key-000000' }, timeoutMs: T });
+  const task = (id: string) => getTask(h.engine.db, id)!;
+  const sessions = (id: string) => listEvents(h.engine.db, { taskId: id, types: ['worker.started'] }).events.map((e) => e.payload.sessionId);
+  async function runUntilIdle() {
+    const r = await cli(['run', '--until-idle']);
+    expect(r.code, r.stderr).toBe(0);
+  }
+  async function askingTask() {
+    const r = await h.call('delegate_task', {
+      objective: 'Create granted.txt with a node one-liner. [[script:perm]]', workspace: h.repo, kind: 'execute', mode: 'auto_execute',
+      worker: 'claude-code', gateway: 'fake', model: 'claude-sonnet-4-5',
+    });
+    const id = r.task.id as string;
+    await runUntilIdle();
+    const t = task(id);
+    expect(t.status, `${t.status} ${JSON.stringify(t.error)}`).toBe('waiting_input');
+    return id;
+  }
+
+  it('asks, is allowed from the CLI, resumes the same session and completes', { timeout: T }, async (ctx) => {
+    if (why) ctx.skip();
+    const id = await askingTask();
+    const [req] = listRequests(h.engine.db, { taskId: id });
+    expect(req).toMatchObject({ kind: 'permission', status: 'pending', tool: 'Bash', command: PERMISSION_COMMAND, attempt: 1 });
+    // The request shows on every face: CLI, MCP (get_task), HTTP goes through the same table.
+    expect((await cli(['requests'])).stdout).toContain(`Bash: ${PERMISSION_COMMAND}`);
+    expect((await h.call('get_task', { id }, 'mcp')).task.needs).toMatchObject({ kind: 'permission', asks: `Bash: ${PERMISSION_COMMAND}` });
+    const before = task(id).sessionId;
+    expect(before).toBeTruthy();
+    const answered = await cli(['answer', id, '--allow']);
+    expect(answered.code, answered.stderr).toBe(0);
+    await runUntilIdle();
+    const t = task(id);
+    expect(t.status, JSON.stringify(t.error)).toBe('completed');
+    expect(t.sessionId).toBe(before);
+    expect(sessions(id)).toEqual([before, before]);
+    expect(readFileSync(join(t.worktreePath!, 'granted.txt'), 'utf8')).toBe('ok');
+    expect(t.result).toMatchObject({ summary: 'Ran the allowed command.' });
+    console.info(`claude-code permission (CLI allow): task ${id} session before ${before} after ${t.sessionId}`);
+  });
+
+  it('asks, is denied, continues in the same session without the command and completes', { timeout: T }, async (ctx) => {
+    if (why) ctx.skip();
+    const id = await askingTask();
+    const before = task(id).sessionId;
+    const answered = await cli(['answer', id, '--deny', 'not', 'today']);
+    expect(answered.code, answered.stderr).toBe(0);
+    await runUntilIdle();
+    const t = task(id);
+    expect(t.status, JSON.stringify(t.error)).toBe('completed');
+    expect(sessions(id)).toEqual([before, before]);
+    expect(existsSync(join(t.worktreePath!, 'granted.txt'))).toBe(false);
+    expect(t.result).toMatchObject({ summary: 'Continued without the command.' });
+    console.info(`claude-code permission (CLI deny): task ${id} session before ${before} after ${t.sessionId}`);
+  });
+});

@@ -1,0 +1,52 @@
+import { renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Config } from '../../main/core/config.js';
+import { watchConfigFile } from '../../main/core/config-watch.js';
+import { tempDir } from '../helpers/env.js';
+import { until } from '../helpers/procs.js';
+
+let t: ReturnType<typeof tempDir> | null = null;
+let stop: (() => void) | null = null;
+afterEach(() => {
+  stop?.();
+  t?.cleanup();
+  t = null;
+});
+
+function watch() {
+  t = tempDir('lw-watch-');
+  const path = join(t.dir, 'config.toml');
+  writeFileSync(path, '[scheduler]\nmax_concurrency = 1\n');
+  const changes: Config[] = [];
+  const invalid: Error[] = [];
+  stop = watchConfigFile(path, { onChange: (c) => changes.push(c), onInvalid: (e) => invalid.push(e) }, 20);
+  return { path, dir: t.dir, changes, invalid };
+}
+
+describe('watchConfigFile', () => {
+  it('reports a valid edit and an atomic replace (new inode, same size) with the new config', async () => {
+    const w = watch();
+    writeFileSync(w.path, '[scheduler]\nmax_concurrency = 2\n');
+    await until(() => w.changes.length === 1, 10_000, 'the edit');
+    expect(w.changes[0].scheduler.max_concurrency).toBe(2);
+    const tmp = join(w.dir, 'config.toml.tmp');
+    writeFileSync(tmp, '[scheduler]\nmax_concurrency = 3\n');
+    renameSync(tmp, w.path);
+    await until(() => w.changes.length === 2, 10_000, 'the rename');
+    expect(w.changes[1].scheduler.max_concurrency).toBe(3);
+  });
+
+  it('reports an invalid file once, naming the key, and applies nothing until it is fixed', async () => {
+    const w = watch();
+    writeFileSync(w.path, '[scheduler]\nmax_concurrency = "many"\n');
+    await until(() => w.invalid.length === 1, 10_000, 'the invalid report');
+    expect(w.invalid[0].message).toContain('scheduler.max_concurrency');
+    await new Promise((r) => setTimeout(r, 200));
+    expect(w.invalid).toHaveLength(1); // not once per poll
+    expect(w.changes).toHaveLength(0);
+    writeFileSync(w.path, '[scheduler]\nmax_concurrency = 4\n');
+    await until(() => w.changes.length === 1, 10_000, 'the fix');
+    expect(w.changes[0].scheduler.max_concurrency).toBe(4);
+  });
+});
