@@ -40,15 +40,24 @@ const gatewaySchema = z.strictObject({
   model_map: z.record(z.string().min(1), z.string().min(1)).default({}),
 });
 
+/** Built-in workers that run an external CLI: a `[workers.<name>]` block may replace its binary (`command`). */
+export const BUILTIN_CLI_WORKERS: readonly string[] = ['codex', 'claude-code', 'opencode'];
+
+const ARGV_HINT = 'must be a non-empty argv array of strings, e.g. ["/opt/agent/bin/agent", "--flag"]';
+const argvSchema = z.array(z.string({ error: ARGV_HINT }).min(1, 'must not contain an empty string'), { error: ARGV_HINT }).min(1, ARGV_HINT);
+
 /**
- * `[workers.NAME]`: a linked CLI (`command` + `resume`), and for any worker how it authenticates:
+ * `[workers.NAME]`: a linked CLI (`command` + `resume`, argv templates with {prompt}); for a built-in CLI
+ * worker (codex, claude-code, opencode) `command` is the binary it runs (the binary and leading
+ * arguments put before the adapter's own; no `resume`); and for any worker how it authenticates:
  * `auth`, extra key variables it may receive (`keys`), and whether the user's exported
  * OPENAI_BASE_URL / ANTHROPIC_BASE_URL apply (`inherit_base_url`).
  */
 const workerSchema = z.strictObject({
-  command: z.array(z.string()).min(1).optional(),
-  resume: z.array(z.string()).min(1).optional(),
-  max_concurrency: z.number().int().min(1).max(64).default(2),
+  command: argvSchema.optional(),
+  resume: argvSchema.optional(),
+  /** Unset: 2 for a linked CLI, the adapter's own for a built-in one. */
+  max_concurrency: z.number().int().min(1).max(64).optional(),
   auth: z.enum(AUTH_MODES).optional(),
   keys: z.array(ENV_NAME).max(32).optional(),
   inherit_base_url: z.boolean().optional(),
@@ -63,6 +72,17 @@ const vscodeWorkerSchema = z.strictObject({
   agent: z.enum(['claude-code', 'codex']).optional(),
   max_concurrency: z.number().int().min(1).max(64).default(2),
 });
+
+/** What only fits some workers: no binary for mock, no resume template for a built-in CLI. */
+function checkWorkerBlocks(workers: Record<string, unknown>, ctx: z.RefinementCtx): void {
+  for (const [name, w] of Object.entries(workers)) {
+    const block = (w ?? {}) as { command?: unknown; resume?: unknown };
+    if (name === 'mock' && block.command) ctx.addIssue({ code: 'custom', path: [name, 'command'], message: 'the built-in mock worker runs no external binary' });
+    else if (BUILTIN_CLI_WORKERS.includes(name) && block.resume) {
+      ctx.addIssue({ code: 'custom', path: [name, 'resume'], message: `built-in worker ${name} resumes its own sessions; only command, max_concurrency and auth keys may be set` });
+    }
+  }
+}
 
 /** Per-repository worktree setup (`.lightworker/setup.toml`, or `[setup."<repo path>"]` here). */
 export const setupSchema = z.strictObject({
@@ -120,7 +140,7 @@ export const configSchema = z.strictObject({
     })
     .prefault({}),
   gateways: z.record(z.string(), gatewaySchema).default({}),
-  workers: z.object({ vscode: vscodeWorkerSchema.optional() }).catchall(workerSchema).default({}),
+  workers: z.object({ vscode: vscodeWorkerSchema.optional() }).catchall(workerSchema).superRefine(checkWorkerBlocks).default({}),
   worktrees: z
     .strictObject({
       ttl_hours: z.number().min(0).default(72),
@@ -271,6 +291,8 @@ types = { chore = "cheapest" }                # workflow type -> profile, or "ch
 # command = ["myagent", "run", "{prompt}"]
 # resume = ["myagent", "resume", "{session}", "{prompt}"]
 # read_only_sandbox = false   # true only if it enforces read-only itself (read-only tasks then run in place)
+# [workers.codex]                  # a built-in CLI (codex, claude-code, opencode) outside PATH:
+# command = ["/opt/codex/bin/codex"] # its binary (+ leading args); the adapter adds its own arguments
 
 # The vscode worker (the LightWorker Bridge extension in VS Code, vscode-extension/):
 # [workers.vscode]

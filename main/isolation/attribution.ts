@@ -2,7 +2,7 @@ import { accessSync, constants } from 'node:fs';
 import { isAbsolute, join, relative } from 'node:path';
 import type { Engine } from '../engine.js';
 import { latestSeq, listEvents } from '../store/events.js';
-import { getTask } from '../store/tasks.js';
+import { getTaskState } from '../store/tasks.js';
 import { ACTIVE, type Task } from '../tasks/types.js';
 import { commonGitDir, gitTry } from './git-exec.js';
 import { withRepoLock } from './repo-lock.js';
@@ -68,7 +68,7 @@ const isReadOnly = (kind: Task['kind']) => kind !== 'execute';
 const identity = (task: Task, inCheckout = isReadOnly(task.kind)) => ({ taskId: task.id, attempt: task.attempt, kind: task.kind, workspace: task.workspace, inCheckout });
 
 function isActive(engine: Engine, w: Watch): boolean {
-  const t = getTask(engine.db, w.taskId);
+  const t = getTaskState(engine.db, w.taskId);
   return Boolean(t && t.attempt === w.attempt && ACTIVE.has(t.status));
 }
 
@@ -90,7 +90,7 @@ function forgetOld(engine: Engine, repo: string): void {
  * done. A repository LightWorker cannot write to (a read-only task exploring someone else's checkout)
  * cannot hold the lock file, and cannot have LightWorker writes to race with either: snapshot it directly.
  */
-async function lockedSnapshot(repo: string, task: Task): Promise<SourceSnapshot> {
+async function lockedSnapshot(repo: string): Promise<SourceSnapshot> {
   let writable = true;
   try {
     accessSync(await commonGitDir(repo), constants.W_OK);
@@ -98,17 +98,68 @@ async function lockedSnapshot(repo: string, task: Task): Promise<SourceSnapshot>
     writable = false;
   }
   if (!writable) return snapshotSource(repo);
-  return withRepoLock(repo, `snapshot the checkout for ${task.id}`, () => snapshotSource(repo));
+  return withRepoLock(repo, 'snapshot the source checkout', () => snapshotSource(repo));
+}
+
+/**
+ * How old (ms since its `git status` started) a snapshot of the repository may be to serve as a task's
+ * `before`. Sharing stretches that task's window back by at most this much: only more suspects, never
+ * a missed write (a write in the stretch still shows as a change), at the price of the residual limits
+ * above for that stretch (another task that ended in it, the user's own edits).
+ */
+export const SHARED_BEFORE_MS = 500;
+
+interface SnapshotRun {
+  /** performance.now() when its `git status` started; null while it waits for the previous run. */
+  startedAt: number | null;
+  promise: Promise<SourceSnapshot>;
+}
+
+/** Per database (its event sequence goes with the snapshot) and repository: the newest run (maybe in flight) and the one queued behind it. */
+const snapshotRuns = new WeakMap<Engine['db'], Map<string, { last: SnapshotRun | null; next: SnapshotRun | null }>>();
+
+/**
+ * A snapshot of the source checkout whose `git status` started at or after `notBefore`
+ * (performance.now() ms), shared by every task of the repository that asks at about the same time:
+ * one snapshot per repository per dispatch burst instead of two `git status` per task (issue 13).
+ * Requests while a run is in flight that started too early share the single run queued behind it.
+ * The event sequence number is read just before each run starts: an accept finishing in between is
+ * then "since", never lost.
+ */
+export function sharedSnapshot(engine: Engine, repo: string, notBefore: number): Promise<SourceSnapshot> {
+  let perRepo = snapshotRuns.get(engine.db);
+  if (!perRepo) snapshotRuns.set(engine.db, (perRepo = new Map()));
+  let runs = perRepo.get(repo);
+  if (!runs) perRepo.set(repo, (runs = { last: null, next: null }));
+  const { last, next } = runs;
+  if (last?.startedAt != null && last.startedAt >= notBefore) return last.promise;
+  if (next) return next.promise;
+  const r = runs;
+  const run: SnapshotRun = { startedAt: null, promise: Promise.resolve() as unknown as Promise<SourceSnapshot> };
+  const start = async (): Promise<SourceSnapshot> => {
+    if (r.next === run) r.next = null;
+    r.last = run;
+    run.startedAt = performance.now();
+    const seq = latestSeq(engine.db);
+    return { ...(await lockedSnapshot(repo)), seq };
+  };
+  const previous = last?.promise;
+  // One run at a time per repository (they would queue on the repository lock anyway).
+  run.promise = previous ? previous.then(start, start) : start();
+  if (previous) r.next = run;
+  run.promise.catch(() => {
+    if (r.last === run) r.last = null; // a failed run serves nobody later
+  });
+  return run.promise;
 }
 
 /**
  * Snapshot the source checkout (under the repository lock) for `task` and register its window, so that
  * concurrent tasks' checks can tell its writes from theirs. Call once per attempt, before the worker runs.
+ * A snapshot started up to {@link SHARED_BEFORE_MS} ago is shared.
  */
 export async function watchSource(engine: Engine, repo: string, task: Task, opts: { inCheckout?: boolean } = {}): Promise<SourceSnapshot> {
-  // The sequence number is read first: an accept finishing in between is then "since", never lost.
-  const seq = latestSeq(engine.db);
-  const before: SourceSnapshot = { ...(await lockedSnapshot(repo, task)), seq };
+  const before = await sharedSnapshot(engine, repo, performance.now() - SHARED_BEFORE_MS);
   forgetOld(engine, repo);
   const map = watches.get(repo) ?? new Map<string, Watch>();
   watches.set(repo, map);
@@ -121,7 +172,7 @@ function couldHaveMade(engine: Engine, w: Watch, change: SourceChange): boolean 
   if (keyedState(w.before)[change.key] === change.after) return false; // it started with this state
   // In a turn (its first, or a repair turn after an inspection): its own next check compares from its
   // start, so it will see this change too.
-  const t = getTask(engine.db, w.taskId);
+  const t = getTaskState(engine.db, w.taskId);
   const inTurn = t?.attempt === w.attempt && (t.status === 'running' || (w.after === null && ACTIVE.has(t.status)));
   if (inTurn) return true;
   return w.after !== null && keyedState(w.after)[change.key] === change.after; // it ended holding exactly this state
@@ -191,7 +242,8 @@ export interface SourceAttribution {
  * task, naming the other tasks that could have made it.
  */
 export async function attributeSourceChanges(engine: Engine, task: Task, repo: string, before: SourceSnapshot): Promise<SourceAttribution> {
-  const after = await lockedSnapshot(repo, task);
+  // Its worker has exited: any snapshot started from now on sees all it wrote (shared with tasks ending now).
+  const after = await sharedSnapshot(engine, repo, performance.now());
   const map = watches.get(repo) ?? new Map<string, Watch>();
   watches.set(repo, map);
   const others = [...map.values()].filter((w) => w.taskId !== task.id);

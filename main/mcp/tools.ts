@@ -79,7 +79,32 @@ export function buildTools(commands: ReadonlyMap<string, CommandDef>, set: ToolS
     }
   }
   referToShared(tools);
+  hintOnce(tools);
   return tools;
+}
+
+/** Where the field hints are given; other tools with the same fields say so in their description. */
+const HINTED_TOOL = 'delegate_task';
+
+/**
+ * A field hint is given once per listing, on delegate_task (where most calls go): a tool sharing its
+ * fields (orchestrate_goal: workspace, mode, priority) drops the repeated hints and says "fields as in
+ * delegate_task" once instead — the same words, a third of the bytes.
+ */
+function hintOnce(tools: ToolSpec[]): void {
+  const hinted = tools.find((t) => t.name === HINTED_TOOL);
+  const shared = new Set(Object.keys((hinted?.inputSchema.properties as Record<string, unknown> | undefined) ?? {}));
+  for (const t of tools) {
+    if (t === hinted) continue;
+    let dropped = false;
+    for (const [k, v] of Object.entries((t.inputSchema.properties as Record<string, Record<string, unknown>> | undefined) ?? {})) {
+      if (shared.has(k) && FIELD_HINTS[k] && v.description === FIELD_HINTS[k]) {
+        delete v.description;
+        dropped = true;
+      }
+    }
+    if (dropped) t.description = `${t.description.replace(/\.$/, '')}; fields as in ${HINTED_TOOL}.`;
+  }
 }
 
 /**
@@ -89,16 +114,30 @@ export function buildTools(commands: ReadonlyMap<string, CommandDef>, set: ToolS
  */
 function referToShared(tools: ToolSpec[]): void {
   const whole = new Map(tools.map((t) => [JSON.stringify(t.inputSchema), t.name]));
+  const referred = new Set<string>();
   const visit = (node: unknown, self: string): void => {
     if (!node || typeof node !== 'object') return;
     for (const [k, v] of Object.entries(node)) {
       const same = v && typeof v === 'object' && !Array.isArray(v) ? whole.get(JSON.stringify(v)) : undefined;
-      if (same && same !== self) (node as Record<string, unknown>)[k] = { type: 'object', description: `${same} input` };
-      else visit(v, self);
+      if (same && same !== self) {
+        const extra = REFERRED_ONLY[same];
+        (node as Record<string, unknown>)[k] = { type: 'object', description: `${same} input${extra ? ` + ${extra.field}: ${extra.hint}` : ''}` };
+        referred.add(same);
+      } else visit(v, self);
     }
   };
   for (const t of tools) for (const v of Object.values(t.inputSchema.properties ?? {})) visit(v, t.name);
+  // A field that means something only where the input is referred to is listed there alone.
+  for (const t of tools) {
+    const only = REFERRED_ONLY[t.name];
+    if (only && referred.has(t.name)) delete (t.inputSchema.properties as Record<string, unknown> | undefined)?.[only.field];
+  }
 }
+
+/** Fields of a tool's input that only matter where another tool refers to it (a batch-local `ref`). */
+const REFERRED_ONLY: Record<string, { field: string; hint: string }> = {
+  delegate_task: { field: 'ref', hint: 'its name for depends_on' },
+};
 
 /**
  * JSON Schema of what a caller sends (zod "input" side: defaults make fields optional). Every client
@@ -155,6 +194,11 @@ function stripNoise(node: unknown): void {
   if (Array.isArray(node)) return node.forEach(stripNoise);
   const o = node as Record<string, unknown>;
   for (const k of LISTING_NOISE) delete o[k];
+  // An enum of strings says its type by itself (JSON Schema; Codex infers `string` from `enum` too).
+  if (o.type === 'string' && Array.isArray(o.enum) && o.enum.every((v) => typeof v === 'string')) delete o.type;
+  // A plain text field is listed as `{}` (or with its hint only): Codex reads a schema without a type as
+  // a string, other clients pass it through, and the server checks the call's types, naming the field.
+  if (o.type === 'string' && Object.keys(o).every((k) => k === 'type' || k === 'description')) delete o.type;
   for (const [k, v] of Object.entries(o)) {
     // The keys of `properties` are field names, not keywords: a field may be called "default".
     if (k === 'properties' && v && typeof v === 'object') Object.values(v).forEach(stripNoise);

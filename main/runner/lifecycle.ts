@@ -2,7 +2,7 @@ import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { realpathSync } from 'node:fs';
 import type { Readable } from 'node:stream';
-import { descendantsIn, environOf, isSameProcess, listProcesses, pidExists, processStartTime, sleep } from './process.js';
+import { descendantsIn, environOf, isSameProcess, listProcesses, markPids, pidExists, pidsHandedOutSince, processStartTime, sleep, type PidMark } from './process.js';
 
 /**
  * The one owner of every process tree LightWorker starts (worker turns, setup and verify commands):
@@ -72,6 +72,12 @@ export interface Tree {
    * are not read. Unset (takeover): every process is checked.
    */
   markerSince?: number;
+  /**
+   * Where PID allocation stood just before the leader was spawned (a tree that was just run): what it
+   * started can only have PIDs handed out since, so a sweep reads those /proc entries alone when that
+   * set is small and provably complete (runner/process.ts `pidsHandedOutSince`). Unset: all of /proc.
+   */
+  pidsSince?: PidMark;
 }
 
 interface Scan {
@@ -92,8 +98,20 @@ function groupUsable(t: Tree): boolean {
   return t.pid > 0 && process.platform !== 'win32' && (isSameProcess(t.pid, t.startTime) || !pidExists(t.pid));
 }
 
+/** The PIDs the trees' processes can have, when every tree was just run and that set is small; else null. */
+function candidatePids(trees: Tree[]): number[] | null {
+  const all = new Set<number>();
+  for (const t of trees) {
+    if (!t.pidsSince || t.markerSince === undefined) return null;
+    const pids = pidsHandedOutSince(t.pidsSince);
+    if (!pids) return null;
+    for (const p of pids) all.add(p);
+  }
+  return [...all];
+}
+
 function scanTrees(trees: Tree[]): Scan {
-  const procs = listProcesses();
+  const procs = listProcesses(candidatePids(trees) ?? undefined);
   const linux = process.platform === 'linux';
   const members = trees.map(() => [] as number[]);
   const grouped = trees.map(() => new Set<number>());
@@ -252,6 +270,7 @@ export const DRAIN_MS = 500;
  */
 export async function runTree(command: string, args: string[], opts: RunTreeOptions): Promise<TreeEnd> {
   const started = Date.now();
+  const pidsSince = markPids();
   const child = spawn(command, args, {
     cwd: opts.cwd,
     env: opts.env,
@@ -267,6 +286,7 @@ export async function runTree(command: string, args: string[], opts: RunTreeOpti
   if (pid > 0) tree.startTime = processStartTime(pid);
   // Everything this run starts is younger than its leader: a sweep need not read older processes' environments.
   if (tree.startTime !== null && process.platform === 'linux') tree.markerSince = Number(tree.startTime);
+  if (tree.markerSince !== undefined && pidsSince) tree.pidsSince = pidsSince;
   if (opts.onStdout) child.stdout?.on('data', opts.onStdout);
   else child.stdout?.resume();
   if (opts.onStderr) child.stderr?.on('data', opts.onStderr);

@@ -66,20 +66,80 @@ export interface ProcEntry {
   start: number;
 }
 
-/** Every live (non-zombie) process visible in /proc, with parent and group. Linux only; empty elsewhere. */
-export function listProcesses(): ProcEntry[] {
+/** One live (non-zombie) process from /proc, or null (gone, a zombie, unreadable). */
+function procEntry(pid: number): ProcEntry | null {
+  try {
+    const f = statFields(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+    if (f[0] === 'Z' || f[0] === 'X') return null;
+    return { pid, ppid: Number(f[1]), pgrp: Number(f[2]), start: Number(f[19]) };
+  } catch {
+    return null; // raced with an exiting process
+  }
+}
+
+/**
+ * Every live (non-zombie) process visible in /proc, with parent and group. Linux only; empty elsewhere.
+ * With `pids`, only those are read (a tree just run: see {@link pidsHandedOutSince}).
+ */
+export function listProcesses(pids?: readonly number[]): ProcEntry[] {
   if (process.platform !== 'linux') return [];
   const out: ProcEntry[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const f = statFields(readFileSync(`/proc/${entry}/stat`, 'utf8'));
-      if (f[0] === 'Z' || f[0] === 'X') continue;
-      out.push({ pid: Number(entry), ppid: Number(f[1]), pgrp: Number(f[2]), start: Number(f[19]) });
-    } catch {
-      // raced with an exiting process
-    }
+  const candidates = pids ?? readdirSync('/proc').filter((e) => /^\d+$/.test(e)).map(Number);
+  for (const pid of candidates) {
+    const p = procEntry(pid);
+    if (p) out.push(p);
   }
+  return out;
+}
+
+/** Where PID allocation stood at a moment: the last PID handed out and the system's fork count. */
+export interface PidMark {
+  pid: number;
+  forks: number;
+}
+
+function readNumber(path: string, pattern?: RegExp): number | null {
+  try {
+    const text = readFileSync(path, 'utf8');
+    const n = Number(pattern ? pattern.exec(text)?.[1] : text.trim());
+    return Number.isFinite(n) && n > 0 ? n : null;
+  } catch {
+    return null;
+  }
+}
+
+let pidMaxCache: number | null | undefined;
+
+/** Now, as a {@link PidMark}; null where /proc does not say (not Linux, hidden /proc). */
+export function markPids(): PidMark | null {
+  if (process.platform !== 'linux') return null;
+  const pid = readNumber('/proc/sys/kernel/ns_last_pid');
+  const forks = readNumber('/proc/stat', /^processes (\d+)$/m);
+  return pid && forks ? { pid, forks } : null;
+}
+
+/**
+ * Every PID this PID namespace can have handed out since `since` (inclusive of its own), or null when
+ * that cannot be bounded. PIDs are handed out in a cycle up to pid_max; /proc/stat counts every fork
+ * on the machine (threads included), which bounds how far the cycle moved: well under one turn, the
+ * new PIDs lie between the PID then and the last PID now. A sweep of a tree just run then reads a
+ * few /proc entries instead of every process's (10 ms a sweep on a busy machine, issue 13).
+ */
+export function pidsHandedOutSince(since: PidMark, maxCount = 512): number[] | null {
+  const now = markPids();
+  pidMaxCache ??= readNumber('/proc/sys/kernel/pid_max');
+  const pidMax = pidMaxCache;
+  if (!now || !pidMax) return null;
+  return pidRange(since, now, pidMax, maxCount);
+}
+
+/** The PIDs from `since.pid` to `now.pid` in the allocation cycle (1 … pidMax−1); null when unbounded or over `maxCount`. */
+export function pidRange(since: PidMark, now: PidMark, pidMax: number, maxCount: number): number[] | null {
+  if (now.forks - since.forks >= pidMax / 2) return null; // could have gone round the whole cycle
+  const count = now.pid >= since.pid ? now.pid - since.pid + 1 : pidMax - since.pid + now.pid;
+  if (count > maxCount) return null;
+  const out: number[] = [];
+  for (let i = 0, p = since.pid; i < count; i++, p = p >= pidMax - 1 ? 1 : p + 1) out.push(p);
   return out;
 }
 

@@ -7,6 +7,7 @@ import { describeConflicts, integrateSources } from '../isolation/integrate.js';
 import { teamInputsFor } from '../orchestration/team-inputs.js';
 import { teamTagOf } from '../orchestration/team-schema.js';
 import { takeRedirect } from '../tasks/controls.js';
+import { prep } from '../store/db.js';
 import { appendEvent } from '../store/events.js';
 import { getTask, updateTaskFields } from '../store/tasks.js';
 import { followUpKey } from '../tasks/followup.js';
@@ -126,12 +127,16 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
     const sessionTurn = { ...baseTurn, runDir: first.runDir };
     let turn = await runWorkerTurn(ctx, adapter, first, 'starting');
     let repairsLeft = engine.config.verify.auto_repair;
+    let pendingChanges: (() => void) | null = null;
     for (;;) {
       engine.write(() => transition(engine.db, task.id, 'running', 'verifying', { reason: 'worker finished' }));
       const changes = await inspectChanges(engine, task, ws);
-      engine.write(() =>
-        appendEvent(engine.db, task.id, 'task.changes', { changedFiles: changes.changedFiles.slice(0, 200), empty: changes.empty, violations: changes.violations, diff: changes.diffArtifact }),
-      );
+      const changesEvent = () =>
+        appendEvent(engine.db, task.id, 'task.changes', { changedFiles: changes.changedFiles.slice(0, 200), empty: changes.empty, violations: changes.violations, diff: changes.diffArtifact });
+      // When nothing can stop the task between here and its completion (no verify commands, not a plan
+      // whose answer is checked next), the event goes into the completing transaction: one write less.
+      if (!changes.ok || task.verify.length || task.kind === 'plan') engine.write(changesEvent);
+      else pendingChanges = changesEvent;
       if (!changes.ok) throw new StopTask('failed', 'boundary_violation', `changes outside the task's boundary: ${changes.violations.join(', ')}`);
       checkAbort(ctx);
       const verify: VerifyReport = await runVerification(engine, task, ws, ctx.signal);
@@ -149,6 +154,7 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
     const parsed = parseResult(task.kind, turn.finalText);
     if (task.kind === 'plan' && !parsed.schemaValid) throw new StopTask('failed', 'invalid_plan', `the planner's answer is not a valid plan: ${parsed.problem}`);
     engine.write(() => {
+      pendingChanges?.();
       const done = transition(engine.db, task.id, 'verifying', 'completed', {
         reason: parsed.schemaValid ? 'verified' : `verified; result not schema-valid (${parsed.problem})`,
         fields: { result: parsed.result, schemaValid: parsed.schemaValid, pid: null },
@@ -274,7 +280,7 @@ async function runWorkerTurn(ctx: RunContext, adapter: WorkerAdapter, turn: Work
       engine.write(() => {
         if (from === 'starting') transition(engine.db, id, 'starting', 'running', { reason: 'worker spawned', fields: { pid, pidStart: startTime }, event: { pid } });
         else updateTaskFields(engine.db, id, { pid, pidStart: startTime });
-        engine.db.prepare('UPDATE attempts SET status = ?, pid = ?, pid_start = ? WHERE task_id = ? AND attempt = ?').run('running', pid, startTime, id, turn.task.attempt);
+        prep(engine.db, 'UPDATE attempts SET status = ?, pid = ?, pid_start = ? WHERE task_id = ? AND attempt = ?').run('running', pid, startTime, id, turn.task.attempt);
       });
     },
     onEvents: (events) => persistEvents(engine, id, events.map((e) => (e.type === 'worker.started' ? { ...e, runDir: turn.runDir } : e))),
@@ -321,9 +327,7 @@ function persistEvents(engine: Engine, id: string, events: NormalizedEvent[]): v
       }
     }
     if (input || cached || output || cost !== null) {
-      engine.db
-        .prepare('UPDATE tasks SET input_tokens = input_tokens + ?, cached_tokens = cached_tokens + ?, output_tokens = output_tokens + ?, cost_usd = CASE WHEN ? IS NULL THEN cost_usd ELSE COALESCE(cost_usd, 0) + ? END WHERE id = ?')
-        .run(input, cached, output, cost, cost, id);
+      prep(engine.db, 'UPDATE tasks SET input_tokens = input_tokens + ?, cached_tokens = cached_tokens + ?, output_tokens = output_tokens + ?, cost_usd = CASE WHEN ? IS NULL THEN cost_usd ELSE COALESCE(cost_usd, 0) + ? END WHERE id = ?').run(input, cached, output, cost, cost, id);
     }
   });
 }
@@ -347,7 +351,7 @@ function checkAbort(ctx: RunContext): void {
 }
 
 function endAttempt(engine: Engine, task: Task, status: string, errorCode: string | null): void {
-  engine.db.prepare('UPDATE attempts SET status = ?, error_code = ?, ended_at = ? WHERE task_id = ? AND attempt = ?').run(status, errorCode, Date.now(), task.id, task.attempt);
+  prep(engine.db, 'UPDATE attempts SET status = ?, error_code = ?, ended_at = ? WHERE task_id = ? AND attempt = ?').run(status, errorCode, Date.now(), task.id, task.attempt);
 }
 
 function finishWithError(ctx: RunContext, task: Task, err: unknown): TaskStatus {

@@ -15,26 +15,25 @@ export interface ClaimLimits {
   perRepository: number;
 }
 
-/**
- * Runnable queued tasks, best first by priority then age: every dependency completed or accepted,
- * and their root and repository under the limits (a root's own budget, tasks/budget.ts, over perRoot). `exclude` lists workers that cannot take work now.
- */
-export function listCandidates(db: Db, limits: ClaimLimits, excludeWorkers: string[], max = 64): Candidate[] {
-  const rows = prep(db, 
-      `SELECT t.id, t.root_id AS rootId, t.workspace, t.worker, t.priority, t.cohort AS cohort
-       FROM tasks t
-       WHERE t.status = 'queued'
+/** The dispatch query (exported so tests can check it reads the ready set's index). */
+export const CANDIDATES_SQL = `SELECT t.id, t.root_id AS rootId, t.workspace, t.worker, t.priority, t.cohort AS cohort
+       FROM tasks t INDEXED BY tasks_ready
+       WHERE t.status = 'queued' AND t.deps_pending = 0
          AND t.worker NOT IN (SELECT value FROM json_each(?))
-         AND NOT EXISTS (
-           SELECT 1 FROM task_deps d JOIN tasks p ON p.id = d.depends_on
-           WHERE d.task_id = t.id AND p.status NOT IN ('completed', 'accepted'))
          AND (SELECT COUNT(*) FROM tasks a WHERE a.status IN ('starting','running','verifying') AND a.root_id = t.root_id)
              < COALESCE((SELECT json_extract(s.value, '$.concurrency') FROM settings s WHERE s.key = 'root_budget.' || t.root_id), ?)
          AND (SELECT COUNT(*) FROM tasks a WHERE a.status IN ('starting','running','verifying') AND a.workspace = t.workspace) < ?
        ORDER BY t.priority DESC, t.id
-       LIMIT ?`,
-    )
-    .all(JSON.stringify(excludeWorkers), limits.perRoot, limits.perRepository, max) as Candidate[];
+       LIMIT ?`;
+
+/**
+ * Runnable queued tasks, best first by priority then age: every dependency completed or accepted
+ * (`deps_pending = 0`: the ready set, migration 006, read through its partial index), and their root and
+ * repository under the limits (a root's own budget, tasks/budget.ts, over perRoot). `exclude` lists
+ * workers that cannot take work now.
+ */
+export function listCandidates(db: Db, limits: ClaimLimits, excludeWorkers: string[], max = 64): Candidate[] {
+  const rows = prep(db, CANDIDATES_SQL).all(JSON.stringify(excludeWorkers), limits.perRoot, limits.perRepository, max) as Candidate[];
   return rows;
 }
 

@@ -5,7 +5,7 @@ import { writeTx } from '../store/db.js';
 import { getSetting, setSetting } from '../store/settings.js';
 import { countByStatus } from '../store/tasks.js';
 import { currentLease, releaseLease, renewLease, tryAcquireLease, type Lease } from './lease.js';
-import { workCounts } from './idle.js';
+import { claimableWork } from './idle.js';
 import { recoverOrphans } from './recovery.js';
 import { sweepExpiredRequests } from './request-expiry.js';
 import { sweepDeadSnapshots } from '../isolation/snapshot-sweep.js';
@@ -135,7 +135,7 @@ class Service extends EventEmitter implements SchedulerService {
       return;
     }
     if (this.opts.onlyWithWork) {
-      const work = workCounts(this.engine.db);
+      const work = claimableWork(this.engine.db);
       if (work.active + work.runnable === 0) return;
     }
     let won = false;
@@ -186,7 +186,7 @@ class Service extends EventEmitter implements SchedulerService {
     if (now - this.lastSpawn < RESPAWN_MS) return;
     const lease = currentLease(this.engine.db);
     if (lease && lease.expiresAt > now) return;
-    const work = workCounts(this.engine.db);
+    const work = claimableWork(this.engine.db);
     if (work.active + work.runnable === 0) return;
     this.lastSpawn = now;
     // Several sessions may see the same gap at once: one spawn per RESPAWN_MS across processes.

@@ -1,5 +1,6 @@
 import { AppError } from '../core/errors.js';
 import type { Engine } from '../engine.js';
+import type { EventRow } from '../store/events.js';
 import { getTask } from '../store/tasks.js';
 import { waitingOn } from '../tasks/ops.js';
 import { summarizeTask, type TaskSummary } from '../tasks/summary.js';
@@ -24,9 +25,10 @@ function countStatuses(tasks: TaskSummary[]): WaitResult['counts'] {
   return counts;
 }
 
-function snapshot(engine: Engine, ids: string[]): { done: WaitResult['reason'] | null; tasks: WaitResult['tasks'] } {
+function snapshot(engine: Engine, ids: string[]): { done: WaitResult['reason'] | null; tasks: WaitResult['tasks']; anyQueued: boolean } {
   let allEnded = true;
   let needsApproval = false;
+  let anyQueued = false;
   let needsInput = false;
   const tasks = ids.map((id) => {
     const t = getTask(engine.db, id);
@@ -36,6 +38,7 @@ function snapshot(engine: Engine, ids: string[]): { done: WaitResult['reason'] |
     let w: string[] | undefined;
     if (t.status === 'awaiting_approval') needsApproval = true;
     else if (t.status === 'queued') {
+      anyQueued = true;
       w = waitingOn(engine.db, t.id);
       if (w.length) needsApproval = true;
     } else if (t.status === 'waiting_input') {
@@ -44,7 +47,7 @@ function snapshot(engine: Engine, ids: string[]): { done: WaitResult['reason'] |
     }
     return summarizeTask(t, w);
   });
-  return { done: allEnded ? 'settled' : needsInput ? 'needs_input' : needsApproval ? 'needs_approval' : null, tasks };
+  return { done: allEnded ? 'settled' : needsInput ? 'needs_input' : needsApproval ? 'needs_approval' : null, tasks, anyQueued };
 }
 
 /**
@@ -62,6 +65,7 @@ export function waitTasks(engine: Engine, ids: string[], timeoutMs: number, sign
     const finish = (reason: WaitResult['reason']) => {
       clearTimeout(timer);
       engine.events.off('change', check);
+      engine.events.off('event', note);
       signal?.removeEventListener('abort', onAbort);
       let tasks: WaitResult['tasks'] = [];
       try {
@@ -71,13 +75,27 @@ export function waitTasks(engine: Engine, ids: string[], timeoutMs: number, sign
       }
       resolve({ reason, counts: countStatuses(tasks), tasks });
     };
+    // Look again only after events that can change the answer: one of the named tasks', or, while one of
+    // them is queued, any task starting to await approval (it may be a dependency it then waits on).
+    // Re-reading every named task after every write of a busy leader cost more than the leader's own work.
+    const named = new Set(ids);
+    let anyQueued = first.anyQueued;
+    let dirty = false;
+    const note = (e: EventRow) => {
+      if (e.taskId !== null && named.has(e.taskId)) dirty = true;
+      else if (anyQueued && e.type === 'task.status' && e.payload.to === 'awaiting_approval') dirty = true;
+    };
     const check = () => {
+      if (!dirty) return;
+      dirty = false;
       const s = snapshot(engine, ids);
+      anyQueued = s.anyQueued;
       onSnapshot?.(s.tasks);
       if (s.done) finish(s.done);
     };
     const onAbort = () => finish('aborted');
     const timer = setTimeout(() => finish('timeout'), timeoutMs);
+    engine.events.on('event', note);
     engine.events.on('change', check);
     signal?.addEventListener('abort', onAbort, { once: true });
   });

@@ -154,6 +154,11 @@ export function getTask(db: Db, id: string): Task | null {
   return toTask(row, dependenciesOf(db, id));
 }
 
+/** A task's status and attempt alone (hot paths that need no more than that), or null. */
+export function getTaskState(db: Db, id: string): { status: Task['status']; attempt: number } | null {
+  return (prep(db, 'SELECT status, attempt FROM tasks WHERE id = ?').get(id) as { status: Task['status']; attempt: number } | undefined) ?? null;
+}
+
 export function requireTask(db: Db, id: string): Task {
   const t = getTask(db, id);
   if (!t) throw new AppError('not_found', `task ${id} not found`, { field: 'id', id });

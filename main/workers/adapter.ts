@@ -21,8 +21,11 @@ export interface WorkerAdapter {
    * checkout. Absent or false: the runner gives read-only tasks a disposable snapshot instead.
    */
   confinesReadOnly?(task: Task): boolean;
-  /** Never runs a model: looks for the binary, its version, credentials where knowable. */
-  detect(): Promise<WorkerInfo>;
+  /**
+   * Never runs a model: looks for the binary, its version, credentials where knowable. `command`: the
+   * configured argv of a built-in CLI (`[workers.<name>] command`) instead of the binary found by name.
+   */
+  detect(command?: readonly string[] | null): Promise<WorkerInfo>;
   /** argv + env for one turn (a first turn, or a follow-up when `turn.resumeSessionId` is set). */
   buildSpawn(turn: WorkerTurn): Promise<SpawnSpec>;
   /** A parser for this turn's stdout, fed one line at a time. */
@@ -75,6 +78,8 @@ export interface WorkerTurn {
   gateway: GatewayRoute | null;
   /** The minimal environment every worker starts from (PATH, HOME, locale, LIGHTWORKER_DEPTH…). */
   baseEnv: Record<string, string>;
+  /** Built-in CLIs: the configured binary + leading args (`[workers.<name>] command`); unset: found by name. */
+  command?: readonly string[] | null;
   /** How to start the MCP server that answers this turn's permission prompts (adapters with permissionTool). */
   permissionServer?: { command: string; args: string[]; env: Record<string, string> };
   /** What the worker authenticates with (main/workers/credentials.ts); absent: auto, from this process's env. */

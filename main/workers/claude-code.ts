@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import {
   RATE_LIMIT_PATTERN, type NormalizedEvent, type SpawnSpec, type StreamParser, type TurnOutcome, type WorkerAdapter, type WorkerInfo, type WorkerTurn,
 } from './adapter.js';
-import { findCliBinary, probeVersion, versionNumber } from './cli-detect.js';
+import { cliMissingReason, probeVersion, requireCliCommand, resolveCliCommand, versionNumber } from './cli-detect.js';
 import { authOfTurn, stageLogin } from './credentials.js';
 import { providerModel } from './routing.js';
 
@@ -29,8 +29,7 @@ export function claudeHome(turn: WorkerTurn): string {
 const KEY_VARS = ['ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN', 'CLAUDE_CODE_OAUTH_TOKEN'];
 
 async function buildSpawn(turn: WorkerTurn): Promise<SpawnSpec> {
-  const bin = findCliBinary('claude');
-  if (!bin) throw new Error('claude binary not found (node_modules/.bin or PATH)');
+  const cli = requireCliCommand('claude-code', 'claude', turn.command);
   const home = claudeHome(turn);
   const configDir = join(home, '.claude');
   mkdirSync(configDir, { recursive: true });
@@ -66,7 +65,7 @@ async function buildSpawn(turn: WorkerTurn): Promise<SpawnSpec> {
   if (turn.resumeSessionId) args.push('--resume', turn.resumeSessionId);
   if (turn.permissionServer) args.push(...permissionArgs(turn));
   args.push('--', turn.prompt);
-  return { command: bin, args, env, cwd: turn.workdir, release };
+  return { command: cli.bin, args: [...cli.prefix, ...args], env, cwd: turn.workdir, release };
 }
 
 /**
@@ -155,11 +154,12 @@ function createParser(turn: WorkerTurn): StreamParser {
   };
 }
 
-async function detect(): Promise<WorkerInfo> {
-  const bin = findCliBinary('claude');
+async function detect(command?: readonly string[] | null): Promise<WorkerInfo> {
+  const cli = resolveCliCommand('claude', command);
+  const bin = cli?.bin;
   const capabilities = { sessions: true, structuredOutput: false, sandboxModes: ['read-only', 'workspace-write'] };
-  if (!bin) return { name: 'claude-code', installed: false, version: null, authenticated: null, capabilities, reason: 'claude not found (npm i -g @anthropic-ai/claude-code)', command: null };
-  const version = versionNumber(await probeVersion(bin));
+  if (!bin) return { name: 'claude-code', installed: false, version: null, authenticated: null, capabilities, reason: cliMissingReason('claude-code', 'claude', command, 'npm i -g @anthropic-ai/claude-code'), command: null };
+  const version = versionNumber(await probeVersion(cli.bin, 8000, cli.prefix));
   return { name: 'claude-code', installed: true, version, authenticated: null, capabilities, reason: version ? null : `${bin} --version did not answer`, command: bin };
 }
 

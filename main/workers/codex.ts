@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import {
   RATE_LIMIT_PATTERN, type NormalizedEvent, type SpawnSpec, type StreamParser, type TurnOutcome, type WorkerAdapter, type WorkerInfo, type WorkerTurn,
 } from './adapter.js';
-import { findCliBinary, probeVersion, versionNumber } from './cli-detect.js';
+import { cliMissingReason, probeVersion, requireCliCommand, resolveCliCommand, versionNumber } from './cli-detect.js';
 import { authOfTurn, stageLogin } from './credentials.js';
 import { providerModel } from './routing.js';
 import { PROMPT_PROTOCOL } from '../cachelab/prompt.js';
@@ -80,8 +80,7 @@ function providerTable(name: string, baseUrl: string, key: { envKey?: string; he
  * runs as a non-login shell (allow_login_shell=false) with HOME = a private empty folder: no user rc file.
  */
 async function buildSpawn(turn: WorkerTurn): Promise<SpawnSpec> {
-  const bin = findCliBinary('codex');
-  if (!bin) throw new Error('codex binary not found (node_modules/.bin or PATH)');
+  const cli = requireCliCommand('codex', 'codex', turn.command);
   const home = codexHome(turn);
   const shellHome = join(turn.runDir, 'home');
   mkdirSync(home, { recursive: true });
@@ -128,7 +127,7 @@ async function buildSpawn(turn: WorkerTurn): Promise<SpawnSpec> {
   if (turn.resumeSessionId) args.push('resume', turn.resumeSessionId);
   // `--` so a prompt that starts with "-" is never read as an option.
   args.push('--', prompt.user);
-  return { command: bin, args, env, cwd: turn.workdir, release };
+  return { command: cli.bin, args: [...cli.prefix, ...args], env, cwd: turn.workdir, release };
 }
 
 interface Usage {
@@ -238,11 +237,12 @@ function createParser(turn: WorkerTurn): StreamParser {
   };
 }
 
-async function detect(): Promise<WorkerInfo> {
-  const bin = findCliBinary('codex');
+async function detect(command?: readonly string[] | null): Promise<WorkerInfo> {
+  const cli = resolveCliCommand('codex', command);
+  const bin = cli?.bin;
   const capabilities = { sessions: true, structuredOutput: true, sandboxModes: ['read-only', 'workspace-write'] };
-  if (!bin) return { name: 'codex', installed: false, version: null, authenticated: null, capabilities, reason: 'codex not found (npm i -g @openai/codex)', command: null };
-  const version = versionNumber(await probeVersion(bin));
+  if (!bin) return { name: 'codex', installed: false, version: null, authenticated: null, capabilities, reason: cliMissingReason('codex', 'codex', command, 'npm i -g @openai/codex'), command: null };
+  const version = versionNumber(await probeVersion(cli.bin, 8000, cli.prefix));
   return {
     name: 'codex', installed: true, version, authenticated: null, capabilities,
     reason: version ? null : `${bin} --version did not answer`, command: bin,

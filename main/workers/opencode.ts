@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import {
   RATE_LIMIT_PATTERN, type NormalizedEvent, type SpawnSpec, type StreamParser, type TurnOutcome, type WorkerAdapter, type WorkerInfo, type WorkerTurn,
 } from './adapter.js';
-import { findCliBinary, probeVersion, versionNumber } from './cli-detect.js';
+import { cliMissingReason, probeVersion, requireCliCommand, resolveCliCommand, versionNumber } from './cli-detect.js';
 import { authOfTurn, stageLogin, stageSecretFile } from './credentials.js';
 import { providerModel } from './routing.js';
 
@@ -67,8 +67,7 @@ export function opencodeConfig(turn: WorkerTurn): Record<string, unknown> {
 }
 
 async function buildSpawn(turn: WorkerTurn): Promise<SpawnSpec> {
-  const bin = findCliBinary('opencode');
-  if (!bin) throw new Error('opencode binary not found (node_modules/.bin or PATH)');
+  const cli = requireCliCommand('opencode', 'opencode', turn.command);
   const home = opencodeHome(turn);
   const xdg = {
     XDG_CONFIG_HOME: join(home, '.config'),
@@ -108,7 +107,7 @@ async function buildSpawn(turn: WorkerTurn): Promise<SpawnSpec> {
   if (turn.resumeSessionId) args.push('--session', turn.resumeSessionId);
   if (turn.reasoningEffort && turn.reasoningEffort !== 'medium') args.push('--variant', turn.reasoningEffort === 'xhigh' ? 'max' : turn.reasoningEffort);
   args.push('--', turn.prompt);
-  return { command: bin, args, env, cwd: turn.workdir, release };
+  return { command: cli.bin, args: [...cli.prefix, ...args], env, cwd: turn.workdir, release };
 }
 
 function createParser(turn: WorkerTurn): StreamParser {
@@ -179,11 +178,12 @@ function createParser(turn: WorkerTurn): StreamParser {
   };
 }
 
-async function detect(): Promise<WorkerInfo> {
-  const bin = findCliBinary('opencode');
+async function detect(command?: readonly string[] | null): Promise<WorkerInfo> {
+  const cli = resolveCliCommand('opencode', command);
+  const bin = cli?.bin;
   const capabilities = { sessions: true, structuredOutput: false, sandboxModes: ['read-only', 'workspace-write'] };
-  if (!bin) return { name: 'opencode', installed: false, version: null, authenticated: null, capabilities, reason: 'opencode not found (npm i -g opencode-ai)', command: null };
-  const version = versionNumber(await probeVersion(bin, 15000));
+  if (!bin) return { name: 'opencode', installed: false, version: null, authenticated: null, capabilities, reason: cliMissingReason('opencode', 'opencode', command, 'npm i -g opencode-ai'), command: null };
+  const version = versionNumber(await probeVersion(cli.bin, 15000, cli.prefix));
   return { name: 'opencode', installed: true, version, authenticated: null, capabilities, reason: version ? null : `${bin} --version did not answer`, command: bin };
 }
 

@@ -26,11 +26,29 @@ export function linkedSpecs(engine: Engine): LinkedWorkerSpec[] {
   return [...fromDb, ...fromConfig.filter((s) => !seen.has(s.name))];
 }
 
+/**
+ * A built-in CLI adapter running the binary config.toml names (`[workers.<name>] command`: the binary and
+ * leading arguments, before the adapter's own) and, when set there, its own max_concurrency.
+ */
+function withConfiguredCommand(adapter: WorkerAdapter, command: readonly string[], maxConcurrency: number | undefined): WorkerAdapter {
+  return {
+    ...adapter,
+    maxConcurrency: maxConcurrency ?? adapter.maxConcurrency,
+    detect: () => adapter.detect(command),
+    buildSpawn: (turn) => adapter.buildSpawn({ ...turn, command }),
+  };
+}
+
 /** The adapter for a worker name, or `worker_missing`. */
 export function resolveAdapter(engine: Engine, name: string): WorkerAdapter {
   if (name === 'vscode') return vscodeAdapter(engine.config.workers.vscode);
   const builtin = BUILTIN_ADAPTERS.get(name);
-  if (builtin) return builtin;
+  const configured = engine.config.workers[name];
+  if (builtin) {
+    // A block without `command` only sets how the worker authenticates (credentials.ts).
+    const command = configured && 'command' in configured ? configured.command : undefined;
+    return command ? withConfiguredCommand(builtin, command, configured?.max_concurrency) : builtin;
+  }
   const stored = getSetting<LinkedWorkerSpec>(engine.db, LINKED_PREFIX + name);
   if (stored) return linkedAdapter(stored);
   const cfg = engine.config.workers[name];

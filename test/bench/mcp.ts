@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { makeRepo } from '../helpers/env.js';
-import { StdioChild } from '../integration/mcp.helpers.js';
+import { realisticTask, StdioChild } from '../integration/mcp.helpers.js';
 
 const CALLS = 300;
 
@@ -33,6 +33,9 @@ export async function run(): Promise<Record<string, number | string>> {
     const full = await listSize(home, {});
     const core = await listSize(home, { LIGHTWORKER_MCP_TOOLS: 'core' });
 
+    let listTasksBytes = 0;
+    let listTasksWire = 0;
+    let listTasksCount = 0;
     const t0 = performance.now();
     const c = new StdioChild(home);
     await c.initialize();
@@ -41,6 +44,17 @@ export async function run(): Promise<Record<string, number | string>> {
     const listMs = performance.now() - t0;
     const d = await c.callTool('delegate_task', { objective: 'bench', workspace: repo, kind: 'explore', metadata: { mock: { sleep_ms: 0 } } });
     const id = d.result.structuredContent.task.id;
+    // list_tasks of 100 realistic tasks, the default call: the records' bytes and the whole answer on the wire.
+    // Execute tasks await approval, so no background runner starts running them during the bench.
+    {
+      const tasks = Array.from({ length: 100 }, (_, i) => realisticTask(repo, i, 'execute'));
+      const r = await c.callTool('delegate_batch', { tasks });
+      if (r.result.isError) throw new Error(`delegate_batch failed: ${JSON.stringify(r.result)}`);
+    }
+    const listed = await c.callTool('list_tasks', {});
+    listTasksBytes = Buffer.byteLength(JSON.stringify(listed.result.structuredContent));
+    listTasksWire = Buffer.byteLength(JSON.stringify(listed));
+    listTasksCount = listed.result.structuredContent.tasks.length;
     for (let i = 0; i < 20; i++) await c.callTool('get_task', { id }); // warm-up
     const lat: number[] = [];
     for (let i = 0; i < CALLS; i++) {
@@ -58,6 +72,9 @@ export async function run(): Promise<Record<string, number | string>> {
       core_tools_list_tools: core.tools,
       core_tools_list_bytes: core.bytes,
       core_tools_list_tokens_est: Math.round(core.bytes / 4),
+      list_tasks_default_tasks: listTasksCount,
+      list_tasks_default_bytes: listTasksBytes,
+      list_tasks_default_wire_bytes: listTasksWire,
       spawn_to_initialize_ms: initMs,
       spawn_to_tools_list_ms: listMs,
       get_task_calls: CALLS,

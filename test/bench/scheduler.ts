@@ -1,147 +1,266 @@
-// Scheduler figures (issue 3): drain rate, dispatch latency vs a bare spawn, cross-process wait and
-// cancel latency, scheduler RSS with 10k tasks in the database.
-import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+// Scheduler figures (issues 3 and 13), with the instant fake worker (test/fixtures/instant-codex.sh run as
+// the codex adapter's binary through config.toml `[workers.codex] command`), so every figure is
+// LightWorker's own overhead. The leader is the shipped CLI (`lightworker run`, built bundle) in its own
+// process, started as an MCP session starts its background runner (with LEADER_V8_FLAGS; a `lightworker
+// run` typed by hand lacks them: about 10 MiB more peak RSS); the bench process plays the other process
+// (submitting, waiting). Wall-clock figures are
+// noisy on a busy machine: CPU (from /proc) and counts are the steadier ones.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ensureBuild } from '../../scripts/build-state.js';
 import { COMMANDS } from '../../main/commands/index.js';
 import { runCommand } from '../../main/commands/table.js';
-import { startSchedulerService } from '../../main/scheduler/service.js';
+import { loadConfig } from '../../main/core/config.js';
 import { waitTasks } from '../../main/scheduler/wait.js';
 import { listEvents } from '../../main/store/events.js';
-import { startCli } from '../helpers/cli.js';
-import { makeHome } from '../helpers/env.js';
+import { leaderExecArgv } from '../../main/scheduler/background.js';
+import { BIN, startCli } from '../helpers/cli.js';
+import { makeHome, tempDir, type TestHome } from '../helpers/env.js';
 import { exited, until } from '../helpers/procs.js';
 
-const AGENT = fileURLToPath(new URL('../../main/workers/mock-agent.mjs', import.meta.url));
+const FAKE = process.env.LIGHTWORKER_BENCH_CODEX ?? fileURLToPath(new URL('../fixtures/instant-codex.sh', import.meta.url));
+const DRAIN = Number(process.env.LIGHTWORKER_BENCH_DRAIN ?? 200);
+const LONE = Number(process.env.LIGHTWORKER_BENCH_LONE ?? 30);
+const WAITING = Number(process.env.LIGHTWORKER_BENCH_WAITING ?? 10_000);
+type Figures = Record<string, number | string>;
+const TICK_MS = 10; // /proc/PID/stat counts CPU in clock ticks (100 per second)
 
 function pct(xs: number[], p: number): number {
   const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
 }
 
-async function bareSpawnMs(n: number): Promise<number[]> {
-  const out: number[] = [];
-  for (let i = 0; i < n; i++) {
-    const t = performance.now();
-    const c = spawn(process.execPath, [AGENT, '--spec', '{}', '--prompt', 'x'], { stdio: ['ignore', 'pipe', 'ignore'] });
-    await new Promise<void>((r) => c.once('spawn', () => r()));
-    out.push(performance.now() - t);
-    await new Promise((r) => c.once('close', r));
+/**
+ * A home whose codex worker is the instant fake, concurrency 4 in one repository. With `log`, the fake
+ * logs its start and end times there (through `env`, one exec more per task: the worker gets a minimal
+ * environment).
+ */
+function benchHome(log: string | null): TestHome {
+  const h = makeHome();
+  const command = log ? ['env', `INSTANT_CODEX_LOG=${log}`, FAKE] : [FAKE];
+  writeFileSync(
+    h.engine.home.config,
+    `[scheduler]\nmax_concurrency = 4\nper_repository = 4\nper_root = 4\ndefault_worker = "codex"\n` +
+      `[workers.codex]\ncommand = ${JSON.stringify(command)}\nauth = "none"\n`,
+  );
+  h.engine.config = loadConfig(h.engine.home.config);
+  return h;
+}
+
+/**
+ * CPU time (user + system, ms), peak RSS (VmHWM, KiB) and peak private memory (anonymous pages, KiB: RSS
+ * less the node executable's and libraries' shared file pages, ~40 MiB of any node process) of a live
+ * process, sampled until stop().
+ */
+function watchProcess(pid: number) {
+  let cpuMs = 0;
+  let hwmKiB = 0;
+  let anonKiB = 0;
+  let n = 0;
+  const sample = () => {
+    if (n++ % 10 === 0) {
+      try {
+        const m = /^Anonymous:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'));
+        if (m) anonKiB = Math.max(anonKiB, Number(m[1]));
+      } catch {
+        // exited, or no smaps_rollup (kernel < 4.14)
+      }
+    }
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      cpuMs = (Number(f[11]) + Number(f[12])) * TICK_MS;
+      const m = /VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+      if (m) hwmKiB = Math.max(hwmKiB, Number(m[1]));
+    } catch {
+      // exited: keep the last sample
+    }
+  };
+  sample();
+  const timer = setInterval(sample, 5);
+  return {
+    now: () => (sample(), { cpuMs, hwmKiB, anonKiB }),
+    stop: () => (clearInterval(timer), { cpuMs, hwmKiB, anonKiB }),
+  };
+}
+
+/** Start/end times (epoch ms) of each fake worker run, by the task id in its last-message path. */
+function fakeRuns(log: string): Map<string, { start: number; end: number }> {
+  const runs = new Map<string, { start: number; end: number }>();
+  let text = '';
+  try {
+    text = readFileSync(log, 'utf8');
+  } catch {
+    return runs;
   }
-  return out;
+  for (const line of text.split('\n')) {
+    const [kind, at, , tag] = line.split(' ');
+    const id = /artifacts\/([0-9A-Z]{26})\//.exec(tag ?? '')?.[1];
+    if (!id) continue;
+    const r = runs.get(id) ?? { start: NaN, end: NaN };
+    if (kind === 'S') r.start = Number(at) * 1000;
+    if (kind === 'E') r.end = Number(at) * 1000;
+    runs.set(id, r);
+  }
+  return runs;
 }
 
-export async function run(): Promise<Record<string, number>> {
-  const figures: Record<string, number> = {};
-  // 1. Drain 200 trivial tasks at concurrency 4, in-process leader.
-  {
-    const h = makeHome();
-    const ctx = { engine: h.engine, face: 'cli' as const, depth: 0 };
+const call = (h: TestHome, name: string, input: unknown) => runCommand(COMMANDS, { engine: h.engine, face: 'cli', depth: 0 }, name, input) as Promise<any>;
+
+/** A leader as LightWorker starts one in the background for an MCP session (its V8 flags included). */
+function startLeader(args: string[], h: TestHome): ChildProcess {
+  // As installed: the bundle is current (ensureBuild in run()), so no source-hash check at each start.
+  const env = { ...process.env, LIGHTWORKER_HOME: h.home, LIGHTWORKER_NO_BUILD_CHECK: '1' };
+  return spawn(process.execPath, [...leaderExecArgv([]), BIN, ...args], { env, stdio: 'ignore' });
+}
+
+/** A `run --until-idle` leader over `h` to its exit: wall ms, CPU ms, peak RSS KiB. */
+async function leadUntilIdle(h: TestHome): Promise<{ wallMs: number; cpuMs: number; hwmKiB: number; anonKiB: number }> {
+  const t = performance.now();
+  const leader = startLeader(['run', '--until-idle'], h);
+  const w = watchProcess(leader.pid!);
+  const code = await exited(leader);
+  const wallMs = performance.now() - t;
+  const { cpuMs, hwmKiB, anonKiB } = w.stop();
+  if (code !== 0) throw new Error(`run --until-idle exited ${code}`);
+  return { wallMs, cpuMs, hwmKiB, anonKiB };
+}
+
+async function drain(figures: Figures): Promise<void> {
+  // The fixed cost of a leader (start, open, lease, nothing to do, exit), to take out of the per-task CPU.
+  const idle = benchHome(null);
+  let base: Awaited<ReturnType<typeof leadUntilIdle>>;
+  try {
+    base = await leadUntilIdle(idle);
+  } finally {
+    idle.cleanup();
+  }
+  const h = benchHome(null);
+  try {
     const ids: string[] = [];
-    for (let b = 0; b < 50; b++) {
-      const r = (await runCommand(COMMANDS, ctx, 'delegate_batch', { tasks: Array.from({ length: 4 }, (_, i) => ({ objective: `t${b}.${i}`, workspace: h.repo })) })) as { tasks: { id: string }[] };
-      ids.push(...r.tasks.map((x) => x.id));
+    for (let b = 0; b < DRAIN / 4; b++) {
+      const r = await call(h, 'delegate_batch', { tasks: Array.from({ length: 4 }, (_, i) => ({ objective: `t${b}.${i}`, workspace: h.repo, kind: 'explore' })) });
+      ids.push(...r.tasks.map((x: { id: string }) => x.id));
     }
-    const t = performance.now();
-    const svc = await startSchedulerService(h.engine);
-    await waitTasks(h.engine, ids, 600_000);
-    const ms = performance.now() - t;
-    await svc.stop();
-    figures['drain 200 mock tasks @4, s'] = ms / 1000;
-    figures['drain, tasks/s'] = (200 / ms) * 1000;
-    // queued → spawn: claim event to "worker spawned" event per task.
-    const ev = listEvents(h.engine.db, { types: ['task.status'], limit: 5000 }).events;
-    const claimed = new Map<string, number>();
-    const lat: number[] = [];
-    const queuedAt = new Map<string, number>();
-    for (const e of listEvents(h.engine.db, { types: ['task.created'], limit: 5000 }).events) queuedAt.set(e.taskId!, e.ts);
-    for (const e of ev) {
-      if (e.payload.to === 'starting') claimed.set(e.taskId!, e.ts);
-      if (e.payload.to === 'running' && claimed.has(e.taskId!)) lat.push(e.ts - claimed.get(e.taskId!)!);
-    }
-    figures['claim → worker spawned p50, ms'] = pct(lat, 50);
-    figures['claim → worker spawned p95, ms'] = pct(lat, 95);
+    const run = await leadUntilIdle(h);
+    const res = await waitTasks(h.engine, ids, 1000);
+    if (res.counts.completed !== DRAIN) throw new Error(`drain: ${JSON.stringify(res.counts)}`);
+    const status = listEvents(h.engine.db, { types: ['task.status'], limit: 100_000 }).events;
+    const first = Math.min(...status.filter((e) => e.payload.to === 'starting').map((e) => e.ts));
+    const last = Math.max(...status.filter((e) => e.payload.to === 'completed').map((e) => e.ts));
+    figures[`drain ${DRAIN} explore tasks @4, leader start to exit, s`] = run.wallMs / 1000;
+    figures[`drain ${DRAIN}: first claim to last completion, s`] = (last - first) / 1000;
+    figures['leader CPU per task (workers excluded), ms'] = (run.cpuMs - base.cpuMs) / DRAIN;
+    figures['leader CPU of an idle run --until-idle (subtracted), ms'] = base.cpuMs;
+    figures[`leader peak RSS, ${DRAIN} tasks, MiB`] = run.hwmKiB / 1024;
+    figures[`leader peak private (anonymous) memory, ${DRAIN} tasks, MiB`] = run.anonKiB / 1024;
+    figures['idle leader peak RSS / private, MiB'] = `${(base.hwmKiB / 1024).toFixed(1)} / ${(base.anonKiB / 1024).toFixed(1)}`;
+  } finally {
     h.cleanup();
   }
-  // 2. Dispatch latency queued → spawn for a lone task on an idle leader, vs a bare spawn.
-  {
-    const h = makeHome();
-    const ctx = { engine: h.engine, face: 'cli' as const, depth: 0 };
-    const svc = await startSchedulerService(h.engine);
-    const lat: number[] = [];
-    for (let i = 0; i < 30; i++) {
-      const t = Date.now();
-      const r = (await runCommand(COMMANDS, ctx, 'delegate_task', { objective: `lone ${i}`, workspace: h.repo })) as { task: { id: string } };
-      await waitTasks(h.engine, [r.task.id], 30_000);
-      const running = listEvents(h.engine.db, { taskId: r.task.id, types: ['task.status'] }).events.find((e) => e.payload.to === 'running')!;
-      lat.push(running.ts - t);
-    }
-    await svc.stop();
-    const bare = await bareSpawnMs(30);
-    figures['submit → worker spawned p50, ms'] = pct(lat, 50);
-    figures['submit → worker spawned p95, ms'] = pct(lat, 95);
-    figures['bare child_process.spawn p50, ms'] = pct(bare, 50);
-    figures['bare child_process.spawn p95, ms'] = pct(bare, 95);
-    h.cleanup();
+}
+
+/** `n` lone tasks, one at a time, on a running leader: created → worker started, worker exit → wait returned here. */
+async function lone(h: TestHome, log: string, n: number): Promise<{ spawn: number[]; wait: number[]; running: number[]; completed: number[] }> {
+  const completed: number[] = [];
+  const spawn: number[] = [];
+  const wait: number[] = [];
+  const running: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const { task } = await call(h, 'delegate_task', { objective: `lone ${i}`, workspace: h.repo, kind: 'explore' });
+    await waitTasks(h.engine, [task.id], 30_000);
+    const returned = performance.timeOrigin + performance.now();
+    const r = fakeRuns(log).get(task.id);
+    if (!r) throw new Error(`lone task ${task.id} did not run the fake (${(await call(h, 'get_task', { id: task.id })).task.error?.message})`);
+    spawn.push(r.start - task.createdAt);
+    wait.push(returned - r.end);
+    const ev = listEvents(h.engine.db, { taskId: task.id, types: ['task.status'] }).events.find((e) => e.payload.to === 'running');
+    if (ev) running.push(ev.ts - task.createdAt);
+    const done = listEvents(h.engine.db, { taskId: task.id, types: ['task.status'] }).events.find((e) => e.payload.to === 'completed');
+    if (done) completed.push(done.ts - r.end);
   }
-  // 3. Completion → wait return across processes, and cancel → seen by the leader across processes.
-  {
-    const h = makeHome();
-    const ctx = { engine: h.engine, face: 'cli' as const, depth: 0 };
-    const leader = startCli(['run'], { home: h.home });
-    const waitLat: number[] = [];
-    const cancelLat: number[] = [];
-    await new Promise((r) => setTimeout(r, 1500));
-    for (let i = 0; i < 20; i++) {
-      const r = (await runCommand(COMMANDS, ctx, 'delegate_task', { objective: `w${i}`, workspace: h.repo, metadata: { mock: { sleep_ms: 200 } } })) as { task: { id: string } };
-      await waitTasks(h.engine, [r.task.id], 30_000);
-      const done = listEvents(h.engine.db, { taskId: r.task.id, types: ['task.status'] }).events.find((e) => e.payload.to === 'completed');
-      if (done) waitLat.push(Date.now() - done.ts);
+  return { spawn, wait, running, completed };
+}
+
+async function latency(figures: Figures): Promise<void> {
+  const scratch = tempDir('lw-bench-log-');
+  const log = join(scratch.dir, 'lone.log');
+  const h = benchHome(log);
+  let leader: ChildProcess | null = null;
+  try {
+    leader = startLeader(['run'], h);
+    const w = watchProcess(leader.pid!);
+    await until(() => Boolean(h.engine.db.prepare("SELECT 1 FROM leases WHERE expires_at > ?").get(Date.now())), 30_000, 'leader lease');
+    await lone(h, log, 3); // warm-up: first git calls, first spawns
+    const empty = await lone(h, log, LONE);
+    figures['queued → worker spawned p50 (idle leader, other process submits), ms'] = pct(empty.spawn, 50);
+    figures['queued → worker spawned p95, ms'] = pct(empty.spawn, 95);
+    figures['worker exit → wait_tasks returns in another process p50, ms'] = pct(empty.wait, 50);
+    figures['worker exit → wait_tasks returns p95, ms'] = pct(empty.wait, 95);
+    figures['worker exit → task completed (leader) p50, ms'] = pct(empty.completed, 50);
+    figures['created → running p50, empty queue, ms'] = pct(empty.running, 50);
+
+    // WAITING tasks queued behind one approval: a new task's created → running must barely change.
+    const gate = (await call(h, 'delegate_task', { objective: 'gate', workspace: h.repo, kind: 'execute' })).task;
+    for (let done = 0; done < WAITING; done += 100) {
+      const tasks = Array.from({ length: Math.min(100, WAITING - done) }, (_, i) => ({ objective: `held ${done + i}`, workspace: h.repo, kind: 'explore', depends_on: [gate.id] }));
+      await call(h, 'delegate_batch', { tasks });
     }
+    await lone(h, log, 3);
+    const full = await lone(h, log, LONE);
+    figures[`created → running p50, ${WAITING} tasks waiting, ms`] = pct(full.running, 50);
+    figures[`${WAITING} waiting tasks add to created → running, %`] = (pct(full.running, 50) / pct(empty.running, 50) - 1) * 100;
+    figures[`queued → worker spawned p50, ${WAITING} waiting, ms`] = pct(full.spawn, 50);
+    const mem = w.now();
+    figures[`leader peak RSS, ${WAITING} tasks in the database, MiB`] = mem.hwmKiB / 1024;
+    figures[`leader peak private (anonymous) memory, ${WAITING} tasks in the database, MiB`] = mem.anonKiB / 1024;
+    w.stop();
+  } finally {
+    if (leader) {
+      leader.kill('SIGTERM');
+      await exited(leader);
+    }
+    h.cleanup();
+    scratch.cleanup();
+  }
+}
+
+/** Cancel → task cancelled with its tree killed, across processes (the mock worker sleeps until killed). */
+async function cancel(figures: Figures): Promise<void> {
+  const h = makeHome();
+  const leader = startCli(['run'], { home: h.home });
+  try {
+    const lat: number[] = [];
     for (let i = 0; i < 10; i++) {
-      const r = (await runCommand(COMMANDS, ctx, 'delegate_task', { objective: `c${i}`, workspace: h.repo, metadata: { mock: { sleep_ms: 30_000 } } })) as { task: { id: string } };
-      await until(() => listEvents(h.engine.db, { taskId: r.task.id, types: ['worker.started'] }).events.length > 0, 30_000, 'start');
+      const { task } = await call(h, 'delegate_task', { objective: `c${i}`, workspace: h.repo, worker: 'mock', metadata: { mock: { sleep_ms: 30_000 } } });
+      await until(() => listEvents(h.engine.db, { taskId: task.id, types: ['worker.started'] }).events.length > 0, 30_000, 'start');
       const t = Date.now();
-      await runCommand(COMMANDS, ctx, 'cancel_task', { id: r.task.id });
-      await waitTasks(h.engine, [r.task.id], 30_000);
-      // The leader's abort shows as the moment the task left running (kill of the tree included).
-      const ended = listEvents(h.engine.db, { taskId: r.task.id, types: ['task.status'] }).events.find((e) => e.payload.to === 'cancelled')!;
-      cancelLat.push(ended.ts - t);
+      await call(h, 'cancel_task', { id: task.id });
+      await waitTasks(h.engine, [task.id], 30_000);
+      const ended = listEvents(h.engine.db, { taskId: task.id, types: ['task.status'] }).events.find((e) => e.payload.to === 'cancelled')!;
+      lat.push(ended.ts - t);
     }
-    figures['completion → wait returns (other process) p50, ms'] = pct(waitLat, 50);
-    figures['completion → wait returns (other process) p95, ms'] = pct(waitLat, 95);
-    figures['cancel → task cancelled, tree killed (other process) p50, ms'] = pct(cancelLat, 50);
-    figures['cancel → task cancelled, tree killed (other process) p95, ms'] = pct(cancelLat, 95);
+    figures['cancel → task cancelled, tree killed (other process) p50, ms'] = pct(lat, 50);
+  } finally {
     leader.kill('SIGTERM');
     await exited(leader);
     h.cleanup();
   }
-  // 4. Peak RSS of a leader process with 10k tasks in the database (1k runnable, drained).
-  {
-    const h = makeHome();
-    const ctx = { engine: h.engine, face: 'cli' as const, depth: 0 };
-    for (let b = 0; b < 90; b++) {
-      await runCommand(COMMANDS, ctx, 'delegate_batch', { tasks: Array.from({ length: 100 }, (_, i) => ({ objective: `held ${b}.${i}`, workspace: h.repo, kind: 'execute' })) });
-    }
-    for (let b = 0; b < 10; b++) {
-      await runCommand(COMMANDS, ctx, 'delegate_batch', { tasks: Array.from({ length: 100 }, (_, i) => ({ objective: `run ${b}.${i}`, workspace: h.repo })) });
-    }
-    const leader = startCli(['run', '--until-idle'], { home: h.home });
-    let peak = 0;
-    const timer = setInterval(() => {
-      try {
-        const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${leader.pid}/status`, 'utf8'));
-        if (m) peak = Math.max(peak, Number(m[1]));
-      } catch {
-        // exited
-      }
-    }, 20);
-    const t = performance.now();
-    await exited(leader);
-    clearInterval(timer);
-    figures['leader peak RSS, 10k tasks in db (1k drained), MiB'] = peak / 1024;
-    figures['drain 1k with 9k awaiting approval, s'] = (performance.now() - t) / 1000;
-    h.cleanup();
-  }
+}
+
+export async function run(): Promise<Figures> {
+  await ensureBuild();
+  const figures: Figures = {};
+  await drain(figures);
+  await latency(figures);
+  await cancel(figures);
   return figures;
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === resolve(process.argv[1])) {
+  const figures = await run();
+  for (const [k, v] of Object.entries(figures)) process.stdout.write(`${k.padEnd(72)} ${typeof v === 'number' ? Number(v.toFixed(2)) : v}\n`);
+  process.exit(0);
 }

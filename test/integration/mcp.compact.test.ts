@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { COMMANDS } from '../../main/commands/index.js';
 import { MCP_ANSWER_BYTES } from '../../main/commands/answer-budget.js';
 import { SUMMARY_ERROR_CHARS } from '../../main/tasks/summary.js';
-import { inMemory, type McpHarness, type ToolResult } from './mcp.helpers.js';
+import { inMemory, realisticTask, type McpHarness, type ToolResult } from './mcp.helpers.js';
 
 // Compact agent answers (issue 13): a tools/list and list_tasks/wait_tasks results that fit a
 // client's context, with nothing cut by the client.
@@ -17,17 +17,6 @@ const bytes = (v: unknown) => Buffer.byteLength(JSON.stringify(v));
 const SUMMARY_KEYS = ['id', 'name', 'status', 'kind', 'worker', 'updatedAt', 'error', 'waitingOn'];
 
 /** A realistic task as an agent delegates it: a paragraph of instructions, criteria and verify commands. */
-function realisticTask(repo: string, i: number) {
-  return {
-    name: `audit module ${i}: find dead exports and unused dependencies`,
-    objective: `Read src/module-${i} and its tests. List every exported function that nothing imports, every dependency in package.json that no file under src/module-${i} uses, and every TODO older than the last release. `.repeat(3),
-    workspace: repo,
-    kind: 'explore',
-    success_criteria: ['every finding names a file and line', 'no file is changed'],
-    verify: [['npm', 'test', '--', `module-${i}`]],
-    metadata: { ticket: `LW-${1000 + i}`, area: 'maintenance' },
-  };
-}
 
 /** Delegate `n` tasks in batches of 100 (the batch maximum); ids newest last. */
 async function delegateMany(harness: McpHarness, n: number, make: (i: number) => Record<string, unknown>): Promise<string[]> {
@@ -66,7 +55,7 @@ async function allPages(harness: McpHarness, args: Record<string, unknown>): Pro
 }
 
 describe('compact MCP answers', () => {
-  it('tools/list for every tool fits in 7,000 bytes and keeps object schemas, annotations and descriptions', async () => {
+  it('tools/list for every tool fits in 6,300 bytes (room under 7,000 for new tools) and keeps object schemas, annotations and descriptions', async () => {
     h = await inMemory();
     const listed = await h.client.listTools();
     expect(listed.tools.length).toBe(18);
@@ -83,7 +72,17 @@ describe('compact MCP answers', () => {
     expect(Object.keys(delegate.inputSchema.properties!)).toEqual(expect.arrayContaining(['objective', 'workspace', 'kind', 'worker', 'mode', 'depends_on', 'verify']));
     // delegate_batch names delegate_task's input instead of repeating it; calls are still checked in full.
     const batchItems = (listed.tools.find((t) => t.name === 'delegate_batch')!.inputSchema.properties as any).tasks.items;
-    expect(batchItems).toEqual({ type: 'object', description: 'delegate_task input' });
+    expect(batchItems).toEqual({ type: 'object', description: 'delegate_task input + ref: its name for depends_on' });
+    expect(Object.keys(delegate.inputSchema.properties!)).not.toContain('ref'); // only meaningful in a batch
+    const ok = await h.call('delegate_batch', { tasks: [{ ref: 'a', objective: 'x', workspace: h.repo }, { objective: 'y', workspace: h.repo, depends_on: ['a'] }] });
+    expect(ok.isError).toBeFalsy();
+    // The hints a model needs stay, given once: on delegate_task, and orchestrate_goal points to them.
+    const props = delegate.inputSchema.properties as Record<string, { description?: string; enum?: string[] }>;
+    expect(props.kind.description).toMatch(/only execute writes/);
+    expect(props.kind.enum).toEqual(['plan', 'explore', 'review', 'execute']);
+    expect(props.mode.description).toMatch(/auto_readonly \(default\)/);
+    expect(props.workspace.description).toMatch(/absolute path/);
+    expect(listed.tools.find((t) => t.name === 'orchestrate_goal')!.description).toMatch(/fields as in delegate_task/);
     const bad = await h.call('delegate_batch', { tasks: [{ objective: 'x', workspace: h.repo, bogus: 1 }] });
     expect(bad.isError).toBe(true);
     expect(bad.structuredContent.message).toMatch(/tasks\[0\]\.bogus/);

@@ -130,3 +130,16 @@ export class StdioChild {
     }
   }
 }
+
+/** A realistic delegate_task input (a maintenance audit with criteria, verify and metadata), number `i`. */
+export function realisticTask(repo: string, i: number, kind: 'explore' | 'execute' = 'explore') {
+  return {
+    name: `audit module ${i}: find dead exports and unused dependencies`,
+    objective: `Read src/module-${i} and its tests. List every exported function that nothing imports, every dependency in package.json that no file under src/module-${i} uses, and every TODO older than the last release. `.repeat(3),
+    workspace: repo,
+    kind,
+    success_criteria: ['every finding names a file and line', 'no file is changed'],
+    verify: [['npm', 'test', '--', `module-${i}`]],
+    metadata: { ticket: `LW-${1000 + i}`, area: 'maintenance' },
+  };
+}

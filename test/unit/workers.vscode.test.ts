@@ -9,7 +9,8 @@ describe('[workers.vscode] in config.toml', () => {
   it('takes bridge, agent and max_concurrency; other [workers.X] stay linked CLIs', () => {
     const c = parseConfig({ workers: { vscode: { bridge: '/tmp/b.json', agent: 'codex' }, mine: { command: ['agent', '{prompt}'] } } });
     expect(c.workers.vscode).toEqual({ bridge: '/tmp/b.json', agent: 'codex', max_concurrency: 2 });
-    expect(c.workers.mine).toEqual({ command: ['agent', '{prompt}'], max_concurrency: 2 });
+    // max_concurrency unset: a linked CLI gets 2 (linked.ts), a built-in CLI keeps its adapter's own.
+    expect(c.workers.mine).toEqual({ command: ['agent', '{prompt}'] });
     expect(vscodeAdapter(c.workers.vscode).maxConcurrency).toBe(2);
   });
 
