@@ -62,7 +62,7 @@ const workerSchema = z.strictObject({
   keys: z.array(ENV_NAME).max(32).optional(),
   inherit_base_url: z.boolean().optional(),
   /** The user vouches that this CLI enforces a read-only sandbox on read-only tasks: they run in place, not in a snapshot. */
-  read_only_sandbox: z.boolean().default(false),
+  read_only_sandbox: z.boolean().optional(),
 });
 
 /** `[workers.vscode]`: the VS Code bridge worker (main/workers/vscode.ts), not a linked CLI. */
@@ -140,7 +140,7 @@ export const configSchema = z.strictObject({
     })
     .prefault({}),
   gateways: z.record(z.string(), gatewaySchema).default({}),
-  workers: z.object({ vscode: vscodeWorkerSchema.optional() }).catchall(workerSchema).superRefine(checkWorkerBlocks).default({}),
+  workers: z.object({ vscode: vscodeWorkerSchema.optional() }).catchall(workerSchema.optional()).superRefine(checkWorkerBlocks).default({}),
   worktrees: z
     .strictObject({
       ttl_hours: z.number().min(0).default(72),

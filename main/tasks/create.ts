@@ -1,5 +1,6 @@
 import { realpathSync, statSync } from 'node:fs';
-import { isAbsolute } from 'node:path';
+import { homedir } from 'node:os';
+import { isAbsolute, parse } from 'node:path';
 import { assignCohort } from '../cachelab/cohort.js';
 import { resolvePackRef } from '../cachelab/context-packs.js';
 import type { Config } from '../core/config.js';
@@ -44,7 +45,19 @@ export function resolveWorkspace(workspace: string, field = 'workspace'): string
   } catch {
     throw new AppError('invalid_input', `${field}: ${workspace} is not an existing directory`, { field });
   }
+  // A worker (or a copy of a plain folder) never gets a whole filesystem or home folder.
+  if (real === parse(real).root || real === realHome()) {
+    throw new AppError('invalid_input', `${field}: ${workspace} is ${real === parse(real).root ? 'the filesystem root' : 'your home folder'}; name a project folder`, { field });
+  }
   return real;
+}
+
+function realHome(): string | null {
+  try {
+    return realpathSync(homedir());
+  } catch {
+    return null;
+  }
 }
 
 export interface CreateContext {

@@ -20,7 +20,7 @@ export function linkedSpecs(engine: Engine): LinkedWorkerSpec[] {
   // A [workers.NAME] block without `command` only sets how a worker authenticates ([workers.vscode]
   // configures the built-in bridge worker): only entries with a command are linked CLIs.
   const fromConfig = Object.entries(engine.config.workers).flatMap(([name, w]) =>
-    'command' in w && w.command && !BUILTIN_ADAPTERS.has(name) ? [{ name, command: w.command, resume: w.resume, maxConcurrency: w.max_concurrency, readOnlySandbox: w.read_only_sandbox }] : [],
+    w && 'command' in w && w.command && !BUILTIN_ADAPTERS.has(name) ? [{ name, command: w.command, resume: w.resume, maxConcurrency: w.max_concurrency, readOnlySandbox: w.read_only_sandbox }] : [],
   );
   const seen = new Set(fromDb.map((s) => s.name));
   return [...fromDb, ...fromConfig.filter((s) => !seen.has(s.name))];

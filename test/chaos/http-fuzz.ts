@@ -53,7 +53,10 @@ function send(port: number, method: string, path: string, headers: Record<string
       finish({ status: 0, body: 'timeout', headers: {} });
       req.destroy();
     }, timeoutMs + 2000);
-    const req = request({ host: '127.0.0.1', port, method, path, headers, setHost: false, timeout: timeoutMs }, (res) => {
+    // A connection of its own (agent: false): a fuzzed request that writes a body without framing (a TRACE
+    // with bytes after its headers) leaves garbage that ends its connection; a kept-alive socket would
+    // carry that into the next request, and the liveness probe would blame the server.
+    const req = request({ host: '127.0.0.1', port, method, path, headers, setHost: false, timeout: timeoutMs, agent: false }, (res) => {
       let text = '';
       res.setEncoding('utf8');
       res.on('data', (c: string) => {
@@ -217,8 +220,12 @@ export async function runHttpFuzz(o: HttpFuzzOptions): Promise<HttpFuzzFigures> 
     }
     // Node's HTTP parser drops malformed requests (unknown methods, oversized headers) without an answer.
     if (noAnswer) notes.push(`${noAnswer} requests got no HTTP answer (${timedOut} of them timed out, the others were closed by the server)`);
-    const alive = child.exitCode === null && (await send(port, 'GET', '/api/commands', { Host: `127.0.0.1:${port}`, ...auth })).status === 200;
-    if (!alive) notes.push(`serve died or stopped answering: ${printed().slice(-300)}`);
+    const last = child.exitCode === null ? await send(port, 'GET', '/api/commands', { Host: `127.0.0.1:${port}`, ...auth }) : null;
+    const alive = last?.status === 200;
+    if (!alive) {
+      const how = last ? `answered ${last.status} ${last.body.slice(0, 200)}` : `exited (code ${child.exitCode}, signal ${child.signalCode})`;
+      notes.push(`serve died or stopped answering: ${how}; its output: ${printed().slice(-600)}`);
+    }
     child.kill('SIGTERM');
     return { requests: sent, crashes: alive ? 0 : 1, serverErrors, stackTraces, unauthorizedWrites, unauthorizedReads, tokenDisclosures, taskCountChanged, notes };
   });

@@ -11,6 +11,6 @@ await describeRealCli({
   schemaRequestCheck(req) {
     const body = req.body as { text?: { format?: { type?: string; schema?: { required?: string[] } } } };
     expect(body.text?.format?.type).toBe('json_schema');
-    expect(body.text?.format?.schema?.required).toEqual(['summary', 'files_changed', 'notes']);
+    expect(body.text?.format?.schema?.required).toEqual(['summary', 'files_changed', 'notes', 'escalation']);
   },
 });

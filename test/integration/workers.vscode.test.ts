@@ -119,14 +119,15 @@ describe('the vscode worker end to end through the bridge extension', () => {
       expect(task.sessionId).toMatch(/^thread-\d+$/);
       const call = agentCalls().at(-1);
       expect(call.args.slice(0, 5)).toEqual(['exec', '--json', '--skip-git-repo-check', '--sandbox', 'read-only']);
-      expect(call.cwd).toBe(h.repo);
+      // An explore task of a worker without an enforced read-only sandbox reads a snapshot of the checkout.
+      expect(call.cwd.startsWith(join(h.home, 'snapshots') + '/')).toBe(true);
     } finally {
       writeFileSync(join(h.home, 'config.toml'), '');
     }
   });
 
   it('a timeout during the first turn ends the agent tree in the editor (bridge cancel), and the task is timed_out', async () => {
-    const pidFile = join(h.repo, '.fake-agent-pids.json');
+    const pidFile = `${agentLog}.pids.json`;
     const task = await submitAndRun(['-k', 'explore', '--timeout', '3', 'FAKE_AGENT_SLEEP']);
     expect(task.status).toBe('timed_out');
     const pids = JSON.parse(readFileSync(pidFile, 'utf8'));
