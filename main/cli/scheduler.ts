@@ -89,7 +89,8 @@ export function registerSchedulerCommands(program: Command): void {
         const say = (text: string) => (o.quiet ? err(text) : line.note(text));
         const announce = () => {
           const s = svc.status();
-          if (s.role === 'standby' && !announcedStandby) {
+          // Standby without a leader: `--until-idle` found nothing to do, so it never asked for the lease.
+          if (s.role === 'standby' && s.leader && !announcedStandby) {
             announcedStandby = true;
             say(`another process leads this home (pid ${s.leader?.pid ?? '?'} on ${s.leader?.hostname ?? '?'}); waiting as standby and taking over if it stops`);
           }

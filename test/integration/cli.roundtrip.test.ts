@@ -14,6 +14,12 @@ beforeAll(() => {
 afterAll(() => t.cleanup());
 
 describe('lightworker CLI round trips', () => {
+  it('run --until-idle with nothing to do exits 0 without claiming another process leads', async () => {
+    const r = await runCli(['run', '--until-idle'], { home: join(t.dir, 'idle-home') });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).not.toMatch(/another process leads/);
+  });
+
   it('init creates the home and is idempotent', async () => {
     const a = await runCli(['init', '--json'], { home });
     expect(a.code).toBe(0);
