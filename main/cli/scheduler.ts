@@ -81,6 +81,15 @@ export function registerSchedulerCommands(program: Command): void {
     .action(async (o, cmd: Command) => {
       await withEngine(cmd, async (call, ctx) => {
         const engine = ctx.engine;
+        // The lease is visible to others as soon as the service takes it, before the graceful shutdown
+        // below is installed: a signal in that window is held and delivered then, instead of killing us.
+        const early: NodeJS.Signals[] = [];
+        const hold = (sig: NodeJS.Signals) => {
+          // A second signal while still starting (e.g. a slow takeover sweep): leave now, as a shell would.
+          if (early.push(sig) > 1) process.exit(sig === 'SIGINT' ? 130 : 143);
+        };
+        process.on('SIGINT', hold);
+        process.on('SIGTERM', hold);
         const svc = await startSchedulerService(engine, { onlyWithWork: Boolean(o.untilIdle) });
         const line = createStatusLine({ quiet: o.quiet });
         const stopStatus = o.quiet ? () => undefined : followRunStatus(engine, svc, call, line);
@@ -120,6 +129,9 @@ export function registerSchedulerCommands(program: Command): void {
           // Catches idleness that no event announces (e.g. an empty queue at start).
           const idlePoll = setInterval(onChange, 250);
           const shutdown = installGracefulShutdown({ svc, say, drainTimeoutMs: o.drainTimeout !== undefined ? o.drainTimeout * 1000 : null, onStopped: finish });
+          process.off('SIGINT', hold);
+          process.off('SIGTERM', hold);
+          for (const sig of early.splice(0)) process.emit(sig, sig);
           // A deadline is a deadline: counted from the start of this process, and what still runs at it is
           // SIGKILLed at once (no SIGTERM grace on top), so the process ends within about a second of it.
           const hardTimer = o.timeout !== undefined ? setTimeout(() => {
