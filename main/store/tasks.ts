@@ -213,9 +213,9 @@ export interface WorkspaceUse {
   lastUsedAt: number;
 }
 
-/** Workspaces of all tasks, most recently used first. */
+/** Workspaces of all tasks, most recently used first (a tie within a millisecond: the newest id, ULIDs being monotonic). */
 export function listWorkspaces(db: Db, limit = 50): WorkspaceUse[] {
-  const rows = prep(db, 'SELECT workspace, COUNT(*) AS n, MAX(created_at) AS last FROM tasks GROUP BY workspace ORDER BY last DESC LIMIT ?').all(limit) as { workspace: string; n: number; last: number }[];
+  const rows = prep(db, 'SELECT workspace, COUNT(*) AS n, MAX(created_at) AS last, MAX(id) AS newest FROM tasks GROUP BY workspace ORDER BY last DESC, newest DESC LIMIT ?').all(limit) as { workspace: string; n: number; last: number }[];
   return rows.map((r) => ({ workspace: r.workspace, tasks: r.n, lastUsedAt: r.last }));
 }
 
