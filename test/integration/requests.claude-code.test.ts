@@ -36,13 +36,16 @@ describe('Claude Code asks permission through LightWorker (real CLI, scripted ga
     const r = await cli(['run', '--until-idle']);
     expect(r.code, r.stderr).toBe(0);
   }
-  async function askingTask() {
+  async function submitAndRun(kind: 'execute' | 'explore'): Promise<string> {
     const r = await h.call('delegate_task', {
-      objective: 'Create granted.txt with a node one-liner. [[script:perm]]', workspace: h.repo, kind: 'execute', mode: 'auto_execute',
+      objective: 'Create granted.txt with a node one-liner. [[script:perm]]', workspace: h.repo, kind, mode: 'auto_execute',
       worker: 'claude-code', gateway: 'fake', model: 'claude-sonnet-4-5',
     });
-    const id = r.task.id as string;
     await runUntilIdle();
+    return r.task.id as string;
+  }
+  async function askingTask() {
+    const id = await submitAndRun('execute');
     const t = task(id);
     expect(t.status, `${t.status} ${JSON.stringify(t.error)}`).toBe('waiting_input');
     return id;
@@ -87,12 +90,7 @@ describe('Claude Code asks permission through LightWorker (real CLI, scripted ga
 
   it('a read-only task (run in a disposable snapshot) whose request is denied resumes the same session in a new attempt', { timeout: T }, async (ctx) => {
     if (why) ctx.skip();
-    const r = await h.call('delegate_task', {
-      objective: 'Look around, then create granted.txt with a node one-liner. [[script:perm]]', workspace: h.repo, kind: 'explore', mode: 'auto_execute',
-      worker: 'claude-code', gateway: 'fake', model: 'claude-sonnet-4-5',
-    });
-    const id = r.task.id as string;
-    await runUntilIdle();
+    const id = await submitAndRun('explore');
     let t = task(id);
     if (t.status === 'waiting_input') {
       expect((await cli(['answer', id, '--deny', 'read-only'])).code).toBe(0);
