@@ -1,6 +1,6 @@
 import type { Engine } from '../engine.js';
 import { setTeamHandler } from '../scheduler/scheduler.js';
-import { getTask } from '../store/tasks.js';
+import { teamMemberDepth } from '../store/tasks.js';
 import { appendEvent } from '../store/events.js';
 import type { CreateContext } from '../tasks/create.js';
 import { advanceAllTeams, advanceTeam } from './team-driver.js';
@@ -17,10 +17,11 @@ function contextOf(engine: Engine, depth: number): CreateContext {
 export function installTeamHandler(): void {
   setTeamHandler({
     onEnded(engine, taskId) {
-      const t = getTask(engine.db, taskId);
-      if (!t || !t.metadata.team) return;
+      // Called for every task's end on the leader's hot path: most tasks are in no team.
+      const depth = teamMemberDepth(engine.db, taskId);
+      if (depth === null) return;
       try {
-        engine.write(() => advanceTeam(contextOf(engine, t.depth), taskId));
+        engine.write(() => advanceTeam(contextOf(engine, depth), taskId));
       } catch (e) {
         engine.write(() => appendEvent(engine.db, taskId, 'team.error', { message: (e as Error).message.slice(0, 2000) }));
       }

@@ -6,7 +6,7 @@ import { finishWorkspace, inspectChanges, prepareWorkspace, runVerification, typ
 import { describeConflicts, integrateSources } from '../isolation/integrate.js';
 import { teamInputsFor } from '../orchestration/team-inputs.js';
 import { teamTagOf } from '../orchestration/team-schema.js';
-import { takeRedirect } from '../tasks/controls.js';
+import { pendingRedirect, takeRedirect } from '../tasks/controls.js';
 import { prep } from '../store/db.js';
 import { appendEvent } from '../store/events.js';
 import { getTask, updateTaskFields } from '../store/tasks.js';
@@ -122,7 +122,7 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
 
     let first = resume ? resumedTurn(engine, adapter, baseTurn, resume, ws.kept === true) : baseTurn;
     // A redirect made while the task waited: a fresh prompt already states it; a session is told.
-    if (engine.write(() => takeRedirect(engine.db, task.id)) && first.resumeSessionId) first = { ...first, prompt: buildRedirectPrompt(task.objective) + '\n' + first.prompt };
+    if (pendingRedirect(engine.db, task.id) !== null && engine.write(() => takeRedirect(engine.db, task.id)) && first.resumeSessionId) first = { ...first, prompt: buildRedirectPrompt(task.objective) + '\n' + first.prompt };
     // Later turns of this attempt continue the session where it lives (a resumed one: its own runDir).
     const sessionTurn = { ...baseTurn, runDir: first.runDir };
     let turn = await runWorkerTurn(ctx, adapter, first, 'starting');
@@ -296,7 +296,7 @@ async function runWorkerTurn(ctx: RunContext, adapter: WorkerAdapter, turn: Work
     return runWorkerTurn(ctx, adapter, { ...turn, prompt: denied, resumeSessionId: result.sessionId }, 'running', denials + 1);
   }
   // Redirected while this turn ran: the next turn of the same session gets the new objective.
-  if (result.ok && result.sessionId && engine.write(() => takeRedirect(engine.db, id))) {
+  if (result.ok && result.sessionId && pendingRedirect(engine.db, id) !== null && engine.write(() => takeRedirect(engine.db, id))) {
     const latest = unsealTask(engine.db, engine.home.root, getTask(engine.db, id)!);
     return runWorkerTurn(ctx, adapter, { ...turn, prompt: buildRedirectPrompt(latest.objective), resumeSessionId: result.sessionId }, 'running', denials);
   }

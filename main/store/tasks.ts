@@ -159,6 +159,12 @@ export function getTaskState(db: Db, id: string): { status: Task['status']; atte
   return (prep(db, 'SELECT status, attempt FROM tasks WHERE id = ?').get(id) as { status: Task['status']; attempt: number } | undefined) ?? null;
 }
 
+/** The depth of a team member (metadata.team set), or null for any other task: one indexed row, no full read. */
+export function teamMemberDepth(db: Db, id: string): number | null {
+  const r = prep(db, "SELECT depth FROM tasks WHERE id = ? AND json_extract(metadata, '$.team') IS NOT NULL").get(id) as { depth: number } | undefined;
+  return r?.depth ?? null;
+}
+
 export function requireTask(db: Db, id: string): Task {
   const t = getTask(db, id);
   if (!t) throw new AppError('not_found', `task ${id} not found`, { field: 'id', id });

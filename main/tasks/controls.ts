@@ -85,10 +85,19 @@ export function redirectTask(db: Db, id: string, objective: string, by: string):
  * objective; the caller reads the new objective with unsealTask. Runs in the caller's transaction.
  */
 export function takeRedirect(db: Db, taskId: string): boolean {
+  const r = pendingRedirect(db, taskId);
+  if (r === null) return false;
+  appendEvent(db, taskId, 'task.redirect_applied', { redirect: r });
+  return true;
+}
+
+/**
+ * The seq of a redirect the task's session has not seen yet, else null. A plain read: the runner asks
+ * at every turn and takes the write lock (takeRedirect) only when there is one.
+ */
+export function pendingRedirect(db: Db, taskId: string): number | null {
   const row = prep(db, `SELECT MAX(CASE WHEN type = 'task.redirected' THEN seq END) AS r, MAX(CASE WHEN type = 'task.redirect_applied' THEN seq END) AS a FROM events WHERE task_id = ? AND type IN ('task.redirected', 'task.redirect_applied')`).get(taskId) as
     | { r: number | null; a: number | null }
     | undefined;
-  if (!row?.r || (row.a !== null && row.a > row.r)) return false;
-  appendEvent(db, taskId, 'task.redirect_applied', { redirect: row.r });
-  return true;
+  return !row?.r || (row.a !== null && row.a > row.r) ? null : row.r;
 }
