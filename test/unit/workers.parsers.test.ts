@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import type { NormalizedEvent, WorkerAdapter, WorkerTurn } from '../../main/workers/adapter.js';
 import { claudeCodeAdapter } from '../../main/workers/claude-code.js';
 import { codexAdapter } from '../../main/workers/codex.js';
@@ -11,6 +11,11 @@ import { fakeTask } from '../helpers/worker-cli.js';
 
 // Lines as the real CLIs print them (shortened from ../shared/notes/samples).
 const tmp = tempDir('lw-parse-');
+const tmp2 = tempDir('lw-parse-');
+afterAll(() => {
+  tmp.cleanup();
+  tmp2.cleanup();
+});
 const turn = (over: Partial<WorkerTurn> = {}): WorkerTurn => ({
   task: fakeTask('execute', 'x'), prompt: 'p', workdir: tmp.dir, sandbox: 'workspace-write', resultSchema: null, resumeSessionId: null,
   runDir: tmp.dir, model: 'm', reasoningEffort: 'medium', gateway: null, baseEnv: minimalEnv(), ...over,
@@ -40,7 +45,7 @@ describe('codex stream parser', () => {
   });
 
   it('turns a 429 failure into rate_limited', async () => {
-    const t = turn({ runDir: tempDir('lw-parse-').dir });
+    const t = turn({ runDir: tmp2.dir });
     const p = codexAdapter.createParser(t);
     p.line(JSON.stringify({ type: 'thread.started', thread_id: 'th-2' }));
     const ev = p.line(JSON.stringify({ type: 'turn.failed', error: { message: 'exceeded retry limit, last status: 429 Too Many Requests' } }));
