@@ -43,7 +43,50 @@ function bindingOption(opts: OpenDbOptions): { nativeBinding?: string } {
   return nativeBinding ? { nativeBinding } : {};
 }
 
-export type Db = BetterSqlite3.Database;
+/** One prepared statement: the part of better-sqlite3's Statement the engine uses. */
+export interface Statement {
+  get(...params: unknown[]): unknown;
+  all(...params: unknown[]): unknown[];
+  run(...params: unknown[]): { changes: number };
+  iterate(...params: unknown[]): IterableIterator<unknown>;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- better-sqlite3's own signature
+type AnyFn = (...params: any[]) => unknown;
+type ArgsOf<F extends AnyFn> = F extends (...args: infer A) => unknown ? A : never;
+
+/** A function run as one transaction, better-sqlite3 style: call it, or `.immediate()` it. */
+export interface Transaction<F extends AnyFn> {
+  (...params: ArgsOf<F>): ReturnType<F>;
+  default(...params: ArgsOf<F>): ReturnType<F>;
+  deferred(...params: ArgsOf<F>): ReturnType<F>;
+  immediate(...params: ArgsOf<F>): ReturnType<F>;
+  exclusive(...params: ArgsOf<F>): ReturnType<F>;
+}
+
+/**
+ * The store connection the engine talks to: the synchronous subset of better-sqlite3 every query module
+ * uses. Two implementations: better-sqlite3 itself (the default, a file in the home) and PgDb
+ * (store/pg/pg-db.ts: PostgreSQL, the same SQL translated, a fleet of runners). Query modules stay
+ * dialect-blind except where a dialect must differ (`isPostgres`).
+ */
+export interface Db {
+  readonly name: string;
+  readonly open: boolean;
+  readonly inTransaction: boolean;
+  prepare(sql: string): Statement;
+  transaction<F extends AnyFn>(fn: F): Transaction<F>;
+  exec(sql: string): unknown;
+  pragma(source: string, options?: { simple?: boolean }): unknown;
+  close(): unknown;
+  /** 'postgres' on a PgDb; absent on better-sqlite3. */
+  readonly dialect?: 'postgres';
+}
+
+/** Is this connection the PostgreSQL store (a fleet), rather than the home's SQLite file? */
+export function isPostgres(db: Db): boolean {
+  return db.dialect === 'postgres';
+}
 
 export interface OpenDbOptions {
   /** Path to the database file, or ':memory:'. */
@@ -66,7 +109,7 @@ export const SCHEMA_VERSION = MIGRATIONS.length;
  */
 export function openDb(opts: OpenDbOptions): Db {
   const readonly = opts.readonly ?? !canWriteDb(opts.path);
-  const db = readonly ? openReadonly(opts) : new Database(opts.path, bindingOption(opts));
+  const db: SqliteDb = readonly ? openReadonly(opts) : new Database(opts.path, bindingOption(opts));
   dbPaths.set(db, opts.path);
   try {
     db.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? 5000}`);
@@ -90,7 +133,9 @@ const dbPaths = new WeakMap<Db, string>();
  * (header switched from WAL to rollback journal; the snapshot is as current as the last checkpoint,
  * which is the whole database once its last writer closed).
  */
-function openReadonly(opts: OpenDbOptions): Db {
+type SqliteDb = BetterSqlite3.Database;
+
+function openReadonly(opts: OpenDbOptions): SqliteDb {
   const binding = bindingOption(opts);
   const db = new Database(opts.path, { readonly: true, fileMustExist: true, ...binding });
   try {
@@ -122,7 +167,7 @@ function canWriteDb(path: string): boolean {
 }
 
 /** A read-only database cannot be migrated: it must already be at this binary's schema version. */
-function requireCurrentSchema(db: Db, path: string): void {
+function requireCurrentSchema(db: SqliteDb, path: string): void {
   const current = schemaVersion(db);
   if (current > SCHEMA_VERSION) migrate(db); // throws schema_too_new with the usual message
   if (current < SCHEMA_VERSION) {
@@ -134,7 +179,7 @@ export function schemaVersion(db: Db): number {
   return db.pragma('user_version', { simple: true }) as number;
 }
 
-export function migrate(db: Db): void {
+export function migrate(db: SqliteDb): void {
   const current = schemaVersion(db);
   if (current > SCHEMA_VERSION) {
     throw new AppError(
@@ -174,10 +219,10 @@ export function readonlyError(db: Db, err: unknown): unknown {
   return new AppError('forbidden', `cannot write ${path}: the LightWorker home is read-only for this user (reads still work)`, { path });
 }
 
-const stmtCache = new WeakMap<Db, Map<string, BetterSqlite3.Statement>>();
+const stmtCache = new WeakMap<Db, Map<string, Statement>>();
 
 /** A prepared statement, compiled once per connection and reused (hot paths prepare the same SQL often). */
-export function prep(db: Db, sql: string): BetterSqlite3.Statement {
+export function prep(db: Db, sql: string): Statement {
   let m = stmtCache.get(db);
   if (!m) {
     m = new Map();

@@ -72,9 +72,9 @@ describe('the ready set', () => {
 
     // A failed dependency blocks its dependent; a retry of it releases the dependent, still not ready.
     finish(x, 'failed');
-    expect(h.engine.db.prepare('SELECT status FROM tasks WHERE id = ?').pluck().get(y)).toBe('blocked');
+    expect((h.engine.db.prepare('SELECT status FROM tasks WHERE id = ?').get(y) as { status: string }).status).toBe('blocked');
     await h.call('retry_task', { id: x, strategy: 'same' });
-    expect(h.engine.db.prepare('SELECT status FROM tasks WHERE id = ?').pluck().get(y)).toBe('queued');
+    expect((h.engine.db.prepare('SELECT status FROM tasks WHERE id = ?').get(y) as { status: string }).status).toBe('queued');
     expect(ready()).toContain(x);
     expect(ready()).not.toContain(y);
     finish(x, 'completed');
