@@ -4,9 +4,14 @@ import { basename, dirname } from 'node:path';
 import { loadConfig, type Config } from './core/config.js';
 import { registerSecretValues, secretValuesOfEnv } from './core/secret-values.js';
 import { ensureHomeDirs, resolveHome, type HomePaths } from './core/home.js';
-import { openDb, writeTx, type Db } from './store/db.js';
-import { appendEvent, latestSeq, listEvents, type EventRow } from './store/events.js';
+import { isPostgres, openDb, writeTx, type Db } from './store/db.js';
+import { openPgDb, storeTarget } from './store/pg/open.js';
+import type { PgDb } from './store/pg/pg-db.js';
+import { EventCursor } from './store/event-cursor.js';
+import { appendEvent, latestSeq } from './store/events.js';
 import { watchConfigFile } from './core/config-watch.js';
+
+const GAP_RECHECK_MS = 50;
 
 export interface EngineOptions {
   /** Explicit home directory (`--home`); otherwise LIGHTWORKER_HOME or the platform default. */
@@ -34,7 +39,7 @@ export class Engine {
   readonly db: Db;
   private currentConfig!: Config;
   readonly events: EventEmitter = new EventEmitter();
-  private cursor: number;
+  private readonly cursor: EventCursor;
   private pollTimer: NodeJS.Timeout | null = null;
   private dataVersion = 0;
   private flushQueued = false;
@@ -48,8 +53,9 @@ export class Engine {
     this.home = resolveHome(opts.home);
     ensureHomeDirs(this.home);
     this.config = opts.config ?? loadConfig(this.home.config);
-    this.db = openDb({ path: this.home.db, nativeBinding: opts.nativeBinding });
-    this.cursor = latestSeq(this.db);
+    const target = storeTarget(this.currentConfig);
+    this.db = target ? openPgDb(target) : openDb({ path: this.home.db, nativeBinding: opts.nativeBinding });
+    this.cursor = new EventCursor(latestSeq(this.db));
     this.pollMs = opts.pollMs ?? 25;
     this.configPollMs = opts.configPollMs ?? 500;
     this.pinnedConfig = opts.config !== undefined;
@@ -115,16 +121,25 @@ export class Engine {
   private dbWatcher: FSWatcher | null = null;
   private checkQueued = false;
 
+  private stopCommitWatch: (() => void) | null = null;
+
   private watchDatabaseFiles(): void {
+    if (isPostgres(this.db)) {
+      // PostgreSQL: other hosts' commits arrive as NOTIFY, at once; no file to watch.
+      const pg = this.db as PgDb;
+      try {
+        pg.listen();
+        this.stopCommitWatch = pg.onCommit(() => this.queueCheck());
+      } catch {
+        // no LISTEN connection: the poll alone
+      }
+      return;
+    }
     const name = basename(this.home.db);
     try {
       this.dbWatcher = fsWatch(dirname(this.home.db), { persistent: false }, (_event, file) => {
-        if (this.checkQueued || (file !== null && !String(file).startsWith(name))) return;
-        this.checkQueued = true;
-        setImmediate(() => {
-          this.checkQueued = false;
-          this.checkDataVersion();
-        });
+        if (file !== null && !String(file).startsWith(name)) return;
+        this.queueCheck();
       });
       this.dbWatcher.on('error', () => this.unwatchDatabaseFiles());
     } catch {
@@ -132,9 +147,20 @@ export class Engine {
     }
   }
 
+  private queueCheck(): void {
+    if (this.checkQueued) return;
+    this.checkQueued = true;
+    setImmediate(() => {
+      this.checkQueued = false;
+      this.checkDataVersion();
+    });
+  }
+
   private unwatchDatabaseFiles(): void {
     this.dbWatcher?.close();
     this.dbWatcher = null;
+    this.stopCommitWatch?.();
+    this.stopCommitWatch = null;
   }
 
   private reloadConfig(config: Config): void {
@@ -154,20 +180,26 @@ export class Engine {
 
   private flush(): void {
     if (this.closed) return;
-    for (;;) {
-      const { events, cursor } = listEvents(this.db, { after: this.cursor, limit: 1000 });
-      if (!events.length) break;
-      this.cursor = cursor;
-      for (const e of events) this.events.emit('event', e as EventRow);
-      if (events.length < 1000) break;
+    for (const e of this.cursor.read(this.db)) this.events.emit('event', e);
+    if (this.cursor.waiting && !this.gapTimer) {
+      // A sequence number below the newest one read is not committed yet (PostgreSQL hands them out
+      // before commit): look again shortly, so its event is published when its transaction commits.
+      this.gapTimer = setTimeout(() => {
+        this.gapTimer = null;
+        this.flush();
+      }, GAP_RECHECK_MS);
+      this.gapTimer.unref();
     }
     this.events.emit('change');
   }
+
+  private gapTimer: NodeJS.Timeout | null = null;
 
   close(): void {
     if (this.closed) return;
     this.closed = true;
     if (this.pollTimer) clearInterval(this.pollTimer);
+    if (this.gapTimer) clearTimeout(this.gapTimer);
     this.unwatchDatabaseFiles();
     this.stopConfigWatch?.();
     this.events.removeAllListeners();

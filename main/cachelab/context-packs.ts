@@ -1,6 +1,6 @@
 import { AppError } from '../core/errors.js';
 import { containsSecret } from '../core/redact.js';
-import { prep, type Db } from '../store/db.js';
+import { isPostgres, prep, type Db } from '../store/db.js';
 import { byteLength, sha256 } from './hash.js';
 
 /**
@@ -121,7 +121,7 @@ export function parsePackRef(ref: string): { name: string; version: string | nul
 export function findContextPack(db: Db, ref: string): ContextPack | null {
   const { name, version } = parsePackRef(ref);
   const row = (version === null
-    ? prep(db, 'SELECT * FROM context_packs WHERE name = ? ORDER BY created_at DESC, rowid DESC LIMIT 1').get(name)
+    ? prep(db, `SELECT * FROM context_packs WHERE name = ? ORDER BY created_at DESC, ${isPostgres(db) ? 'ctid' : 'rowid'} DESC LIMIT 1`).get(name)
     : prep(db, 'SELECT * FROM context_packs WHERE name = ? AND version = ?').get(name, version)) as PackRow | undefined;
   return row ? { ...info(row), text: row.text } : null;
 }

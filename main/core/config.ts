@@ -201,6 +201,35 @@ export const configSchema = z.strictObject({
     .prefault({}),
   /** Price overrides by model name, over DEFAULT_PRICES (main/tasks/cost.ts). */
   prices: z.record(z.string().min(1).max(200), priceSchema).default({}),
+  /**
+   * Where tasks live: unset = the home's SQLite file; a PostgreSQL URL = a fleet (SPEC §11). The URL here
+   * may not carry a password: credentials come from the environment (PGPASSWORD, or
+   * LIGHTWORKER_DATABASE_URL in full) or from `url_file`, a file the user names.
+   */
+  store: z
+    .strictObject({
+      url: z
+        .string()
+        .max(2000)
+        .regex(/^postgres(ql)?:\/\//, 'expected a postgres:// URL')
+        .refine((u) => !/^postgres(ql)?:\/\/[^/@]*:[^/@]*@/.test(u), 'must not contain a password (use PGPASSWORD, LIGHTWORKER_DATABASE_URL or store.url_file)')
+        .optional(),
+      url_file: z.string().min(1).max(4096).optional(),
+      /** The PostgreSQL schema holding LightWorker's tables (several fleets can share one database). */
+      schema: z.string().regex(/^[a-z_][a-z0-9_]{0,40}$/, 'a lower-case identifier (letters, digits, _)').default('lightworker'),
+    })
+    .prefault({}),
+  /** This runner's part of a fleet (PostgreSQL store only). */
+  fleet: z
+    .strictObject({
+      /** Repositories this host serves: a stable name (or a remote URL) → its local path. */
+      repos: z.record(z.string().min(1).max(500), z.string().min(1).max(4096)).default({}),
+      /** Tasks running at once across the whole fleet (each runner still has scheduler.max_concurrency slots). */
+      max_concurrency: z.number().int().min(1).max(100_000).default(64),
+      /** A runner whose heartbeat is older than this is lost: any other runner orphans its tasks. */
+      lease_ttl_ms: z.number().int().min(1000).max(600_000).default(10_000),
+    })
+    .prefault({}),
   /** The editor "open worktree" starts: argv, `{path}` replaced (else appended); unset: $VISUAL, $EDITOR, code. */
   editor: z.strictObject({ command: z.array(z.string().min(1).max(4096)).min(1).max(64).optional() }).prefault({}),
 });
@@ -347,6 +376,17 @@ requests = true                 # a task's question or permission request
 
 # [editor]
 # command = ["code", "--new-window", "{path}"]   # default: $VISUAL, else $EDITOR, else code
+
+# A fleet: every host points at one PostgreSQL (default: the SQLite file in this home).
+# LIGHTWORKER_DATABASE_URL=postgres://user:pass@db/lw overrides these; never put a password here.
+# [store]
+# url = "postgres://lightworker@db.internal:5432/lightworker"   # password: PGPASSWORD or url_file
+# url_file = "/etc/lightworker/database-url"                   # a file holding the whole URL
+# schema = "lightworker"
+# [fleet]
+# repos = { "github.com/acme/api" = "/srv/src/api" }           # repositories this host runs tasks for
+# max_concurrency = 64        # tasks running at once across the fleet
+# lease_ttl_ms = 10000        # a runner silent this long is lost; its tasks are orphaned
 `;
 
 export function writeDefaultConfig(path: string, force: boolean): boolean {

@@ -327,7 +327,7 @@ function persistEvents(engine: Engine, id: string, events: NormalizedEvent[]): v
       }
     }
     if (input || cached || output || cost !== null) {
-      prep(engine.db, 'UPDATE tasks SET input_tokens = input_tokens + ?, cached_tokens = cached_tokens + ?, output_tokens = output_tokens + ?, cost_usd = CASE WHEN ? IS NULL THEN cost_usd ELSE COALESCE(cost_usd, 0) + ? END WHERE id = ?').run(input, cached, output, cost, cost, id);
+      prep(engine.db, 'UPDATE tasks SET input_tokens = input_tokens + ?, cached_tokens = cached_tokens + ?, output_tokens = output_tokens + ?, cost_usd = CASE WHEN CAST(? AS REAL) IS NULL THEN cost_usd ELSE COALESCE(cost_usd, 0) + ? END WHERE id = ?').run(input, cached, output, cost, cost, id);
     }
   });
 }

@@ -21,7 +21,7 @@ export const CANDIDATES_SQL = `SELECT t.id, t.root_id AS rootId, t.workspace, t.
        WHERE t.status = 'queued' AND t.deps_pending = 0
          AND t.worker NOT IN (SELECT value FROM json_each(?))
          AND (SELECT COUNT(*) FROM tasks a WHERE a.status IN ('starting','running','verifying') AND a.root_id = t.root_id)
-             < COALESCE((SELECT json_extract(s.value, '$.concurrency') FROM settings s WHERE s.key = 'root_budget.' || t.root_id), ?)
+             < COALESCE((SELECT CAST(json_extract(s.value, '$.concurrency') AS INTEGER) FROM settings s WHERE s.key = 'root_budget.' || t.root_id), ?)
          AND (SELECT COUNT(*) FROM tasks a WHERE a.status IN ('starting','running','verifying') AND a.workspace = t.workspace) < ?
        ORDER BY t.priority DESC, t.id
        LIMIT ?`;

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { redactValue } from '../core/redact.js';
-import { prep, type Db } from './db.js';
+import { isPostgres, prep, writeTx, type Db } from './db.js';
 
 export interface EventRow {
   seq: number;
@@ -12,7 +12,10 @@ export interface EventRow {
 
 export const GENESIS_HASH = '0'.repeat(64);
 
-/** The hash of one event row: SHA-256 over its fields and the previous row's hash. */
+/**
+ * The hash of one event before migration 008: SHA-256 over its fields and the previous row's hash, one
+ * chain through the whole log (`audit_head`). Kept to verify those rows.
+ */
 export function hashEvent(prevHash: string, seq: number, taskId: string | null, type: string, ts: number, payload: string): string {
   return createHash('sha256')
     .update(`${prevHash}\n${seq}\n${taskId ?? ''}\n${type}\n${ts}\n${payload}`)
@@ -20,20 +23,61 @@ export function hashEvent(prevHash: string, seq: number, taskId: string | null, 
 }
 
 /**
+ * The hash of one event in its chain: SHA-256 over the chain, the position in it, the fields and the
+ * previous link's hash. A chain is one task's events (the empty chain: events of no task), so writers
+ * on many hosts never wait for one global row (issue 17); `anchorChains` ties the heads together.
+ */
+export function hashChained(prevHash: string, chain: string, pos: number, type: string, ts: number, payload: string): string {
+  return createHash('sha256').update(`${prevHash}\n${chain}\n${pos}\n${type}\n${ts}\n${payload}`).digest('hex');
+}
+
+/**
  * Append one event. The payload is redacted here, so nothing secret reaches the table.
- * Must run inside a write transaction (callers compose it with the state change it records).
+ * Must run inside a write transaction (callers compose it with the state change it records). The
+ * task's chain head is read (locked, on PostgreSQL) and moved in the same transaction.
  */
 export function appendEvent(db: Db, taskId: string | null, type: string, payload: Record<string, unknown> = {}, ts = Date.now()): number {
-  const head = prep(db, 'SELECT seq, hash FROM audit_head WHERE id = 1').get() as { seq: number; hash: string } | undefined;
-  const seq = (head?.seq ?? 0) + 1;
+  const chain = taskId ?? '';
+  const head = prep(db, isPostgres(db) ? 'SELECT pos, hash FROM chain_heads WHERE chain = ? FOR UPDATE' : 'SELECT pos, hash FROM chain_heads WHERE chain = ?').get(chain) as
+    | { pos: number; hash: string }
+    | undefined;
+  const pos = (head?.pos ?? 0) + 1;
   const prev = head?.hash ?? GENESIS_HASH;
   const body = JSON.stringify(redactValue(payload));
-  const hash = hashEvent(prev, seq, taskId, type, ts, body);
-  prep(db, 'INSERT INTO events (seq, task_id, type, ts, payload, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
-    seq, taskId, type, ts, body, prev, hash,
-  );
-  prep(db, 'INSERT INTO audit_head (id, seq, hash) VALUES (1, ?, ?) ON CONFLICT(id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash').run(seq, hash);
+  const hash = hashChained(prev, chain, pos, type, ts, body);
+  const { seq } = prep(db, 'INSERT INTO events (task_id, type, ts, payload, prev_hash, hash, chain, chain_pos) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq').get(
+    taskId, type, ts, body, prev, hash, chain, pos,
+  ) as { seq: number };
+  prep(db, 'INSERT INTO chain_heads (chain, pos, seq, hash) VALUES (?, ?, ?, ?) ON CONFLICT(chain) DO UPDATE SET pos = excluded.pos, seq = excluded.seq, hash = excluded.hash').run(chain, pos, seq, hash);
   return seq;
+}
+
+/**
+ * Tie every chain head that moved since the last anchor into the next anchor: a fleet-wide chain of
+ * anchors, each hashing the previous one and the heads it saw. `audit verify` checks every anchored head
+ * against its event, so a whole task's chain deleted or rewritten (head row included) is still found.
+ * Leaders (and every fleet runner) call this on their heartbeat; two at once: one wins the id, the other
+ * changes nothing. Returns the new anchor's id, or null when nothing moved.
+ */
+export function anchorChains(db: Db, ts = Date.now()): number | null {
+  return writeTx(db, () => {
+    const moved = prep(db, 'SELECT chain, pos, hash FROM chain_heads WHERE pos > anchored_pos ORDER BY chain LIMIT 5000').all() as { chain: string; pos: number; hash: string }[];
+    if (!moved.length) return null;
+    const last = prep(db, 'SELECT id, hash FROM anchors ORDER BY id DESC LIMIT 1').get() as { id: number; hash: string } | undefined;
+    const id = (last?.id ?? 0) + 1;
+    const heads = JSON.stringify(moved.map((m) => [m.chain, m.pos, m.hash]));
+    const prev = last?.hash ?? GENESIS_HASH;
+    const hash = hashAnchor(prev, id, ts, heads);
+    const ins = prep(db, 'INSERT OR IGNORE INTO anchors (id, ts, heads, prev_hash, hash) VALUES (?, ?, ?, ?, ?)').run(id, ts, heads, prev, hash);
+    if (ins.changes !== 1) return null;
+    const mark = prep(db, 'UPDATE chain_heads SET anchored_pos = ? WHERE chain = ? AND anchored_pos < ?');
+    for (const m of moved) mark.run(m.pos, m.chain, m.pos);
+    return id;
+  });
+}
+
+export function hashAnchor(prevHash: string, id: number, ts: number, heads: string): string {
+  return createHash('sha256').update(`anchor\n${prevHash}\n${id}\n${ts}\n${heads}`).digest('hex');
 }
 
 export interface ListEventsOptions {
@@ -76,17 +120,29 @@ export function listEvents(db: Db, opts: ListEventsOptions = {}): { events: Even
   const limit = Math.min(Math.max(opts.limit ?? 500, 1), 5000);
   // One row past the page tells whether more exist, without a COUNT over a long log.
   const rows = prep(db, `SELECT seq, task_id, type, ts, payload FROM events WHERE ${where.join(' AND ')} ORDER BY seq ${opts.newest ? 'DESC' : ''} LIMIT ?`)
-    .all(...args, limit + 1) as { seq: number; task_id: string | null; type: string; ts: number; payload: string }[];
+    .all(...args, limit + 1) as StoredEvent[];
   const more = rows.length > limit;
   if (more) rows.pop();
   if (opts.newest) rows.reverse();
-  const events = rows.map((r) => ({ seq: r.seq, taskId: r.task_id, type: r.type, ts: r.ts, payload: JSON.parse(r.payload) as Record<string, unknown> }));
+  const events = rows.map(toEventRow);
   const cursor = events.length ? events[events.length - 1].seq : (opts.after ?? 0);
   return { events, cursor, more };
 }
 
+/** The events with these sequence numbers (those that exist), oldest first. */
+export function listEventsBySeq(db: Db, seqs: number[]): EventRow[] {
+  const rows = prep(db, 'SELECT seq, task_id, type, ts, payload FROM events WHERE seq IN (SELECT CAST(value AS INTEGER) FROM json_each(?)) ORDER BY seq').all(JSON.stringify(seqs)) as StoredEvent[];
+  return rows.map(toEventRow);
+}
+
+type StoredEvent = { seq: number; task_id: string | null; type: string; ts: number; payload: string };
+
+function toEventRow(r: StoredEvent): EventRow {
+  return { seq: r.seq, taskId: r.task_id, type: r.type, ts: r.ts, payload: JSON.parse(r.payload) as Record<string, unknown> };
+}
+
 export function latestSeq(db: Db): number {
-  const row = prep(db, 'SELECT seq FROM audit_head WHERE id = 1').get() as { seq: number } | undefined;
+  const row = prep(db, 'SELECT MAX(seq) AS seq FROM events').get() as { seq: number | null } | undefined;
   return row?.seq ?? 0;
 }
 
@@ -97,24 +153,109 @@ export interface AuditResult {
   broken?: { seq: number; reason: string };
 }
 
-/** Walk the whole chain: edited rows, deleted rows (gaps, wrong prev hash) and a truncated tail are found. */
+type Broken = { seq: number; reason: string };
+
+/**
+ * Walk every chain: edited rows, deleted rows (a position missing, a wrong previous hash) and a deleted
+ * tail (the chain's head row says more) are found; then the anchors, whose recorded heads must still be
+ * there unchanged, which catches a chain deleted or rewritten together with its head row. Events written
+ * before migration 008 form one legacy chain, verified as before.
+ */
 export function verifyAudit(db: Db): AuditResult {
-  const stmt = prep(db, 'SELECT seq, task_id, type, ts, payload, prev_hash, hash FROM events ORDER BY seq');
+  let checked = 0;
+  const legacy = verifyLegacy(db);
+  checked += legacy.checked;
+  if (legacy.broken) return { ok: false, checked, broken: legacy.broken };
+  const chains = verifyChains(db);
+  checked += chains.checked;
+  if (chains.broken) return { ok: false, checked, broken: chains.broken };
+  const anchored = verifyAnchors(db);
+  if (anchored) return { ok: false, checked, broken: anchored };
+  return { ok: true, checked };
+}
+
+type Row = { seq: number; task_id: string | null; type: string; ts: number; payload: string; prev_hash: string; hash: string; chain: string | null; chain_pos: number | null };
+
+function verifyLegacy(db: Db): { checked: number; broken?: Broken } {
   let prevHash = GENESIS_HASH;
   let expectSeq = 1;
   let checked = 0;
-  for (const r of stmt.iterate() as Iterable<{ seq: number; task_id: string | null; type: string; ts: number; payload: string; prev_hash: string; hash: string }>) {
-    if (r.seq !== expectSeq) return { ok: false, checked, broken: { seq: expectSeq, reason: `event ${expectSeq} is missing (next present is ${r.seq})` } };
-    if (r.prev_hash !== prevHash) return { ok: false, checked, broken: { seq: r.seq, reason: `event ${r.seq} does not link to event ${r.seq - 1}` } };
-    const h = hashEvent(r.prev_hash, r.seq, r.task_id, r.type, r.ts, r.payload);
-    if (h !== r.hash) return { ok: false, checked, broken: { seq: r.seq, reason: `event ${r.seq} was modified (hash mismatch)` } };
+  for (const r of prep(db, 'SELECT seq, task_id, type, ts, payload, prev_hash, hash FROM events WHERE chain IS NULL ORDER BY seq').iterate() as Iterable<Row>) {
+    if (r.seq !== expectSeq) return { checked, broken: { seq: expectSeq, reason: `event ${expectSeq} is missing (next present is ${r.seq})` } };
+    if (r.prev_hash !== prevHash) return { checked, broken: { seq: r.seq, reason: `event ${r.seq} does not link to event ${r.seq - 1}` } };
+    if (hashEvent(r.prev_hash, r.seq, r.task_id, r.type, r.ts, r.payload) !== r.hash) return { checked, broken: { seq: r.seq, reason: `event ${r.seq} was modified (hash mismatch)` } };
     prevHash = r.hash;
     expectSeq++;
     checked++;
   }
   const head = prep(db, 'SELECT seq, hash FROM audit_head WHERE id = 1').get() as { seq: number; hash: string } | undefined;
   if (head && (head.seq !== expectSeq - 1 || head.hash !== prevHash)) {
-    return { ok: false, checked, broken: { seq: expectSeq, reason: `events ${expectSeq}..${head.seq} were deleted from the end of the log` } };
+    return { checked, broken: { seq: expectSeq, reason: `events ${expectSeq}..${head.seq} were deleted from the end of the log` } };
   }
-  return { ok: true, checked };
+  return { checked };
+}
+
+function chainName(chain: string): string {
+  return chain ? `task ${chain}` : 'the system chain';
+}
+
+function verifyChains(db: Db): { checked: number; broken?: Broken } {
+  const heads = new Map((prep(db, 'SELECT chain, pos, seq, hash FROM chain_heads').all() as { chain: string; pos: number; seq: number; hash: string }[]).map((h) => [h.chain, h]));
+  let checked = 0;
+  let chain: string | null = null;
+  let pos = 0;
+  let prevHash = GENESIS_HASH;
+  let lastSeq = 0;
+  const endChain = (): Broken | undefined => {
+    if (chain === null) return undefined;
+    const head = heads.get(chain);
+    heads.delete(chain);
+    if (!head || head.pos !== pos || head.hash !== prevHash) {
+      return { seq: head ? head.seq : lastSeq, reason: `events after position ${pos} of ${chainName(chain)} were deleted from the end of its chain${head ? ` (its head is event ${head.seq}, position ${head.pos})` : ' (no head recorded)'}` };
+    }
+    return undefined;
+  };
+  for (const r of prep(db, 'SELECT seq, task_id, type, ts, payload, prev_hash, hash, chain, chain_pos FROM events WHERE chain IS NOT NULL ORDER BY chain, chain_pos').iterate() as Iterable<Row>) {
+    if (r.chain !== chain) {
+      const b = endChain();
+      if (b) return { checked, broken: b };
+      chain = r.chain;
+      pos = 0;
+      prevHash = GENESIS_HASH;
+    }
+    const c = r.chain!;
+    if (r.chain_pos !== pos + 1) return { checked, broken: { seq: r.seq, reason: `event ${pos + 1} of ${chainName(c)} is missing (next present is event ${r.seq}, position ${r.chain_pos})` } };
+    if (r.prev_hash !== prevHash) return { checked, broken: { seq: r.seq, reason: `event ${r.seq} does not link to the previous event of ${chainName(c)}` } };
+    if (hashChained(r.prev_hash, c, pos + 1, r.type, r.ts, r.payload) !== r.hash || (r.task_id ?? '') !== c) {
+      return { checked, broken: { seq: r.seq, reason: `event ${r.seq} was modified (hash mismatch)` } };
+    }
+    pos++;
+    prevHash = r.hash;
+    lastSeq = r.seq;
+    checked++;
+  }
+  const b = endChain();
+  if (b) return { checked, broken: b };
+  for (const h of heads.values()) {
+    return { checked, broken: { seq: h.seq, reason: `all ${h.pos} events of ${chainName(h.chain)} were deleted from the end of its chain (its head was event ${h.seq})` } };
+  }
+  return { checked };
+}
+
+function verifyAnchors(db: Db): Broken | undefined {
+  let prev = GENESIS_HASH;
+  let expect = 1;
+  const at = prep(db, 'SELECT seq, hash FROM events WHERE chain = ? AND chain_pos = ?');
+  for (const a of prep(db, 'SELECT id, ts, heads, prev_hash, hash FROM anchors ORDER BY id').iterate() as Iterable<{ id: number; ts: number; heads: string; prev_hash: string; hash: string }>) {
+    if (a.id !== expect) return { seq: 0, reason: `anchor ${expect} is missing (next present is ${a.id})` };
+    if (a.prev_hash !== prev || hashAnchor(a.prev_hash, a.id, a.ts, a.heads) !== a.hash) return { seq: 0, reason: `anchor ${a.id} was modified (hash mismatch)` };
+    for (const [chain, pos, hash] of JSON.parse(a.heads) as [string, number, string][]) {
+      const ev = at.get(chain, pos) as { seq: number; hash: string } | undefined;
+      if (!ev) return { seq: 0, reason: `event ${pos} of ${chainName(chain)}, anchored by anchor ${a.id}, was deleted` };
+      if (ev.hash !== hash) return { seq: ev.seq, reason: `event ${ev.seq} (${chainName(chain)}), anchored by anchor ${a.id}, was modified (hash mismatch)` };
+    }
+    prev = a.hash;
+    expect++;
+  }
+  return undefined;
 }

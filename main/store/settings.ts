@@ -19,6 +19,7 @@ export function deleteSetting(db: Db, key: string): boolean {
 }
 
 export function settingsWithPrefix<T>(db: Db, prefix: string): { key: string; value: T }[] {
-  const rows = prep(db, "SELECT key, value FROM settings WHERE key >= ? AND key < ? || char(0x10FFFF) ORDER BY key").all(prefix, prefix) as { key: string; value: string }[];
+  // substr, not a key range: text order depends on the collation (PostgreSQL's is not SQLite's binary one).
+  const rows = prep(db, 'SELECT key, value FROM settings WHERE substr(key, 1, ?) = ? ORDER BY key').all(prefix.length, prefix) as { key: string; value: string }[];
   return rows.map((r) => ({ key: r.key, value: JSON.parse(r.value) as T }));
 }

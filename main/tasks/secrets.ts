@@ -60,7 +60,7 @@ function decrypt(homeRoot: string, blob: Buffer): string {
 
 /** Store the originals encrypted (AES-256-GCM) with the home's key. */
 export function sealSecrets(db: Db, homeRoot: string, taskId: string, original: SecretFields): void {
-  prep(db, 'INSERT OR REPLACE INTO task_secrets (task_id, ciphertext) VALUES (?, ?)').run(taskId, encrypt(homeRoot, JSON.stringify(original)));
+  prep(db, 'INSERT INTO task_secrets (task_id, ciphertext) VALUES (?, ?) ON CONFLICT(task_id) DO UPDATE SET ciphertext = excluded.ciphertext').run(taskId, encrypt(homeRoot, JSON.stringify(original)));
 }
 
 /** The task as the runner needs it: with the caller's original text where it was redacted. */
@@ -79,7 +79,7 @@ export function unsealTask(db: Db, homeRoot: string, task: Task): Task {
 export function redactAndSeal(db: Db, taskId: string, key: string, text: string): string {
   const redacted = redactText(text);
   if (redacted !== text) {
-    prep(db, 'INSERT OR REPLACE INTO sealed_texts (task_id, key, ciphertext) VALUES (?, ?, ?)').run(taskId, key, encrypt(homeRootOf(db), text));
+    prep(db, 'INSERT INTO sealed_texts (task_id, key, ciphertext) VALUES (?, ?, ?) ON CONFLICT(task_id, key) DO UPDATE SET ciphertext = excluded.ciphertext').run(taskId, key, encrypt(homeRootOf(db), text));
   } else {
     prep(db, 'DELETE FROM sealed_texts WHERE task_id = ? AND key = ?').run(taskId, key);
   }

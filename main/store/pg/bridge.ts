@@ -1,0 +1,126 @@
+import { createRequire } from 'node:module';
+import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
+import { AppError } from '../../core/errors.js';
+import { WORKER_SOURCE } from './worker-source.js';
+
+export interface PgQuery {
+  text: string;
+  /** Absent: the simple protocol (several statements, no parameters). */
+  values?: unknown[];
+}
+
+export interface PgReply {
+  rows: Record<string, unknown>[];
+  count: number;
+}
+
+/** A failed query: PostgreSQL's SQLSTATE in `code` ('23505' unique violation, '40P01' deadlock, …). */
+export class PgError extends Error {
+  constructor(
+    message: string,
+    readonly code: string | undefined,
+    readonly detail?: string,
+  ) {
+    super(message);
+    this.name = 'PgError';
+  }
+}
+
+export interface BridgeOptions {
+  /** node-postgres connection settings (connectionString, …). */
+  cfg: Record<string, unknown>;
+  /** Quoted schema identifier for search_path. */
+  schemaIdent: string;
+  /** Quoted LISTEN channel identifier. */
+  channelIdent: string;
+  /** How long one call may block before the store is declared unavailable. */
+  timeoutMs: number;
+  /** What to call the server in errors (the URL without its password). */
+  label: string;
+}
+
+const requireHere = createRequire(import.meta.url);
+
+/**
+ * Synchronous calls into a PostgreSQL connection held by a worker thread. The engine is written against
+ * a synchronous store (better-sqlite3): each call posts its queries to the thread and blocks in
+ * Atomics.wait until the thread answers, then takes the answer with receiveMessageOnPort. One call at a
+ * time per process, so one connection serves it; a second connection LISTENs, and its notifications
+ * arrive as ordinary (asynchronous) messages, `onNotify`.
+ */
+export class PgBridge {
+  private readonly worker: Worker;
+  private readonly port: MessagePort;
+  private readonly flag: Int32Array;
+  private closed = false;
+  onNotify: (() => void) | null = null;
+
+  constructor(private readonly opts: BridgeOptions) {
+    const shared = new SharedArrayBuffer(4);
+    this.flag = new Int32Array(shared);
+    const { port1, port2 } = new MessageChannel();
+    this.port = port1;
+    this.worker = new Worker(WORKER_SOURCE, {
+      eval: true,
+      workerData: { pgPath: requireHere.resolve('pg'), shared, port: port2, cfg: opts.cfg, schemaIdent: opts.schemaIdent, channelIdent: opts.channelIdent },
+      transferList: [port2],
+      stdout: false,
+      stderr: false,
+    });
+    this.worker.unref();
+    this.worker.on('message', (m: { notify?: boolean }) => {
+      if (m.notify) this.onNotify?.();
+    });
+    this.worker.on('error', () => {
+      // A dead thread shows at the next call (it times out with a clear error).
+    });
+  }
+
+  /** Run queries in order on the connection; the last one's rows come back. */
+  query(queries: PgQuery[]): PgReply {
+    return this.call({ op: 'query', queries }) as PgReply;
+  }
+
+  connect(): void {
+    this.call({ op: 'connect' });
+  }
+
+  listen(): void {
+    this.call({ op: 'listen' });
+  }
+
+  close(): void {
+    if (this.closed) return;
+    try {
+      this.call({ op: 'end' }, 5000);
+    } catch {
+      // closing anyway
+    }
+    this.closed = true;
+    void this.worker.terminate();
+    this.port.close();
+  }
+
+  private call(msg: Record<string, unknown>, timeoutMs = this.opts.timeoutMs): unknown {
+    if (this.closed) throw new AppError('unavailable', `the PostgreSQL store ${this.opts.label} is closed`);
+    Atomics.store(this.flag, 0, 0);
+    this.port.postMessage(msg);
+    const woke = Atomics.wait(this.flag, 0, 0, timeoutMs);
+    const got = receiveMessageOnPort(this.port);
+    if (!got) {
+      // The connection is in an unknown state now (a late answer would be taken for the next call's).
+      this.closed = true;
+      void this.worker.terminate();
+      throw new AppError('unavailable', `the PostgreSQL store ${this.opts.label} did not answer within ${Math.round(timeoutMs / 1000)} s (${woke})`);
+    }
+    const reply = got.message as { ok: boolean; rows?: Record<string, unknown>[]; count?: number; error?: { message: string; code?: string; detail?: string } };
+    if (!reply.ok) {
+      const e = reply.error!;
+      if (msg.op === 'connect' || msg.op === 'listen' || e.code === 'connection_lost' || /ECONNREFUSED|ENOTFOUND|ETIMEDOUT|ECONNRESET/.test(e.message)) {
+        throw new AppError('unavailable', `cannot reach the PostgreSQL store ${this.opts.label}: ${e.message}`);
+      }
+      throw new PgError(e.message, e.code, e.detail);
+    }
+    return reply;
+  }
+}

