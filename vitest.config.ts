@@ -1,10 +1,28 @@
 import { defineConfig } from 'vitest/config';
 
-// Unit and integration tests run under plain Node against real SQLite, git and processes.
+/**
+ * The store-level and scheduler suites, run a second time with every test home on PostgreSQL (one
+ * parametrised suite, not a copy: test/helpers/env.ts `makeHome` picks the store), plus the fleet tests,
+ * which need PostgreSQL.
+ */
+const POSTGRES_SUITE = [
+  'test/unit/audit.test.ts',
+  'test/unit/tasks.state.test.ts',
+  'test/unit/tasks.create.test.ts',
+  'test/unit/scheduler.ready-set.test.ts',
+  'test/unit/cachelab.samples.test.ts',
+  'test/unit/cachelab.packs.test.ts',
+  'test/integration/scheduler.dispatch.test.ts',
+  'test/integration/scheduler.leader.test.ts',
+  'test/integration/requests.test.ts',
+  'test/integration/tasks.controls.test.ts',
+  'test/integration/fleet.*.test.ts',
+];
+
+// Unit and integration tests run under plain Node against real SQLite (and PostgreSQL), git and processes.
 // Playwright e2e tests live in test/e2e and run through their own runner (see package.json).
 export default defineConfig({
   test: {
-    include: ['test/unit/**/*.test.ts', 'test/integration/**/*.test.ts'],
     environment: 'node',
     globalSetup: ['test/global-setup.ts'],
     testTimeout: 60_000,
@@ -13,5 +31,20 @@ export default defineConfig({
     pool: 'forks',
     maxWorkers: 2,
     fileParallelism: true,
+    projects: [
+      {
+        extends: true,
+        test: { name: 'sqlite', include: ['test/unit/**/*.test.ts', 'test/integration/**/*.test.ts'], exclude: ['test/integration/fleet.*.test.ts'] },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'postgres',
+          include: POSTGRES_SUITE,
+          globalSetup: ['test/global-setup.ts', 'test/postgres-setup.ts'],
+          env: { LIGHTWORKER_TEST_STORE: 'postgres' },
+        },
+      },
+    ],
   },
 });

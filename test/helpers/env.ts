@@ -6,6 +6,9 @@ import { loadConfig } from '../../main/core/config.js';
 import { Engine, type EngineOptions } from '../../main/engine.js';
 import { COMMANDS } from '../../main/commands/index.js';
 import { runCommand, type CommandContext, type Face } from '../../main/commands/table.js';
+import { storeConfigFor } from './postgres.js';
+import { openDb, type Db } from '../../main/store/db.js';
+import { openPgDb, storeTarget } from '../../main/store/pg/open.js';
 
 /** A fresh temp folder, removed by the returned cleanup. */
 export function tempDir(prefix = 'lw-test-'): { dir: string; cleanup: () => void } {
@@ -36,9 +39,22 @@ export interface TestHome {
   repo: string;
   engine: Engine;
   call: (name: string, input?: unknown, face?: Face) => Promise<any>;
+  /** Another connection to this home's store (SQLite file or PostgreSQL schema), as another process has. */
+  connect: () => Db;
   /** Write the home's config.toml (what CLI processes read) and load it into this engine too. */
   configure: (toml: string) => void;
   cleanup: () => void;
+}
+
+/**
+ * In the `postgres` test project (vitest.config.ts) every home's config.toml points at the test server
+ * with a schema of its own; elsewhere this is empty and homes use their SQLite file.
+ */
+export function storeToml(): string {
+  if (process.env.LIGHTWORKER_TEST_STORE !== 'postgres') return '';
+  const url = process.env.LIGHTWORKER_TEST_PG_URL;
+  if (!url) throw new Error(`no test PostgreSQL: ${process.env.LIGHTWORKER_TEST_PG_SKIP ?? 'test/postgres-setup.ts did not run'}`);
+  return storeConfigFor(url);
 }
 
 /** A temp home with an open Engine and a git repo beside it. */
@@ -46,7 +62,14 @@ export function makeHome(opts: Omit<EngineOptions, 'home'> = {}): TestHome {
   const { dir, cleanup } = tempDir();
   const home = join(dir, 'home');
   const repo = makeRepo(join(dir, 'repo'));
-  const engine = new Engine({ ...opts, home });
+  const store = storeToml();
+  if (store) {
+    mkdirSync(home, { recursive: true });
+    writeFileSync(join(home, 'config.toml'), store);
+  }
+  // A pinned config (tests that pass one) keeps the home's store.
+  const config = store && opts.config ? { ...opts.config, store: loadConfig(join(home, 'config.toml')).store } : opts.config;
+  const engine = new Engine({ ...opts, config, home });
   const call = (name: string, input: unknown = {}, face: Face = 'cli') => {
     const ctx: CommandContext = { engine, face, depth: 0 };
     return runCommand(COMMANDS, ctx, name, input) as Promise<any>;
@@ -57,8 +80,12 @@ export function makeHome(opts: Omit<EngineOptions, 'home'> = {}): TestHome {
     repo,
     engine,
     call,
+    connect: () => {
+      const target = storeTarget(engine.config);
+      return target ? openPgDb(target) : openDb({ path: engine.home.db });
+    },
     configure: (toml: string) => {
-      writeFileSync(engine.home.config, toml);
+      writeFileSync(engine.home.config, `${toml}\n${store}`);
       engine.config = loadConfig(engine.home.config);
     },
     cleanup: () => {

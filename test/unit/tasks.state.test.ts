@@ -1,4 +1,3 @@
-import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { transition, TRANSITIONS } from '../../main/tasks/state.js';
 import { STATUSES, type TaskStatus } from '../../main/tasks/types.js';
@@ -54,10 +53,8 @@ describe('task state machine', () => {
 
   it('lets exactly one of two connections win a concurrent compare-and-set', async () => {
     const id = await newTask();
-    const a = new Database(h.engine.home.db);
-    const b = new Database(h.engine.home.db);
-    a.pragma('busy_timeout = 5000');
-    b.pragma('busy_timeout = 5000');
+    const a = h.connect();
+    const b = h.connect();
     const results: boolean[] = [];
     for (const db of [a, b]) {
       const won = db.transaction(() => {
