@@ -16,6 +16,13 @@ const POSTGRES_SUITE = [
   'test/integration/scheduler.leader.test.ts',
   'test/integration/requests.test.ts',
   'test/integration/tasks.controls.test.ts',
+  'test/integration/scheduler.kill.test.ts',
+  'test/integration/scheduler.shutdown.test.ts',
+  'test/integration/tasks.followup.test.ts',
+  'test/integration/tasks.resume.test.ts',
+  'test/integration/cachelab.affinity.test.ts',
+  'test/integration/lifecycle.takeover.test.ts',
+  'test/integration/isolation.accept.test.ts',
   'test/integration/fleet.*.test.ts',
 ];
 
