@@ -13,7 +13,6 @@ const POSTGRES_SUITE = [
   'test/unit/cachelab.samples.test.ts',
   'test/unit/cachelab.packs.test.ts',
   'test/integration/scheduler.dispatch.test.ts',
-  'test/integration/scheduler.leader.test.ts',
   'test/integration/requests.test.ts',
   'test/integration/tasks.controls.test.ts',
   'test/integration/scheduler.kill.test.ts',

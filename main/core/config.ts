@@ -222,6 +222,8 @@ export const configSchema = z.strictObject({
   /** This runner's part of a fleet (PostgreSQL store only). */
   fleet: z
     .strictObject({
+      /** This host's id in the fleet (default: the machine's hostname; LIGHTWORKER_HOST_ID overrides). */
+      host_id: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/, 'letters, digits, . _ - (up to 63)').optional(),
       /** Repositories this host serves: a stable name (or a remote URL) → its local path. */
       repos: z.record(z.string().min(1).max(500), z.string().min(1).max(4096)).default({}),
       /** Tasks running at once across the whole fleet (each runner still has scheduler.max_concurrency slots). */
@@ -384,6 +386,7 @@ requests = true                 # a task's question or permission request
 # url_file = "/etc/lightworker/database-url"                   # a file holding the whole URL
 # schema = "lightworker"
 # [fleet]
+# host_id = "build-box-1"     # this host in the fleet (default: its hostname)
 # repos = { "github.com/acme/api" = "/srv/src/api" }           # repositories this host runs tasks for
 # max_concurrency = 64        # tasks running at once across the fleet
 # lease_ttl_ms = 10000        # a runner silent this long is lost; its tasks are orphaned

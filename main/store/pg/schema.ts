@@ -58,7 +58,8 @@ CREATE TABLE tasks (
   ended_at         BIGINT,
   cohort           TEXT,
   deps_pending     BIGINT NOT NULL DEFAULT 0,
-  repo_key         TEXT
+  repo_key         TEXT,
+  origin_host      TEXT
 );
 CREATE INDEX tasks_dispatch ON tasks(status, priority DESC, id);
 CREATE INDEX tasks_root ON tasks(root_id);
