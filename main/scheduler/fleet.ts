@@ -78,6 +78,19 @@ export function reapExpiredRunners(engine: Engine, now = Date.now()): { id: stri
   );
 }
 
+/**
+ * Tasks of this host's lost runners (killed, or cut off for longer than the lease) from the last day:
+ * their process trees may still run here, and nobody else can kill them. A runner starting on this
+ * host sweeps them (PID + start time and the tree marker decide; a recycled PID is never touched).
+ */
+export function lostTasksOnHost(db: Db, host: string, now = Date.now()): { id: string; attempt: number; pid: number | null; pidStart: string | null }[] {
+  return prep(
+    db,
+    `SELECT t.id, t.attempt, t.pid, t.pid_start AS pidStart FROM tasks t JOIN runners r ON r.id = t.runner_id
+      WHERE r.host = ? AND r.state = 'lost' AND r.ended_at > ? AND t.status IN ('orphaned', 'starting', 'running', 'verifying')`,
+  ).all(host, now - 24 * 3600_000) as { id: string; attempt: number; pid: number | null; pidStart: string | null }[];
+}
+
 /** Is a live runner of the fleet on this host (an MCP session then has no runner to start)? */
 export function liveRunnerOnHost(db: Db, host: string, now = Date.now()): boolean {
   return prep(db, `SELECT 1 AS x FROM runners WHERE state = 'active' AND host = ? AND expires_at >= ? LIMIT 1`).get(host, now) !== undefined;
@@ -149,6 +162,12 @@ export function unservedReason(db: Db, t: { repo_key: string | null; origin_host
   if (runners.some((r) => r.host === t.origin_host || (t.repo_key !== null && t.repo_key in (JSON.parse(r.repos) as Record<string, string>)))) return null;
   const what = t.repo_key ? `repository ${t.repo_key}` : `its workspace (a folder without a remote, on host ${t.origin_host})`;
   return `no live runner serves ${what}: start \`lightworker run\` on ${t.origin_host}${t.repo_key ? ` or on a host with [fleet] repos naming ${t.repo_key}` : ''}`;
+}
+
+/** `unservedReason` for a task by id (null when it is not a fleet task or some runner can run it). */
+export function fleetWaitingFor(db: Db, id: string): string | null {
+  const row = prep(db, 'SELECT repo_key, origin_host FROM tasks WHERE id = ?').get(id) as { repo_key: string | null; origin_host: string | null } | undefined;
+  return row ? unservedReason(db, row) : null;
 }
 
 export function fleetLimitsOf(config: Config): ClaimLimits & { fleet: number } {

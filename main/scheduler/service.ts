@@ -3,7 +3,7 @@ import { newToken } from '../core/ids.js';
 import type { Engine } from '../engine.js';
 import { isPostgres, writeTx } from '../store/db.js';
 import { anchorChains } from '../store/events.js';
-import { fleetIdentity, liveRunnerOnHost, reapExpiredRunners, registerRunner, renewRunner, stopRunner, type FleetIdentity } from './fleet.js';
+import { fleetIdentity, liveRunnerOnHost, lostTasksOnHost, reapExpiredRunners, registerRunner, renewRunner, stopRunner, type FleetIdentity } from './fleet.js';
 import { getSetting, setSetting } from '../store/settings.js';
 import { countByStatus } from '../store/tasks.js';
 import { currentLease, releaseLease, renewLease, tryAcquireLease, type Lease } from './lease.js';
@@ -12,6 +12,7 @@ import { recoverOrphans } from './recovery.js';
 import { sweepExpiredRequests } from './request-expiry.js';
 import { sweepDeadSnapshots } from '../isolation/snapshot-sweep.js';
 import { Scheduler, type RunningTask } from './scheduler.js';
+import { sweepTrees, treeMarkerEnv, type Tree } from '../runner/lifecycle.js';
 
 export type { RunningTask };
 
@@ -160,8 +161,10 @@ class Service extends EventEmitter implements SchedulerService {
     if (!won) return;
     this.becoming = true;
     try {
-      if (this.fleet) await this.recoverLostRunners();
-      else await recoverOrphans(this.engine, this.holder, this.engine.config.scheduler.kill_grace_ms);
+      if (this.fleet) {
+        await this.sweepLostOnHost(this.fleet.host);
+        await this.recoverLostRunners();
+      } else await recoverOrphans(this.engine, this.holder, this.engine.config.scheduler.kill_grace_ms);
       // Read-only snapshots the dead runner held; off the path to leading (prune removes them otherwise).
       setImmediate(() => {
         try {
@@ -206,6 +209,14 @@ class Service extends EventEmitter implements SchedulerService {
   private async recoverLostRunners(): Promise<void> {
     const lost = reapExpiredRunners(this.engine);
     if (lost.length) await recoverOrphans(this.engine, this.holder, this.engine.config.scheduler.kill_grace_ms, lost, this.fleet!.host);
+  }
+
+  /** What lost runners of this host left running (nobody on another host can kill it). */
+  private async sweepLostOnHost(host: string): Promise<void> {
+    const tasks = lostTasksOnHost(this.engine.db, host);
+    if (!tasks.length) return;
+    const trees: Tree[] = tasks.map((t) => ({ pid: t.pid && t.pid > 0 ? t.pid : -1, startTime: t.pidStart, marker: treeMarkerEnv(this.engine.home.root, t.id, t.attempt) }));
+    await sweepTrees(trees, this.engine.config.scheduler.kill_grace_ms);
   }
 
   private release(): void {
