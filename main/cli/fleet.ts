@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { FleetStatus, StoreInfo } from '../commands/fleet.js';
+import { NO_LEADER, type FleetStatus, type StoreInfo } from '../commands/fleet.js';
 import type { RunnerView } from '../store/runners.js';
 import { withEngine } from './context.js';
 import { out, printJson, table } from './output.js';
@@ -27,7 +27,7 @@ function runnerRow(r: RunnerView): string[] {
 /** The single host's leader, when no runner of a fleet is registered. */
 function leaderLine(f: FleetStatus): string {
   const where = f.store.kind === 'sqlite' ? 'single host (SQLite)' : 'no runner registered';
-  if (!f.leader) return `${where}: no process leads this home; tasks run once \`lightworker run\`, \`serve\`, the app or an MCP session starts one`;
+  if (!f.leader) return `${where}: ${NO_LEADER}`;
   return `${where}: the leader is pid ${f.leader.pid} on ${f.leader.hostname ?? '?'} (heartbeat ${formatDuration(Math.max(0, f.now - f.leader.heartbeatAt))} ago)`;
 }
 

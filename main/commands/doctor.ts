@@ -10,7 +10,7 @@ import { currentLease } from '../scheduler/lease.js';
 import { allWorkerNames, resolveAdapter } from '../workers/registry.js';
 import { defineCommand, type CommandContext } from './table.js';
 import { workerAuth } from './workers.js';
-import { describeStore, fleetStatus, type StoreInfo } from './fleet.js';
+import { describeStore, fleetStatus, NO_LEADER, type StoreInfo } from './fleet.js';
 
 export interface DoctorCheck {
   name: string;
@@ -126,7 +126,7 @@ function leaderCheck(ctx: CommandContext): DoctorCheck {
   const lease = currentLease(ctx.engine.db);
   const now = Date.now();
   if (!lease || lease.expiresAt <= now) {
-    return { name: 'scheduler', ok: true, detail: 'no process leads this home; tasks run once `lightworker run`, `serve`, the app or an MCP session starts one' };
+    return { name: 'scheduler', ok: true, detail: NO_LEADER };
   }
   return { name: 'scheduler', ok: true, detail: `led by pid ${lease.pid} on ${lease.hostname ?? '?'} (heartbeat ${Math.max(0, Math.round((now - lease.heartbeatAt) / 100) / 10)} s ago)` };
 }

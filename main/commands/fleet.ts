@@ -38,6 +38,9 @@ export function describeStore(engine: Engine): StoreInfo {
   };
 }
 
+/** What a home without a live leader is told (doctor, `lightworker fleet`). */
+export const NO_LEADER = 'no process leads this home; tasks run once `lightworker run`, `serve`, the app or an MCP session starts one';
+
 export interface FleetStatus {
   now: number;
   store: StoreInfo;
