@@ -1,3 +1,4 @@
+import { writeFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { fleetText } from '../../main/cli/fleet.js';
 import type { FleetStatus } from '../../main/commands/fleet.js';
@@ -180,13 +181,30 @@ describe('credentials (issue 17): a password in LIGHTWORKER_DATABASE_URL is neve
     expect(fleet.stdout).toMatch(/^3 tasks wait for github\.com\/acme\/web/m);
   });
 
-  it('an unreachable server: the error names the store without the password, exit 1', async () => {
+  it('an unreachable server: fleet fails naming the store without the password; doctor reports it as its failed check', async () => {
     const env = { LIGHTWORKER_DATABASE_URL: `postgres://lw:${PASSWORD}@127.0.0.1:1/lw` };
-    for (const args of [['doctor', '--json'], ['fleet', '--json'], ['fleet']]) {
+    for (const args of [['fleet', '--json'], ['fleet']]) {
       const r = await runCli(args, { home: h.home, env });
       expect(r.code).toBe(1);
       expect(r.stderr).toMatch(/^error: cannot reach the PostgreSQL store postgres:\/\/lw@127\.0\.0\.1:1\/lw/);
       expect(r.stdout + r.stderr).not.toContain(PASSWORD);
     }
+    const doctor = await runCli(['doctor', '--json'], { home: h.home, env });
+    expect(doctor.code).toBe(1);
+    expect(doctor.stdout + doctor.stderr).not.toContain(PASSWORD);
+    expect(JSON.parse(doctor.stdout)).toEqual({
+      ok: false,
+      checks: [{ name: 'database', ok: false, detail: expect.stringMatching(/^cannot reach the PostgreSQL store postgres:\/\/lw@127\.0\.0\.1:1\/lw .*ECONNREFUSED/), fix: expect.stringMatching(/PostgreSQL server/) }],
+    });
+    const human = await runCli(['doctor'], { home: h.home, env });
+    expect(human.stdout).toMatch(/^FAIL  database +cannot reach the PostgreSQL store/m);
+  });
+
+  it('a password written into [store] url is refused by doctor naming store.url, and not quoted back', async () => {
+    writeFileSync(h.engine.home.config, `[store]\nurl = "postgres://lw:${PASSWORD}@127.0.0.1:1/lw"\n`);
+    const r = await runCli(['doctor', '--json'], { home: h.home, env: { LIGHTWORKER_DATABASE_URL: '' } });
+    expect(r.code).toBe(1);
+    expect(r.stdout + r.stderr).not.toContain(PASSWORD);
+    expect(JSON.parse(r.stdout).checks).toEqual([expect.objectContaining({ name: 'config', ok: false, detail: expect.stringMatching(/store\.url: must not contain a password/) })]);
   });
 });
