@@ -197,7 +197,7 @@ describe('credentials (issue 17): a password in LIGHTWORKER_DATABASE_URL is neve
       checks: [{ name: 'database', ok: false, detail: expect.stringMatching(/^cannot reach the PostgreSQL store postgres:\/\/lw@127\.0\.0\.1:1\/lw .*ECONNREFUSED/), fix: expect.stringMatching(/PostgreSQL server/) }],
     });
     const human = await runCli(['doctor'], { home: h.home, env });
-    expect(human.stdout).toMatch(/^FAIL  database +cannot reach the PostgreSQL store/m);
+    expect(human.stdout).toMatch(/^FAIL {2}database +cannot reach the PostgreSQL store/m);
   });
 
   it('a password written into [store] url is refused by doctor naming store.url, and not quoted back', async () => {
