@@ -22,6 +22,7 @@ const POSTGRES_SUITE = [
   'test/integration/cachelab.affinity.test.ts',
   'test/integration/lifecycle.takeover.test.ts',
   'test/integration/isolation.accept.test.ts',
+  'test/integration/cli.fleet.test.ts',
   'test/integration/fleet.*.test.ts',
 ];
 
