@@ -99,19 +99,27 @@ export interface FleetSummary {
  */
 export function fleetSummary(db: Db, now: number, runners: RunnerView[] = listRunners(db, now)): FleetSummary {
   const count = (s: RunnerView['state']) => runners.filter((r) => r.state === s).length;
-  const served = new Set(runners.filter((r) => r.state === 'active').flatMap((r) => Object.keys(r.repos)));
+  const live = runners.filter((r) => r.state === 'active');
+  const served = new Set(live.flatMap((r) => Object.keys(r.repos)));
+  const hosts = new Set(live.map((r) => r.host));
   const totals = prep(
     db,
     `SELECT SUM(CASE WHEN status IN ('starting', 'running', 'verifying') THEN 1 ELSE 0 END) AS running,
             SUM(CASE WHEN status = 'queued' THEN 1 ELSE 0 END) AS queued
      FROM tasks WHERE status IN ('starting', 'running', 'verifying', 'queued')`,
   ).get() as { running: number | null; queued: number | null };
-  const byRepo = prep(db, `SELECT repo_key, COUNT(*) AS n FROM tasks WHERE status = 'queued' AND repo_key IS NOT NULL GROUP BY repo_key ORDER BY repo_key`).all() as {
-    repo_key: string;
-    n: number;
-  }[];
+  // A fleet task can run on a runner of the host it was submitted on, or on one serving its repository.
+  const byRepo = prep(
+    db,
+    `SELECT repo_key, origin_host, COUNT(*) AS n FROM tasks WHERE status = 'queued' AND (repo_key IS NOT NULL OR origin_host IS NOT NULL)
+      GROUP BY repo_key, origin_host ORDER BY repo_key, origin_host`,
+  ).all() as { repo_key: string | null; origin_host: string | null; n: number }[];
   const fleet = isPostgres(db) || runners.length > 0;
-  const queuedByRepo = byRepo.map((r) => ({ repoKey: r.repo_key, queued: r.n, served: !fleet || served.has(r.repo_key) }));
+  const queuedByRepo = byRepo.map((r) => ({
+    repoKey: r.repo_key ?? `a folder without a remote on ${r.origin_host}`,
+    queued: r.n,
+    served: !fleet || (r.origin_host !== null && hosts.has(r.origin_host)) || (r.repo_key !== null && served.has(r.repo_key)),
+  }));
   return {
     store: { kind: isPostgres(db) ? 'postgres' : 'sqlite', label: db.name },
     runners: { active: count('active'), lost: count('lost'), stopped: count('stopped') },
