@@ -57,17 +57,22 @@ export function appendEvent(db: Db, taskId: string | null, type: string, payload
  * anchors, each hashing the previous one and the heads it saw. `audit verify` checks every anchored head
  * against its event, so a whole task's chain deleted or rewritten (head row included) is still found.
  * Leaders (and every fleet runner) call this on their heartbeat; two at once: one wins the id, the other
- * changes nothing. Returns the new anchor's id, or null when nothing moved.
+ * changes nothing. `minIntervalMs`: no new anchor while the newest is younger than that, so many runners
+ * calling on every heartbeat add one anchor per interval, not one per runner per beat (each anchor lists
+ * every head that moved, so the table grows with the anchor rate). Returns the new anchor's id, or null
+ * when nothing moved (or the interval has not passed).
  */
-export function anchorChains(db: Db, ts = Date.now()): number | null {
+export function anchorChains(db: Db, ts = Date.now(), opts: { minIntervalMs?: number } = {}): number | null {
   return writeTx(db, () => {
+    const last = prep(db, 'SELECT id, ts, hash FROM anchors ORDER BY id DESC LIMIT 1').get() as { id: number; ts: number; hash: string } | undefined;
+    if (last && opts.minIntervalMs && ts - last.ts < opts.minIntervalMs) return null;
     const moved = prep(db, 'SELECT chain, pos, hash FROM chain_heads WHERE pos > anchored_pos ORDER BY chain LIMIT 5000').all() as { chain: string; pos: number; hash: string }[];
     if (!moved.length) return null;
-    const last = prep(db, 'SELECT id, hash FROM anchors ORDER BY id DESC LIMIT 1').get() as { id: number; hash: string } | undefined;
     const id = (last?.id ?? 0) + 1;
     const heads = JSON.stringify(moved.map((m) => [m.chain, m.pos, m.hash]));
     const prev = last?.hash ?? GENESIS_HASH;
     const hash = hashAnchor(prev, id, ts, heads);
+    // Another anchorer may have taken this id meanwhile (PostgreSQL): then this one changes nothing.
     const ins = prep(db, 'INSERT OR IGNORE INTO anchors (id, ts, heads, prev_hash, hash) VALUES (?, ?, ?, ?, ?)').run(id, ts, heads, prev, hash);
     if (ins.changes !== 1) return null;
     const mark = prep(db, 'UPDATE chain_heads SET anchored_pos = ? WHERE chain = ? AND anchored_pos < ?');

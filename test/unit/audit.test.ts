@@ -182,6 +182,13 @@ describe('audit verify: a chain per task, anchored', () => {
     expect(anchorChains(db())).toBeNull();
   });
 
+  it('anchorChains adds no anchor while the newest is younger than minIntervalMs', () => {
+    expect(anchorChains(db(), 10_000, { minIntervalMs: 5000 })).toBe(1);
+    note(a, 1);
+    expect(anchorChains(db(), 14_999, { minIntervalMs: 5000 })).toBeNull();
+    expect(anchorChains(db(), 15_000, { minIntervalMs: 5000 })).toBe(2);
+  });
+
   it('stays whole with two processes racing on the same chains (first inserts included) while two others anchor', async () => {
     const K = 12;
     const out = await runWriters(writerStore(h.engine), [
