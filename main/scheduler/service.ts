@@ -65,6 +65,8 @@ export interface ServiceOptions {
 /** A face that spawns runners waits this long between spawns, so a slow start is not doubled. */
 const RESPAWN_MS = 10_000;
 const SPAWNED_AT = 'scheduler.runner_spawned_at';
+/** How often a leader (every fleet runner) ties the event chains' heads into the next anchor (docs/audit.md). */
+const ANCHOR_EVERY_MS = 10_000;
 
 /**
  * Run the scheduler for this home: lead if nobody does (a lease row with heartbeat), else stand by and
@@ -136,7 +138,7 @@ class Service extends EventEmitter implements SchedulerService {
         try {
           sweepExpiredRequests(this.engine);
           if (this.fleet) await this.recoverLostRunners();
-          anchorChains(this.engine.db);
+          anchorChains(this.engine.db, Date.now(), { minIntervalMs: ANCHOR_EVERY_MS });
         } catch {
           // database busy: the next beat sweeps again
         }
@@ -322,6 +324,11 @@ class Service extends EventEmitter implements SchedulerService {
     this.stoppingScheduler = s;
     if (s) {
       await s.stop('shutdown', opts);
+      try {
+        anchorChains(this.engine.db);
+      } catch {
+        // the next leader anchors
+      }
       this.release();
     }
   }
