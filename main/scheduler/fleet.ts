@@ -132,6 +132,7 @@ export type FleetClaim = 'claimed' | 'taken' | 'fleet_full';
  * runner's path for its repository.
  */
 export function claimFleetTask(db: Db, c: FleetCandidate, me: FleetIdentity, runnerId: string, limits: ClaimLimits & { fleet: number }, now = Date.now()): FleetClaim {
+  const began = performance.now();
   prep(db, "SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.claim')) AS locked").get();
   const row = prep(db, `SELECT id FROM tasks WHERE id = ? AND status = 'queued' FOR UPDATE SKIP LOCKED`).get(c.id);
   if (!row) return 'taken';
@@ -148,7 +149,7 @@ export function claimFleetTask(db: Db, c: FleetCandidate, me: FleetIdentity, run
   if (!claimTask(db, c.id, runnerId, now)) return 'taken';
   const local = c.originHost === me.host ? c.workspace : c.repoKey ? me.repos.get(c.repoKey) : undefined;
   if (local && local !== c.workspace) prep(db, 'UPDATE tasks SET workspace = ? WHERE id = ?').run(local, c.id);
-  appendEvent(db, c.id, 'fleet.placed', { runner: runnerId, host: me.host, workspace: local ?? c.workspace, submittedWorkspace: c.workspace, repo: c.repoKey, originHost: c.originHost }, now);
+  appendEvent(db, c.id, 'fleet.placed', { runner: runnerId, host: me.host, workspace: local ?? c.workspace, submittedWorkspace: c.workspace, repo: c.repoKey, originHost: c.originHost, claimMs: Math.round((performance.now() - began) * 100) / 100 }, now);
   return 'claimed';
 }
 
