@@ -207,4 +207,33 @@ describe('a fleet of runners on one PostgreSQL', () => {
     expect(new Set(keys).size).toBe(keys.length);
     expect(Object.values(statuses(onA)).every((s) => s === 'orphaned')).toBe(true);
   });
+
+  it('a runner cut off longer than its lease (SIGSTOP) is lost; when it wakes it finds out, kills its own workers and joins again as a new runner', async () => {
+    const ids = await submit('api', 6, { sleep_ms: 30_000, escape: true });
+    await until(() => Object.values(statuses(ids)).filter((s) => s === 'running').length === 6, 30_000, 'six long tasks to run on a and b');
+    const placed = placements(ids);
+    const onB = ids.filter((id) => placed.get(id)![0].host === 'host-b');
+    expect(onB.length).toBeGreaterThan(0);
+    await until(() => escapedPids(onB).length === onB.length, 20_000, "b's workers to report their escaped descendants");
+    const pidsB = escapedPids(onB);
+    const runnerB = (laptop.db.prepare(`SELECT id FROM runners WHERE host = 'host-b' AND state = 'active'`).get() as { id: string }).id;
+    runners['host-b'].kill('SIGSTOP');
+    try {
+      await until(() => onB.every((id) => statuses([id])[id] === 'orphaned'), 20_000, "b's tasks to be orphaned while it is stopped");
+      // Nobody else can kill b's workers: they still run.
+      expect(pidsB.every((p) => isAlive(p))).toBe(true);
+    } finally {
+      runners['host-b'].kill('SIGCONT');
+    }
+    // b wakes, finds its lease gone, kills what it started, and registers again.
+    await until(() => pidsB.every((p) => !isAlive(p)), 20_000, 'b to kill its own workers after losing its lease');
+    await until(() => (laptop.db.prepare(`SELECT COUNT(*) AS n FROM runners WHERE host = 'host-b' AND state = 'active' AND id != ?`).get(runnerB) as { n: number }).n === 1, 20_000, 'b to join again');
+    expect(Object.values(statuses(onB)).every((s) => s === 'orphaned')).toBe(true);
+    const rest = ids.filter((id) => !onB.includes(id));
+    for (const [id, st] of Object.entries(statuses(rest))) if (st === 'running') await call('cancel_task', { id });
+    const more = await submit('api', 6, {});
+    await until(() => Object.values(statuses(more)).every((s) => s === 'completed'), 30_000, 'work to flow after b rejoined');
+    const keys = logLines().map((l) => `${l.task}#${l.attempt}`);
+    expect(new Set(keys).size).toBe(keys.length);
+  });
 });
