@@ -173,7 +173,7 @@ describe('a fleet of runners on one PostgreSQL', () => {
       { host: 'host-b', state: 'active' },
       { host: 'host-c', state: 'active' },
     ]);
-  });
+  }, 300_000);
 
   it('kill -9 of one runner: its running tasks are orphaned after its lease expires, the others keep going, and a restart on its host kills what it left', async () => {
     // Each worker leaves an escaped descendant (own session, ignores SIGTERM), as real agents' tools can.
@@ -206,7 +206,7 @@ describe('a fleet of runners on one PostgreSQL', () => {
     const keys = logLines().map((l) => `${l.task}#${l.attempt}`);
     expect(new Set(keys).size).toBe(keys.length);
     expect(Object.values(statuses(onA)).every((s) => s === 'orphaned')).toBe(true);
-  });
+  }, 180_000);
 
   it('a runner cut off longer than its lease (SIGSTOP) is lost; when it wakes it finds out, kills its own workers and joins again as a new runner', async () => {
     const ids = await submit('api', 6, { sleep_ms: 30_000, escape: true });
@@ -235,5 +235,5 @@ describe('a fleet of runners on one PostgreSQL', () => {
     await until(() => Object.values(statuses(more)).every((s) => s === 'completed'), 30_000, 'work to flow after b rejoined');
     const keys = logLines().map((l) => `${l.task}#${l.attempt}`);
     expect(new Set(keys).size).toBe(keys.length);
-  });
+  }, 180_000);
 });

@@ -264,9 +264,10 @@ CREATE FUNCTION lw_deps_status() RETURNS trigger LANGUAGE plpgsql SET search_pat
 END $f$;
 CREATE TRIGGER tasks_deps_pending_status AFTER UPDATE OF status ON tasks FOR EACH ROW EXECUTE FUNCTION lw_deps_status();
 
--- Wake-ups: one NOTIFY per committing transaction (PostgreSQL folds duplicates within it).
+-- Wake-ups: one NOTIFY per committing transaction (PostgreSQL folds duplicates within it), carrying the
+-- writer's backend pid so a process skips its own commits (it publishes those itself).
 CREATE FUNCTION lw_notify() RETURNS trigger LANGUAGE plpgsql AS $f$ BEGIN
-  PERFORM pg_notify(TG_ARGV[0], '');
+  PERFORM pg_notify(TG_ARGV[0], pg_backend_pid()::text);
   RETURN NULL;
 END $f$;
 CREATE TRIGGER events_notify AFTER INSERT ON events FOR EACH STATEMENT EXECUTE FUNCTION lw_notify('{channel}');
