@@ -1,7 +1,8 @@
 import { existsSync } from 'node:fs';
 import type { Config } from '../core/config.js';
 import type { Engine } from '../engine.js';
-import { prep, type Db } from '../store/db.js';
+import { AppError } from '../core/errors.js';
+import { isPostgres, prep, type Db } from '../store/db.js';
 import { appendEvent } from '../store/events.js';
 import { processStartTime } from '../runner/process.js';
 import { canonicalPath, hostId, remoteIdentity } from '../tasks/repo-identity.js';
@@ -169,6 +170,19 @@ export function unservedReason(db: Db, t: { repo_key: string | null; origin_host
 export function fleetWaitingFor(db: Db, id: string): string | null {
   const row = prep(db, 'SELECT repo_key, origin_host FROM tasks WHERE id = ?').get(id) as { repo_key: string | null; origin_host: string | null } | undefined;
   return row ? unservedReason(db, row) : null;
+}
+
+/**
+ * In a fleet, a task's worktree lives on the host whose runner ran it: accept, diff and the editor must run
+ * there. Throws a conflict naming that host when this is another one (no-op on SQLite, or before a claim).
+ */
+export function requireTaskHere(db: Db, config: Config, task: { id: string; runnerId: string | null }, verb: string): void {
+  if (!isPostgres(db) || !task.runnerId) return;
+  const row = prep(db, 'SELECT host FROM runners WHERE id = ?').get(task.runnerId) as { host: string } | undefined;
+  const here = hostId(config);
+  if (row && row.host !== here) {
+    throw new AppError('conflict', `task ${task.id} ran on host ${row.host}, where its worktree is; run \`lightworker ${verb} ${task.id}\` there (this is ${here})`, { host: row.host });
+  }
 }
 
 export function fleetLimitsOf(config: Config): ClaimLimits & { fleet: number } {

@@ -158,6 +158,10 @@ describe('a fleet of runners on one PostgreSQL', () => {
     for (const id of web) expect(placed.get(id)![0]).toMatchObject({ host: 'host-c', workspace: clones['host-c'].web });
     expect(hostsOf(api)).toEqual(new Set(['host-a', 'host-b']));
 
+    // Its worktree is on the host that ran it: the laptop is told where to look.
+    const host = placed.get(api[0])![0].host;
+    await expect(call('get_task_diff', { id: api[0] })).rejects.toThrow(new RegExp(`ran on host ${host}, where its worktree is; run \`lightworker diff`));
+
     // Nobody serves docs: it waits, and says why.
     expect(statuses([docs])[docs]).toBe('queued');
     const shown = await call('get_task', { id: docs });
