@@ -1,7 +1,8 @@
 // The spawner helper: a small Node process a leader starts once (runner/spawner.ts) to fork worker turns,
 // setup/verify commands and git for it. Forking copies the parent's page tables and write-protects its
 // memory, so it costs about twice as much from an 80 MiB leader as from this process (issue 13); here it
-// also leaves the leader's event loop. Plain JavaScript with Node built-ins only: nothing else to load.
+// also leaves the leader's event loop. Plain JavaScript (with fork-common.mjs, shared with the leader): nothing
+// else to load.
 //
 // Protocol, both ways over stdin/stdout: frames of [u32 LE length of what follows][u8 type][u32 LE id][payload].
 //   leader → helper: 1 spawn (JSON {c, a, cwd, env, detached, stdin, ident}), 2 stdin bytes, 3 stdin end,
@@ -11,7 +12,8 @@
 // It never signals anything itself: the leader (or a standby) sweeps trees by process group and marker.
 // It exits when its stdin ends: a leader that exits or is killed (even with SIGKILL) leaves no helper behind.
 import { spawn } from 'node:child_process';
-import { readFileSync, writeSync } from 'node:fs';
+import { writeSync } from 'node:fs';
+import { linuxStartTime, markPids, spawnOptions } from './fork-common.mjs';
 
 const children = new Map();
 let out = [];
@@ -49,47 +51,11 @@ function flush() {
   }
 }
 
-/** Linux: a number from /proc (the last PID handed out, the fork count), or null. */
-function procNumber(path, pattern) {
-  try {
-    const text = readFileSync(path, 'utf8');
-    const n = Number(pattern ? pattern.exec(text)?.[1] : text.trim());
-    return Number.isFinite(n) && n > 0 ? n : null;
-  } catch {
-    return null;
-  }
-}
-
-/** What runner/process.ts `markPids` and `processStartTime` say, taken here, next to the fork. */
-function markPids() {
-  if (process.platform !== 'linux') return null;
-  const pid = procNumber('/proc/sys/kernel/ns_last_pid');
-  const forks = procNumber('/proc/stat', /^processes (\d+)$/m);
-  return pid && forks ? { pid, forks } : null;
-}
-
-function startTimeOf(pid) {
-  if (process.platform !== 'linux') return null;
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null;
-  } catch {
-    return null;
-  }
-}
-
 function start(id, req) {
   const mark = req.ident ? markPids() : null;
   let child;
   try {
-    child = spawn(req.c, req.a, {
-      cwd: req.cwd,
-      env: req.env,
-      stdio: [req.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
-      detached: req.detached,
-      windowsHide: true,
-      shell: false,
-    });
+    child = spawn(req.c, req.a, spawnOptions(req));
   } catch (err) {
     return send(11, id, String(err?.message ?? err));
   }
@@ -100,7 +66,7 @@ function start(id, req) {
   }
   children.set(id, child);
   child.on('error', () => undefined); // after a successful spawn: nothing the leader needs
-  send(10, id, JSON.stringify({ pid, start: req.ident ? startTimeOf(pid) : null, mark }));
+  send(10, id, JSON.stringify({ pid, start: req.ident && process.platform === 'linux' ? linuxStartTime(pid) : null, mark }));
   child.stdout.on('data', (b) => children.has(id) && send(12, id, b));
   child.stderr.on('data', (b) => children.has(id) && send(13, id, b));
   child.stdin?.on('error', () => undefined); // the process may exit before reading all of its input

@@ -4,6 +4,7 @@ import { dirname } from 'node:path';
 import type { Socket } from 'node:net';
 import { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
+import { spawnOptions } from './fork-common.mjs';
 import { markPids, processStartTime, type PidMark } from './process.js';
 
 /**
@@ -92,14 +93,7 @@ export function spawnProcess(req: SpawnRequest): Spawned {
 
 function spawnDirect(req: SpawnRequest): Spawned {
   const pidsSince = req.identity ? markPids() : null;
-  const child = spawn(req.command, req.args, {
-    cwd: req.cwd,
-    env: req.env,
-    stdio: [req.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
-    detached: req.detached,
-    windowsHide: true,
-    shell: false,
-  });
+  const child = spawn(req.command, req.args, spawnOptions(req));
   const pid = child.pid ?? -1;
   const startTime = pid > 0 && req.identity ? processStartTime(pid) : null;
   return { child, ready: Promise.resolve({ pid, startTime, pidsSince }) };
