@@ -61,10 +61,9 @@ export interface Spawned {
 const HELPER = fileURLToPath(new URL('./spawner-helper.mjs', import.meta.url));
 /**
  * The helper's live data is a few frames and its work is system calls: a small young generation, one V8 worker
- * thread, no JIT (−7 MiB RSS, the same CPU; wasm, which --jitless cannot run, is turned off explicitly so V8
- * does not warn about it).
+ * thread, no optimizing compiler (45 MiB RSS instead of 52, 0.85 ms CPU per fork instead of 0.95).
  */
-const HELPER_FLAGS = ['--max-semi-space-size=1', '--v8-pool-size=1', '--jitless', '--no-expose-wasm'];
+const HELPER_FLAGS = ['--max-semi-space-size=1', '--v8-pool-size=1', '--no-opt'];
 
 let helper: Helper | null = null;
 let wanted = false;
