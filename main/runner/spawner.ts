@@ -85,7 +85,14 @@ export function spawnerPid(): number | null {
 
 /** Start `req`: through the helper when this process uses one and it lives, else directly. */
 export function spawnProcess(req: SpawnRequest): Spawned {
-  if (wanted && !helper) helper = new Helper();
+  if (wanted && !helper) {
+    try {
+      helper = new Helper();
+    } catch (err) {
+      wanted = false;
+      process.stderr.write(`lightworker: the spawner helper could not start (${(err as Error).message}); starting processes directly\n`);
+    }
+  }
   if (helper && !helper.dead) return helper.spawn(req);
   return spawnDirect(req);
 }
@@ -262,7 +269,9 @@ class Helper {
         const { pid, start, mark } = JSON.parse(payload.toString('utf8')) as { pid: number; start: string | null; mark: PidMark | null };
         child.pid = pid;
         child.stdinLog = [];
-        child.resolveReady({ pid, startTime: start, pidsSince: mark });
+        // Without /proc (macOS) the start time comes from `ps`, as for a direct spawn.
+        const startTime = start ?? (child.req.identity && process.platform !== 'linux' ? processStartTime(pid) : null);
+        child.resolveReady({ pid, startTime, pidsSince: mark });
         break;
       }
       case 11:
