@@ -26,6 +26,7 @@ import { recordPrompt } from '../cachelab/prompt-record.js';
 import { buildFollowUpPrompt, buildPrompt, buildRedirectPrompt, buildRepairPrompt, buildResumePrompt, freshAfterInterruptNote, freshFollowUpNote } from './prompt.js';
 import { treeMarkerEnv } from './lifecycle.js';
 import { useSpawner } from './spawner.js';
+import { trimHeap } from './heap-trim.js';
 import { runTurn, type TurnResult } from './turn.js';
 import { checkTurnForInput, MAX_DENIALS_PER_ATTEMPT, permissionServerFor, runBudget, stopForInput, WaitForInput } from './input-requests.js';
 
@@ -175,6 +176,7 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
   } finally {
     budget.dispose();
     await finishWorkspace(engine, task, ws);
+    trimHeap();
   }
 }
 

@@ -9,9 +9,10 @@ import { withoutTreeMarker } from '../runner/lifecycle.js';
  * them grow to 16 MiB under a drain's allocation rate): peak RSS 80 MiB instead of 89–93; one V8 worker
  * thread instead of four (each thread's malloc arena stays resident): −5 MiB; no optimizing compiler (its code
  * in the node binary and its compile zones): −7 MiB, the same CPU — a leader's hot paths are SQLite, JSON, regular
- * expressions and system calls (issue 13, 200-task drain). V8 reads them only at process start.
+ * expressions and system calls; `gc()` for runner/heap-trim.ts (old-generation garbage collected at a task's end
+ * once it reaches 2 MiB): −2 to −3 MiB (issue 13, 200-task drain). V8 reads them only at process start.
  */
-export const LEADER_V8_FLAGS: readonly string[] = ['--max-semi-space-size=2', '--v8-pool-size=1', '--no-opt'];
+export const LEADER_V8_FLAGS: readonly string[] = ['--max-semi-space-size=2', '--v8-pool-size=1', '--no-opt', '--expose-gc'];
 
 /** `process.execArgv` plus the leader flags it does not set itself (plain Node only: Electron gets none). */
 export function leaderExecArgv(execArgv: readonly string[] = process.execArgv): string[] {

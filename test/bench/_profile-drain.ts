@@ -82,6 +82,25 @@ if (files.length) {
     const file = n.callFrame.url.split('/').slice(-1)[0] || n.callFrame.functionName;
     byFile.set(file, (byFile.get(file) ?? 0) + dt);
   });
+  // Self time by what it serves, found by walking up each sample's stack.
+  const parent = new Map<number, number>();
+  for (const n of p.nodes as { id: number; children?: number[] }[]) for (const c of n.children ?? []) parent.set(c, n.id);
+  const category = (id: number): string => {
+    const leaf = byId.get(id)!.callFrame;
+    if (leaf.functionName === '(idle)') return 'idle';
+    if (leaf.functionName === '(garbage collector)') return 'GC';
+    for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) {
+      const f = byId.get(cur)!.callFrame;
+      if (f.url.includes('better-sqlite3')) return 'SQLite (better-sqlite3)';
+      if (/^(spawnProcess|spawnDirect|runTree|sweepTrees|scanTrees)$/.test(f.functionName)) return 'process trees (spawn, IPC, sweep)';
+      if (f.url.startsWith('node:vm') || f.functionName === 'compileForInternalLoader' || f.functionName === 'runCached') return 'start-up (compile, load)';
+    }
+    if (!leaf.url || leaf.url.startsWith('node:')) return /^(mkdir|open|close|read|write|stat|lstat|rename|unlink|rm|readdir|fstat)/i.test(leaf.functionName) ? 'file system calls' : 'node internals';
+    return 'LightWorker JS';
+  };
+  const byCategory = new Map<string, number>();
+  p.samples.forEach((id, i) => byCategory.set(category(id), (byCategory.get(category(id)) ?? 0) + p.timeDeltas[i] / 1000));
+  for (const [k, v] of [...byCategory].sort((a, b) => b[1] - a[1])) process.stdout.write(`  category ${v.toFixed(0).padStart(6)} ms  ${k}\n`);
   const total = [...self.values()].reduce((a, b) => a + b, 0);
   process.stdout.write(`profile ${files.at(-1)}: ${total.toFixed(0)} ms sampled\n`);
   for (const [k, v] of [...self].sort((a, b) => b[1] - a[1]).slice(0, 30)) process.stdout.write(`  ${v.toFixed(1).padStart(7)} ms ${((100 * v) / total).toFixed(1).padStart(5)} %  ${k}\n`);
