@@ -2,7 +2,7 @@
 // the codex adapter's binary through config.toml `[workers.codex] command`), so every figure is
 // LightWorker's own overhead. The leader is the shipped CLI (`lightworker run`, built bundle) in its own
 // process, started as an MCP session starts its background runner (with LEADER_V8_FLAGS; a `lightworker
-// run` typed by hand lacks them: about 10 MiB more peak RSS); the bench process plays the other process
+// run` typed by hand lacks them: see LEADER_V8_FLAGS for what each saves); the bench process plays the other process
 // (submitting, waiting). Wall-clock figures are
 // noisy on a busy machine: CPU (from /proc) and counts are the steadier ones.
 import { spawn, type ChildProcess } from 'node:child_process';
