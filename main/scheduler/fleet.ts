@@ -4,7 +4,7 @@ import type { Engine } from '../engine.js';
 import { AppError } from '../core/errors.js';
 import { isPostgres, prep, type Db } from '../store/db.js';
 import { appendEvent } from '../store/events.js';
-import { processStartTime } from '../runner/process.js';
+import { isSameProcess, processStartTime } from '../runner/process.js';
 import { canonicalPath, hostId, remoteIdentity } from '../tasks/repo-identity.js';
 import { claimTask, type Candidate, type ClaimLimits } from './claim.js';
 
@@ -59,24 +59,28 @@ export function stopRunner(db: Db, id: string, now = Date.now()): void {
 }
 
 /**
- * Mark every runner whose lease expired as lost (a compare-and-set per runner, so exactly one runner
- * records each loss) and return them with their hosts, for the caller to orphan their tasks.
+ * Mark every runner whose lease expired as lost — and, without waiting for its lease, every runner of
+ * this host whose process is provably gone (PID dead or recycled) — with a compare-and-set per runner,
+ * so exactly one runner records each loss; returns them with their hosts, for the caller to orphan
+ * their tasks.
  */
-export function reapExpiredRunners(engine: Engine, now = Date.now()): { id: string; host: string; pid: number; pidStart: string | null }[] {
+export function reapExpiredRunners(engine: Engine, host: string, now = Date.now()): { id: string; host: string; pid: number; pidStart: string | null }[] {
   const db = engine.db;
-  const expired = prep(db, `SELECT id, host, pid, pid_start AS pidStart FROM runners WHERE state = 'active' AND expires_at < ?`).all(now) as {
+  const candidates = prep(db, `SELECT id, host, pid, pid_start AS "pidStart", expires_at AS "expiresAt" FROM runners WHERE state = 'active' AND (expires_at < ? OR host = ?)`).all(now, host) as {
     id: string;
     host: string;
     pid: number;
     pidStart: string | null;
+    expiresAt: number;
   }[];
-  return expired.filter((r) =>
+  const gone = candidates.filter((r) => r.expiresAt < now || (r.host === host && !isSameProcess(r.pid, r.pidStart)));
+  return gone.filter((r) =>
     engine.write(() => {
-      if (prep(db, `UPDATE runners SET state = 'lost', ended_at = ? WHERE id = ? AND state = 'active' AND expires_at < ?`).run(now, r.id, now).changes !== 1) return false;
-      appendEvent(db, null, 'fleet.runner_lost', { runner: r.id, host: r.host, pid: r.pid }, now);
+      if (prep(db, `UPDATE runners SET state = 'lost', ended_at = ? WHERE id = ? AND state = 'active' AND expires_at = ?`).run(now, r.id, r.expiresAt).changes !== 1) return false;
+      appendEvent(db, null, 'fleet.runner_lost', { runner: r.id, host: r.host, pid: r.pid, why: r.expiresAt < now ? 'lease expired' : 'its process is gone' }, now);
       return true;
     }),
-  );
+  ).map(({ id, host: h, pid, pidStart }) => ({ id, host: h, pid, pidStart }));
 }
 
 /**

@@ -209,7 +209,7 @@ class Service extends EventEmitter implements SchedulerService {
    * when it finds its lease gone).
    */
   private async recoverLostRunners(): Promise<void> {
-    const lost = reapExpiredRunners(this.engine);
+    const lost = reapExpiredRunners(this.engine, this.fleet!.host);
     if (lost.length) await recoverOrphans(this.engine, this.holder, this.engine.config.scheduler.kill_grace_ms, lost, this.fleet!.host);
   }
 
