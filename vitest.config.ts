@@ -7,6 +7,7 @@ import { defineConfig } from 'vitest/config';
  */
 const POSTGRES_SUITE = [
   'test/unit/audit.test.ts',
+  'test/unit/store.pg-reconnect.test.ts',
   'test/unit/tasks.state.test.ts',
   'test/unit/tasks.create.test.ts',
   'test/unit/scheduler.ready-set.test.ts',

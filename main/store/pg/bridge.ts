@@ -54,6 +54,8 @@ export class PgBridge {
   private readonly flag: Int32Array;
   private closed = false;
   onNotify: (() => void) | null = null;
+  /** The LISTEN connection dropped (notifications stop until `listen()` again). */
+  onListenLost: (() => void) | null = null;
 
   constructor(private readonly opts: BridgeOptions) {
     const shared = new SharedArrayBuffer(4);
@@ -68,17 +70,21 @@ export class PgBridge {
       stderr: false,
     });
     this.worker.unref();
-    this.worker.on('message', (m: { notify?: boolean }) => {
+    this.worker.on('message', (m: { notify?: boolean; listenLost?: boolean }) => {
       if (m.notify) this.onNotify?.();
+      if (m.listenLost) this.onListenLost?.();
     });
     this.worker.on('error', () => {
       // A dead thread shows at the next call (it times out with a clear error).
     });
   }
 
-  /** Run queries in order on the connection; the last one's rows come back. */
-  query(queries: PgQuery[]): PgReply {
-    return this.call({ op: 'query', queries }) as PgReply;
+  /**
+   * Run queries in order on the connection; the last one's rows come back. `fresh`: no transaction is
+   * open, so a connection lost since the last call may be replaced first.
+   */
+  query(queries: PgQuery[], fresh = false): PgReply {
+    return this.call({ op: 'query', queries, fresh }) as PgReply;
   }
 
   connect(): void {

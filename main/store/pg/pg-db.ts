@@ -30,9 +30,9 @@ export class PgDb implements Db {
     label: string,
   ) {
     this.name = label;
-    bridge.onNotify = () => {
-      this.version++;
-      for (const l of this.listeners) l();
+    bridge.onNotify = () => this.changed();
+    bridge.onListenLost = () => {
+      this.listening = false;
     };
   }
 
@@ -55,10 +55,11 @@ export class PgDb implements Db {
 
   /** Run one statement (BEGIN first when a transaction has not sent it yet). */
   run(query: PgQuery): { rows: Record<string, unknown>[]; count: number } {
+    const fresh = this.beginPending || this.depth === 0;
     const queries = this.beginPending ? [{ text: 'BEGIN' }, query] : [query];
     let out;
     try {
-      out = this.bridge.query(queries);
+      out = this.bridge.query(queries, fresh);
     } catch (err) {
       // The statement (placeholders only, never values) says which query a failure came from.
       if (err instanceof PgError) err.message = `${err.message} (in: ${query.text.replace(/\s+/g, ' ').slice(0, 300)})`;
@@ -127,7 +128,11 @@ export class PgDb implements Db {
   pragma(source: string, options?: { simple?: boolean }): unknown {
     const name = source.trim().toLowerCase();
     let value: unknown;
-    if (name === 'data_version') value = this.version;
+    if (name === 'data_version') {
+      // Polled often by a watching engine: the moment to LISTEN again after the connection dropped.
+      if (this.wantListen && !this.listening) this.relisten();
+      value = this.version;
+    }
     else if (name === 'user_version') value = (this.run({ text: 'SELECT version FROM schema_version' }).rows[0]?.version as number | undefined) ?? 0;
     else if (name === 'quick_check' || name === 'integrity_check') value = this.run({ text: "SELECT 'ok' AS r" }).rows[0].r;
     else throw new Error(`PRAGMA ${source} has no PostgreSQL counterpart`);
@@ -135,12 +140,33 @@ export class PgDb implements Db {
   }
 
   private listening = false;
+  private wantListen = false;
 
   /** Start receiving other processes' commits (a second connection LISTENs on the store's channel). */
   listen(): void {
+    this.wantListen = true;
     if (this.listening) return;
     this.bridge.listen();
     this.listening = true;
+  }
+
+  private relistenAt = 0;
+
+  private relisten(): void {
+    const now = Date.now();
+    if (now - this.relistenAt < 2000) return;
+    this.relistenAt = now;
+    try {
+      this.listen();
+    } catch {
+      return; // still unreachable: the next poll tries again
+    }
+    this.changed(); // commits made while nobody listened: look once
+  }
+
+  private changed(): void {
+    this.version++;
+    for (const l of this.listeners) l();
   }
 
   /** Call `fn` whenever another process commits (NOTIFY on the store's channel). Returns the unsubscribe. */

@@ -51,10 +51,16 @@ async function run(q) {
   return client.query({ name, text: q.text, values: values(q.values) });
 }
 
+async function connectQuery() {
+  broken = null;
+  names.clear();
+  client = await open(workerData.cfg);
+  ownPid = String((await client.query('SELECT pg_backend_pid() AS pid')).rows[0].pid);
+}
+
 async function handle(m) {
   if (m.op === 'connect') {
-    client = await open(workerData.cfg);
-    ownPid = String((await client.query('SELECT pg_backend_pid() AS pid')).rows[0].pid);
+    await connectQuery();
     return { ok: true };
   }
   if (m.op === 'listen') {
@@ -64,7 +70,10 @@ async function handle(m) {
       listener.on('notification', (n) => {
         if (n.payload !== ownPid) parentPort.postMessage({ notify: true });
       });
-      listener.on('error', () => parentPort.postMessage({ listenLost: true }));
+      listener.on('error', () => {
+        listener = null;
+        parentPort.postMessage({ listenLost: true });
+      });
       await listener.query('LISTEN ' + workerData.channelIdent);
     }
     return { ok: true };
@@ -75,8 +84,12 @@ async function handle(m) {
     return { ok: true };
   }
   if (broken) {
+    // A lost connection is replaced only between transactions: one cut mid-transaction was rolled back
+    // by the server, and its caller must hear so.
     const e = broken;
-    throw Object.assign(new Error('the PostgreSQL connection was lost: ' + e.message), { code: 'connection_lost' });
+    if (!m.fresh) throw Object.assign(new Error('the PostgreSQL connection was lost: ' + e.message), { code: 'connection_lost' });
+    client.end().catch(() => undefined);
+    await connectQuery();
   }
   let last = null;
   for (const q of m.queries) last = await run(q);
