@@ -82,7 +82,7 @@ export function makeHome(opts: Omit<EngineOptions, 'home'> = {}): TestHome {
     call,
     connect: () => {
       const target = storeTarget(engine.config);
-      return target ? openPgDb(target) : openDb({ path: engine.home.db });
+      return target ? openPgDb(target, engine.home.root) : openDb({ path: engine.home.db });
     },
     configure: (toml: string) => {
       writeFileSync(engine.home.config, `${toml}\n${store}`);
