@@ -90,7 +90,7 @@ describe('graceful shutdown of a leading process', () => {
   });
 
   it('run: a third Ctrl-C kills at once instead of waiting out the kill grace', async () => {
-    writeFileSync(h.engine.home.config, '[scheduler]\nkill_grace_ms = 60000\n');
+    h.configure('[scheduler]\nkill_grace_ms = 60000\n');
     const { id, child, stderr } = await leaderWithRunningTask(['run'], { sleep_ms: 120_000, ignore_sigterm: true });
     const pid = getTask(h.engine.db, id)!.pid!;
     child.kill('SIGINT');
@@ -164,7 +164,7 @@ describe('npm start (headless fallback)', () => {
 describe('run --timeout is a hard bound', () => {
   it('SIGKILLs a tree that ignores SIGTERM at the deadline instead of adding the kill grace', async () => {
     // A long grace makes the old behaviour (SIGTERM at N, SIGKILL at N + grace) plain to see.
-    writeFileSync(h.engine.home.config, '[scheduler]\nkill_grace_ms = 20000\n');
+    h.configure('[scheduler]\nkill_grace_ms = 20000\n');
     const pidfile = join(h.root, 'grandchild.pid');
     const id = await submit({ sleep_ms: 60_000, grandchild: true, ignore_sigterm: true, grandchild_pidfile: pidfile });
     const started = Date.now();
