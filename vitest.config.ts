@@ -24,6 +24,7 @@ const POSTGRES_SUITE = [
   'test/integration/lifecycle.takeover.test.ts',
   'test/integration/isolation.accept.test.ts',
   'test/integration/fleet.*.test.ts',
+  'test/integration/store.pg-*.test.ts',
 ];
 
 // Unit and integration tests run under plain Node against real SQLite (and PostgreSQL), git and processes.
@@ -41,7 +42,7 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: 'sqlite', include: ['test/unit/**/*.test.ts', 'test/integration/**/*.test.ts'], exclude: ['test/integration/fleet.*.test.ts'] },
+        test: { name: 'sqlite', include: ['test/unit/**/*.test.ts', 'test/integration/**/*.test.ts'], exclude: ['test/integration/fleet.*.test.ts', 'test/integration/store.pg-*.test.ts'] },
       },
       {
         extends: true,
