@@ -30,6 +30,7 @@ const POSTGRES_SUITE = [
   'test/integration/scheduler.kill.test.ts',
   'test/integration/scheduler.leader.test.ts',
   'test/integration/scheduler.shutdown.test.ts',
+  'test/integration/secrets.leak.test.ts',
   'test/integration/tasks.controls.test.ts',
   'test/integration/tasks.followup.test.ts',
   'test/integration/tasks.resume.test.ts',

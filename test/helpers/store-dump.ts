@@ -1,11 +1,14 @@
 import { readFileSync } from 'node:fs';
-import { isPostgres } from '../../main/store/db.js';
+import { join } from 'node:path';
+import { loadConfig } from '../../main/core/config.js';
+import { isPostgres, openDb, type Db } from '../../main/store/db.js';
+import { openPgDb, storeTarget } from '../../main/store/pg/open.js';
 import type { TestHome } from './env.js';
 
 /**
  * Everything a home's store holds, as text to search for a secret that must not be there.
  * SQLite: the database file's bytes (the WAL checkpointed into it first, free pages included).
- * PostgreSQL: every row of every table in the home's schema, byte columns as their raw bytes.
+ * PostgreSQL: every text and byte cell of every table in the home's schema.
  */
 export function storedText(h: TestHome): string {
   const db = h.engine.db;
@@ -13,13 +16,34 @@ export function storedText(h: TestHome): string {
     db.pragma('wal_checkpoint(TRUNCATE)');
     return readFileSync(h.engine.home.db).toString('latin1');
   }
-  const tables = db.prepare("SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'").all() as { name: string }[];
-  const out: string[] = [];
-  for (const { name } of tables) {
-    for (const row of db.prepare(`SELECT * FROM "${name}"`).all() as Record<string, unknown>[]) {
-      for (const v of Object.values(row)) out.push(Buffer.isBuffer(v) ? v.toString('latin1') : typeof v === 'string' ? v : JSON.stringify(v));
+  return storedCells(db)
+    .map((c) => c.text)
+    .join('\n');
+}
+
+/** A connection to the store of the home at `root` (its SQLite file read-only, or its PostgreSQL schema). */
+export function connectHome(root: string): Db {
+  const target = storeTarget(loadConfig(join(root, 'config.toml')));
+  return target ? openPgDb(target, root) : openDb({ path: join(root, 'lightworker.db'), readonly: true });
+}
+
+/** Every text or byte cell of every table (bytes as latin1), named `table.column`. */
+export function storedCells(db: Db): { where: string; text: string }[] {
+  const columns = isPostgres(db)
+    ? (db
+        .prepare(
+          `SELECT table_name AS t, column_name AS c FROM information_schema.columns
+           WHERE table_schema = current_schema() AND data_type IN ('text', 'bytea') ORDER BY table_name, ordinal_position`,
+        )
+        .all() as { t: string; c: string }[])
+    : (db.prepare(`SELECT m.name AS t, p.name AS c FROM sqlite_master m, pragma_table_info(m.name) p WHERE m.type = 'table' ORDER BY m.name, p.cid`).all() as { t: string; c: string }[]);
+  if (columns.length === 0) throw new Error('the store has no tables: wrong home or schema?');
+  const cells: { where: string; text: string }[] = [];
+  for (const { t, c } of columns) {
+    for (const { v } of db.prepare(`SELECT "${c}" AS v FROM "${t}" WHERE "${c}" IS NOT NULL`).all() as { v: unknown }[]) {
+      if (typeof v === 'string') cells.push({ where: `${t}.${c}`, text: v });
+      else if (Buffer.isBuffer(v)) cells.push({ where: `${t}.${c}`, text: v.toString('latin1') });
     }
   }
-  if (tables.length === 0) throw new Error('the PostgreSQL schema holds no tables: wrong search_path?');
-  return out.join('\n');
+  return cells;
 }
