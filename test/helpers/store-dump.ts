@@ -21,10 +21,10 @@ export function storedText(h: TestHome): string {
     .join('\n');
 }
 
-/** A connection to the store of the home at `root` (its SQLite file read-only, or its PostgreSQL schema). */
+/** A connection to the store of the home at `root` (its SQLite file or its PostgreSQL schema), as another process has. */
 export function connectHome(root: string): Db {
   const target = storeTarget(loadConfig(join(root, 'config.toml')));
-  return target ? openPgDb(target, root) : openDb({ path: join(root, 'lightworker.db'), readonly: true });
+  return target ? openPgDb(target, root) : openDb({ path: join(root, 'lightworker.db') });
 }
 
 /** Every text or byte cell of every table (bytes as latin1), named `table.column`. */
