@@ -39,19 +39,36 @@ if (args.length === 1 && (args[0] === '--version' || args[0] === '-V')) {
  * them) and a cache never meets another build's code.
  */
 function cacheFileOf(bundle, cacheDir) {
+  return join(cacheDir, `${buildPrefixOf(bundle)}${process.versions.v8}-${process.arch}${flagsTag()}.bin`);
+}
+
+function buildPrefixOf(bundle) {
   const st = statSync(bundle);
-  return join(cacheDir, `cli-${st.size}-${Math.trunc(st.mtimeMs)}-${process.versions.v8}-${process.arch}.bin`);
+  return `cli-${st.size}-${Math.trunc(st.mtimeMs)}-`;
+}
+
+/**
+ * V8 refuses a cache made under other flags (a leader runs with LEADER_V8_FLAGS, scheduler/background.ts): one
+ * cache per set of Node flags, or a leader and the next CLI call would each reject and rewrite the other's.
+ */
+function flagsTag() {
+  if (!process.execArgv.length) return '';
+  // FNV-1a: loading node:crypto for this would cost every start more than the hash is worth.
+  let h = 0x811c9dc5;
+  for (const c of process.execArgv.join('\0')) h = Math.imul(h ^ c.charCodeAt(0), 0x01000193) >>> 0;
+  return `-${h.toString(16).padStart(8, '0')}`;
 }
 
 /** Save the cache (whole file, then rename: parallel runs may race) and drop other builds' caches. */
-function writeCache(script, file) {
+function writeCache(script, file, bundle) {
   try {
     mkdirSync(dirname(file), { recursive: true });
     const tmp = `${file}.${process.pid}.tmp`;
     writeFileSync(tmp, script.createCachedData());
     renameSync(tmp, file);
+    const current = buildPrefixOf(bundle);
     for (const old of readdirSync(dirname(file))) {
-      if (old.startsWith('cli-') && join(dirname(file), old) !== file && !old.endsWith('.tmp')) rmSync(join(dirname(file), old), { force: true });
+      if (old.startsWith('cli-') && !old.startsWith(current) && !old.endsWith('.tmp')) rmSync(join(dirname(file), old), { force: true });
     }
   } catch {
     // A read-only install runs without a cache: slower, never wrong.
@@ -60,7 +77,11 @@ function writeCache(script, file) {
 
 /** Run `bundle` as the main CommonJS module, compiled from (and, when missing or refused, into) the cache. */
 function runCached(bundle, cacheDir) {
-  const source = readFileSync(bundle, 'utf8');
+  // Wrapped as bytes, decoded once: a 1.6 MB string goes straight to V8's old generation, so concatenating
+  // two (the file, then Module.wrap's copy) left one as garbage until a major GC, which a leader may not run
+  // for its whole life (+1.6 MiB peak heap, issue 13). A Buffer's memory goes with the next minor GC.
+  const [head, tail] = Module.wrap('\0').split('\0');
+  const source = Buffer.concat([Buffer.from(head), readFileSync(bundle), Buffer.from(tail)]).toString('utf8');
   let cacheFile;
   let cachedData;
   try {
@@ -69,14 +90,14 @@ function runCached(bundle, cacheDir) {
   } catch {
     cachedData = undefined;
   }
-  const script = new vm.Script(Module.wrap(source), {
+  const script = new vm.Script(source, {
     filename: bundle,
     cachedData,
     // The bundle's one import() (`vite`, when `serve` finds no built console: rare, as a checkout builds it
     // first) loads through Node's own loader; Node 20 calls that experimental and warns once if it happens.
     importModuleDynamically: vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER,
   });
-  if (cacheFile && (!cachedData || script.cachedDataRejected)) process.once('exit', () => writeCache(script, cacheFile));
+  if (cacheFile && (!cachedData || script.cachedDataRejected)) process.once('exit', () => writeCache(script, cacheFile, bundle));
   const mod = new Module(bundle, null);
   mod.filename = bundle;
   mod.paths = Module._nodeModulePaths(dirname(bundle));

@@ -19,9 +19,19 @@ export function callerDepth(): number {
   return Number.isInteger(d) && d >= 0 ? d : 0;
 }
 
-/** Open the home, run `fn` with a command caller, close. */
-export async function withEngine<T>(cmd: Command, fn: (call: (name: string, input?: unknown) => Promise<any>, ctx: CommandContext) => Promise<T>): Promise<T> {
-  const engine = new Engine({ home: globals(cmd).home });
+/** Open the home, run `fn` with a command caller, close. `onOpenError` answers instead when the home cannot be opened. */
+export async function withEngine<T>(
+  cmd: Command,
+  fn: (call: (name: string, input?: unknown) => Promise<any>, ctx: CommandContext) => Promise<T>,
+  onOpenError?: (err: unknown) => T,
+): Promise<T> {
+  let engine: Engine;
+  try {
+    engine = new Engine({ home: globals(cmd).home });
+  } catch (err) {
+    if (onOpenError) return onOpenError(err);
+    throw err;
+  }
   const ctx: CommandContext = { engine, face: 'cli', depth: callerDepth() };
   try {
     // `any`: each call site knows the command's output shape; the table is deliberately untyped by name.

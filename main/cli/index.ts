@@ -16,6 +16,7 @@ import { registerGatewayCommands, registerWorkerCommands } from './workers.js';
 import { registerCachelabCommands } from './cachelab.js';
 import { registerConversationCommands } from './conversation.js';
 import { registerSettingsCommands } from './settings.js';
+import { registerFleetCommand } from './fleet.js';
 
 /** The version in package.json: the one number `npm pack` and bin/lightworker.js's fast `--version` use too. */
 function packageVersion(): string {
@@ -54,6 +55,7 @@ export function buildProgram(): Command {
   registerTeamCommands(program);
   registerConversationCommands(program);
   registerSettingsCommands(program);
+  registerFleetCommand(program);
   for (const c of program.commands) c.exitOverride();
   return program;
 }

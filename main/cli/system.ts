@@ -6,7 +6,8 @@ import { Engine } from '../engine.js';
 import type { EventRow } from '../store/events.js';
 import { globals, withEngine } from './context.js';
 import { err, out, printJson } from './output.js';
-import { AppError } from '../core/errors.js';
+import { AppError, isAppError } from '../core/errors.js';
+import { redactText } from '../core/redact.js';
 import { parseIntOption } from './tasks.js';
 import { commandText, formatDuration } from './verification.js';
 import { followEvents, type FollowOptions } from '../lib/follow.js';
@@ -51,6 +52,26 @@ async function followUntilSignal(engine: Engine, opts: FollowOptions, print: (e:
   process.exitCode = 0;
 }
 
+interface DoctorReport {
+  ok: boolean;
+  checks: DoctorCheck[];
+}
+
+/**
+ * The home could not be opened (an unreachable PostgreSQL server, an invalid config.toml or store
+ * setting, a schema from a newer LightWorker): doctor still answers, with that as its failed check.
+ */
+function openFailure(e: unknown): DoctorReport {
+  if (!isAppError(e)) throw e;
+  const config = e.code === 'invalid_input';
+  const fix = config
+    ? 'fix the setting the message names (config.toml, or LIGHTWORKER_DATABASE_URL)'
+    : e.code === 'unavailable'
+      ? 'start the PostgreSQL server, or point LIGHTWORKER_DATABASE_URL / [store] at one that runs'
+      : undefined;
+  return { ok: false, checks: [{ name: config ? 'config' : 'database', ok: false, detail: redactText(e.message), fix }] };
+}
+
 export function registerSystemCommands(program: Command): void {
   program
     .command('init')
@@ -71,12 +92,10 @@ export function registerSystemCommands(program: Command): void {
     .description('check git, node, home, database, disk, workers')
     .option('--json')
     .action(async (o, cmd: Command) => {
-      await withEngine(cmd, async (call) => {
-        const r = (await call('run_doctor', {})) as { ok: boolean; checks: DoctorCheck[] };
-        if (o.json) printJson(r);
-        else for (const c of r.checks) out(`${c.ok ? 'ok  ' : c.optional ? 'warn' : 'FAIL'}  ${c.name.padEnd(20)} ${c.detail}${!c.ok && c.fix ? `\n      fix: ${c.fix}` : ''}`);
-        if (!r.ok) process.exitCode = 1;
-      });
+      const r = await withEngine(cmd, async (call) => (await call('run_doctor', {})) as DoctorReport, openFailure);
+      if (o.json) printJson(r);
+      else for (const c of r.checks) out(`${c.ok ? 'ok  ' : c.optional ? 'warn' : 'FAIL'}  ${c.name.padEnd(20)} ${c.detail}${!c.ok && c.fix ? `\n      fix: ${c.fix}` : ''}`);
+      if (!r.ok) process.exitCode = 1;
     });
 
   program

@@ -34,9 +34,10 @@ function taskLine(t: Task): string[] {
   return [t.id, t.status, t.kind, t.worker, ago(t.createdAt), t.name];
 }
 
-export function printTask(t: Task & { waitingOn?: string[]; needs?: NeedsInput }, verification?: VerificationSummary | null, route?: RouteRecord | null): void {
+export function printTask(t: Task & { waitingOn?: string[]; waitingFor?: string; needs?: NeedsInput }, verification?: VerificationSummary | null, route?: RouteRecord | null): void {
   const lines = [
     `${t.id}  ${t.status}${t.waitingOn?.length ? ` (waiting on approval of ${t.waitingOn.join(', ')})` : ''}`,
+    ...(t.waitingFor ? [`waiting:    ${t.waitingFor}`] : []),
     ...(t.needs ? [`needs:      ${t.needs.kind} — ${t.needs.asks}  (lightworker answer ${t.id} ${t.needs.kind === 'permission' ? '--allow | --deny' : '"…"'})`] : []),
     `name:       ${t.name}`,
     `kind:       ${t.kind}   mode: ${t.mode}   worker: ${t.worker}${t.model ? `   model: ${t.model}` : ''}${t.reasoningEffort ? `   effort: ${t.reasoningEffort}` : ''}`,

@@ -7,10 +7,10 @@ import { connect } from 'node:net';
 import { z } from 'zod';
 import { isWritable } from '../core/home.js';
 import { currentLease } from '../scheduler/lease.js';
-import { SCHEMA_VERSION, schemaVersion } from '../store/db.js';
 import { allWorkerNames, resolveAdapter } from '../workers/registry.js';
 import { defineCommand, type CommandContext } from './table.js';
 import { workerAuth } from './workers.js';
+import { describeStore, fleetStatus, NO_LEADER, type StoreInfo } from './fleet.js';
 
 export interface DoctorCheck {
   name: string;
@@ -35,14 +35,7 @@ function baseChecks(ctx: CommandContext): DoctorCheck[] {
   const home = ctx.engine.home.root;
   const writable = isWritable(home);
   checks.push({ name: 'home', ok: writable, detail: `${home} ${writable ? 'is writable' : 'is not writable'}`, fix: writable ? undefined : 'fix permissions or set LIGHTWORKER_HOME' });
-  try {
-    const quick = ctx.engine.db.pragma('quick_check', { simple: true }) as string;
-    const v = schemaVersion(ctx.engine.db);
-    const ok = quick === 'ok' && v === SCHEMA_VERSION;
-    checks.push({ name: 'database', ok, detail: `${ctx.engine.home.db}: quick_check ${quick}, schema ${v}/${SCHEMA_VERSION}`, fix: ok ? undefined : 'restore the database from a backup' });
-  } catch (err) {
-    checks.push({ name: 'database', ok: false, detail: (err as Error).message, fix: 'restore the database from a backup' });
-  }
+  checks.push(storeCheck(ctx));
   try {
     const s = statfsSync(home);
     const free = s.bavail * s.bsize;
@@ -59,6 +52,52 @@ function baseChecks(ctx: CommandContext): DoctorCheck[] {
     checks.push({ name: 'disk', ok: false, detail: (err as Error).message });
   }
   return checks;
+}
+
+const SOURCE_TEXT: Record<string, string> = {
+  LIGHTWORKER_DATABASE_URL: 'from LIGHTWORKER_DATABASE_URL',
+  'store.url_file': 'from the file store.url_file names',
+  'store.url': 'from store.url in config.toml',
+};
+
+/**
+ * The store: the SQLite file (integrity quick_check) or the PostgreSQL server (reachable: the engine
+ * opened it), and its schema version. The PostgreSQL URL is shown without its password.
+ */
+function storeCheck(ctx: CommandContext): DoctorCheck {
+  const fix = 'restore the database from a backup';
+  try {
+    const store = describeStore(ctx.engine);
+    const quick = ctx.engine.db.pragma('quick_check', { simple: true }) as string;
+    const current = store.schemaVersion === store.expectedSchemaVersion;
+    const ok = quick === 'ok' && current;
+    const schema = `schema ${store.schemaVersion}/${store.expectedSchemaVersion}`;
+    if (store.kind === 'sqlite') return { name: 'database', ok, detail: `SQLite ${store.label}: quick_check ${quick}, ${schema}`, fix: ok ? undefined : fix };
+    const from = store.source ? ` (${SOURCE_TEXT[store.source] ?? store.source})` : '';
+    return { name: 'database', ok, detail: `PostgreSQL ${store.label}${from}: reachable, ${schema}`, fix: ok ? undefined : 'upgrade LightWorker on every host of the fleet to the same version' };
+  } catch (err) {
+    return { name: 'database', ok: false, detail: (err as Error).message, fix };
+  }
+}
+
+/**
+ * The fleet's runners (PostgreSQL, or any runner registered): how many are live or lost, and queued
+ * work for repositories no live runner serves (a warning: it waits until such a runner starts).
+ */
+function fleetCheck(ctx: CommandContext, store: StoreInfo): DoctorCheck | null {
+  const f = fleetStatus(ctx.engine);
+  if (store.kind === 'sqlite' && f.runners.length === 0) return null;
+  const r = f.summary.runners;
+  const detail = `${r.active} runner${r.active === 1 ? '' : 's'} active, ${r.lost} lost; ${f.summary.tasks.running} tasks running, ${f.summary.tasks.queued} queued`;
+  const unserved = f.summary.unservedRepos;
+  if (!unserved.length) return { name: 'fleet', ok: true, detail };
+  return {
+    name: 'fleet',
+    ok: false,
+    optional: true,
+    detail: `${detail}; ${unserved.map((u) => `${u.queued} queued for ${u.repoKey}`).join(', ')}: no live runner serves ${unserved.length === 1 ? 'it' : 'them'}`,
+    fix: `start \`lightworker run\` on a host whose [fleet] repos names ${unserved.map((u) => u.repoKey).join(', ')}`,
+  };
 }
 
 /**
@@ -87,7 +126,7 @@ function leaderCheck(ctx: CommandContext): DoctorCheck {
   const lease = currentLease(ctx.engine.db);
   const now = Date.now();
   if (!lease || lease.expiresAt <= now) {
-    return { name: 'scheduler', ok: true, detail: 'no process leads this home; tasks run once `lightworker run`, `serve`, the app or an MCP session starts one' };
+    return { name: 'scheduler', ok: true, detail: NO_LEADER };
   }
   return { name: 'scheduler', ok: true, detail: `led by pid ${lease.pid} on ${lease.hostname ?? '?'} (heartbeat ${Math.max(0, Math.round((now - lease.heartbeatAt) / 100) / 10)} s ago)` };
 }
@@ -162,8 +201,16 @@ export const runDoctor = defineCommand({
     const checks = baseChecks(ctx);
     checks.push(configCheck(ctx));
     checks.push(leaderCheck(ctx));
+    let store: StoreInfo | null = null;
+    try {
+      store = describeStore(ctx.engine);
+      const fleet = fleetCheck(ctx, store);
+      if (fleet) checks.push(fleet);
+    } catch (err) {
+      checks.push({ name: 'fleet', ok: false, detail: (err as Error).message });
+    }
     const [workers, gateways] = await Promise.all([workerChecks(ctx), gatewayChecks(ctx)]);
     checks.push(...workers, ...gateways);
-    return { ok: checks.every((c) => c.ok || c.optional), checks };
+    return { ok: checks.every((c) => c.ok || c.optional), checks, store };
   },
 });

@@ -4,6 +4,7 @@ import { DIFF_CAP_BYTES, taskDiff } from '../isolation/diff.js';
 import { openInEditor } from '../isolation/editor.js';
 import { pruneWorkspaces } from '../isolation/prune.js';
 import { requireTask } from '../store/tasks.js';
+import { requireTaskHere } from '../scheduler/fleet.js';
 import { TASK_ID } from '../tasks/schema.js';
 import { defineCommand, FACE_LABELS, requirePersonOrAllowed } from './table.js';
 
@@ -23,6 +24,7 @@ export const acceptTaskCommand = defineCommand({
   readOnly: false,
   async handler(ctx, input) {
     requirePersonOrAllowed(ctx, 'accept_task');
+    requireTaskHere(ctx.engine.db, ctx.engine.config, requireTask(ctx.engine.db, input.id), 'accept');
     const by = FACE_LABELS[ctx.face];
     const r = await acceptTask(ctx.engine, input.id, { branch: input.branch, unverified: input.unverified, by });
     return { task: r.task, commit: r.commit, branch: r.branch, files: r.files, ...(r.copiedTo ? { copiedTo: r.copiedTo } : {}) };
@@ -43,6 +45,7 @@ export const getTaskDiff = defineCommand({
   }),
   readOnly: true,
   async handler(ctx, input) {
+    requireTaskHere(ctx.engine.db, ctx.engine.config, requireTask(ctx.engine.db, input.id), 'diff');
     return taskDiff(ctx.engine, input.id, input.max_bytes);
   },
 });

@@ -50,6 +50,7 @@ export const COMMAND_NAMES = [
   'accept_team',
   'handoff_task',
   'cancel_team',
+  'fleet_status',
 ] as const;
 
 export type CommandName = (typeof COMMAND_NAMES)[number];

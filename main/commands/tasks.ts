@@ -12,18 +12,25 @@ import { summarizeTask, type NeedsInput, type TaskSummary } from '../tasks/summa
 import { withNeeds } from '../requests/needs.js';
 import { STATUSES, type Task } from '../tasks/types.js';
 import { takeWithin } from './answer-budget.js';
+import { isPostgres } from '../store/db.js';
+import { fleetWaitingFor } from '../scheduler/fleet.js';
 import { defineCommand, FACE_LABELS, requirePersonOrAllowed, type CommandContext } from './table.js';
 
 function byWho(ctx: CommandContext): string {
   return FACE_LABELS[ctx.face];
 }
 
-export type PresentedTask = Task & { waitingOn?: string[]; needs?: NeedsInput };
+export type PresentedTask = Task & { waitingOn?: string[]; waitingFor?: string; needs?: NeedsInput };
 
-/** A task as shown to callers: plus `waitingOn` when something upstream needs approval, `needs` when it asks a person. */
+/**
+ * A task as shown to callers: plus `waitingOn` when something upstream needs approval, `waitingFor` when
+ * no runner of the fleet can run it, `needs` when it asks a person.
+ */
 export function presentTask(ctx: CommandContext, t: Task): PresentedTask {
   const w = upstreamApprovals(ctx, t);
-  const shown: PresentedTask = w.length ? { ...t, waitingOn: w } : t;
+  let shown: PresentedTask = w.length ? { ...t, waitingOn: w } : t;
+  const unserved = t.status === 'queued' && isPostgres(ctx.engine.db) ? fleetWaitingFor(ctx.engine.db, t.id) : null;
+  if (unserved) shown = { ...shown, waitingFor: unserved };
   return t.status === 'waiting_input' || t.status === 'paused' ? withNeeds(ctx.engine, shown) : shown;
 }
 

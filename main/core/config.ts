@@ -1,4 +1,5 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { isAbsolute } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import { z } from 'zod';
 import { AppError } from './errors.js';
@@ -96,6 +97,23 @@ const requestRuleSchema = z.strictObject({
   permission: z.enum(['ask', 'deny']).optional(),
   question: z.enum(['ask', 'deny']).optional(),
 });
+
+/** `scheme://user:password@…`: a remote URL carrying credentials. */
+const URL_CREDENTIALS = /^([a-z][a-z0-9+.-]*:\/\/)[^/@]*:[^/@]*@/i;
+
+/**
+ * `[fleet] repos`: each repository's identity (a name or remote URL) → an absolute local path. The
+ * identity is stored with every task and runner, so it may not carry credentials; the message names such
+ * an entry with its credentials cut out, never quoting them.
+ */
+function checkFleetRepos(repos: Record<string, string>, ctx: z.RefinementCtx): void {
+  for (const [key, path] of Object.entries(repos)) {
+    const shown = JSON.stringify(key.replace(URL_CREDENTIALS, '$1…@').slice(0, 200));
+    if (URL_CREDENTIALS.test(key)) ctx.addIssue({ code: 'custom', message: `${shown}: must not contain credentials (a name or a remote URL without user:password@)` });
+    else if (!key.length || key.length > 500 || /\s/.test(key)) ctx.addIssue({ code: 'custom', message: `${shown}: expected a repository name or remote URL (1-500 characters, no spaces)` });
+    else if (!isAbsolute(path) || path.length > 4096) ctx.addIssue({ code: 'custom', message: `${shown}: the local path must be absolute, got ${JSON.stringify(path.slice(0, 200))}` });
+  }
+}
 
 export const configSchema = z.strictObject({
   scheduler: z
@@ -212,7 +230,7 @@ export const configSchema = z.strictObject({
         .string()
         .max(2000)
         .regex(/^postgres(ql)?:\/\//, 'expected a postgres:// URL')
-        .refine((u) => !/^postgres(ql)?:\/\/[^/@]*:[^/@]*@/.test(u), 'must not contain a password (use PGPASSWORD, LIGHTWORKER_DATABASE_URL or store.url_file)')
+        .refine((u) => !/^postgres(ql)?:\/\/[^/@]*:[^/@]*@/.test(u) && !/[?&]password=/i.test(u), 'must not contain a password (use PGPASSWORD, LIGHTWORKER_DATABASE_URL or store.url_file)')
         .optional(),
       url_file: z.string().min(1).max(4096).optional(),
       /** The PostgreSQL schema holding LightWorker's tables (several fleets can share one database). */
@@ -222,8 +240,10 @@ export const configSchema = z.strictObject({
   /** This runner's part of a fleet (PostgreSQL store only). */
   fleet: z
     .strictObject({
+      /** This host's id in the fleet (default: the machine's hostname; LIGHTWORKER_HOST_ID overrides). */
+      host_id: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/, 'letters, digits, . _ - (up to 63)').optional(),
       /** Repositories this host serves: a stable name (or a remote URL) → its local path. */
-      repos: z.record(z.string().min(1).max(500), z.string().min(1).max(4096)).default({}),
+      repos: z.record(z.string(), z.string()).superRefine(checkFleetRepos).default({}),
       /** Tasks running at once across the whole fleet (each runner still has scheduler.max_concurrency slots). */
       max_concurrency: z.number().int().min(1).max(100_000).default(64),
       /** A runner whose heartbeat is older than this is lost: any other runner orphans its tasks. */
@@ -384,6 +404,7 @@ requests = true                 # a task's question or permission request
 # url_file = "/etc/lightworker/database-url"                   # a file holding the whole URL
 # schema = "lightworker"
 # [fleet]
+# host_id = "build-box-1"     # this host in the fleet (default: its hostname)
 # repos = { "github.com/acme/api" = "/srv/src/api" }           # repositories this host runs tasks for
 # max_concurrency = 64        # tasks running at once across the fleet
 # lease_ttl_ms = 10000        # a runner silent this long is lost; its tasks are orphaned

@@ -174,11 +174,15 @@ function toSnapshot(r: RawSnapshot): SnapshotRow {
   };
 }
 
-export function listSnapshots(db: Db, repo?: string): SnapshotRow[] {
+/**
+ * Snapshot rows, newest use first. `under`: only those whose path lies there (a fleet's store holds every
+ * host's snapshots; a host sees and sweeps only its own home's).
+ */
+export function listSnapshots(db: Db, repo?: string, under?: string): SnapshotRow[] {
   const rows = repo
     ? (db.prepare('SELECT * FROM snapshots WHERE repo = ? ORDER BY used_at DESC').all(repo) as RawSnapshot[])
     : (db.prepare('SELECT * FROM snapshots ORDER BY used_at DESC').all() as RawSnapshot[]);
-  return rows.map(toSnapshot);
+  return rows.filter((r) => under === undefined || r.path.startsWith(under)).map(toSnapshot);
 }
 
 export function getSnapshot(db: Db, id: string): SnapshotRow | null {
@@ -190,9 +194,10 @@ export function getSnapshot(db: Db, id: string): SnapshotRow | null {
  * Take a free snapshot of `repo` for `taskId` (call inside a write transaction): one already holding
  * `stateCommit` if any, else the least recently used free one (it will be moved to the new state).
  */
-export function claimFreeSnapshot(db: Db, repo: string, stateCommit: string, taskId: string, owner: { pid: number; start: string | null }, now = Date.now()): SnapshotRow | null {
-  const exact = db.prepare(`SELECT * FROM snapshots WHERE repo = ? AND state = 'free' AND state_commit = ? LIMIT 1`).get(repo, stateCommit) as RawSnapshot | undefined;
-  const any = exact ?? (db.prepare(`SELECT * FROM snapshots WHERE repo = ? AND state = 'free' ORDER BY used_at ASC LIMIT 1`).get(repo) as RawSnapshot | undefined);
+export function claimFreeSnapshot(db: Db, repo: string, stateCommit: string, taskId: string, owner: { pid: number; start: string | null }, now = Date.now(), under = ''): SnapshotRow | null {
+  // `under`: this home's snapshot folder (in a fleet, another host's snapshot of the same path is not here).
+  const exact = db.prepare(`SELECT * FROM snapshots WHERE repo = ? AND state = 'free' AND state_commit = ? AND substr(path, 1, ?) = ? LIMIT 1`).get(repo, stateCommit, under.length, under) as RawSnapshot | undefined;
+  const any = exact ?? (db.prepare(`SELECT * FROM snapshots WHERE repo = ? AND state = 'free' AND substr(path, 1, ?) = ? ORDER BY used_at ASC LIMIT 1`).get(repo, under.length, under) as RawSnapshot | undefined);
   if (!any) return null;
   db.prepare(`UPDATE snapshots SET state = 'in_use', task_id = ?, owner_pid = ?, owner_start = ?, uses = uses + 1, used_at = ? WHERE id = ? AND state = 'free'`).run(
     taskId,

@@ -1,5 +1,5 @@
-import { spawn } from 'node:child_process';
 import { AppError } from '../core/errors.js';
+import { spawnProcess } from '../runner/spawner.js';
 
 /** Result of one git invocation that was allowed to fail. */
 export interface GitResult {
@@ -34,13 +34,14 @@ function gitEnv(extra: Record<string, string> = {}): Record<string, string> {
 const MAX_OUTPUT = 256 * 1024 * 1024;
 
 /**
- * Run git with an argv array in `cwd`; never throws for a non-zero exit. Plain `child_process.spawn`
- * (no execa: its wrapper cost ~2 ms per call on the leader's event loop and 14 MiB of heap, issue 13).
+ * Run git with an argv array in `cwd`; never throws for a non-zero exit. Plain spawn (no execa: its wrapper
+ * cost ~2 ms per call on the leader's event loop and 14 MiB of heap, issue 13), forked by the spawner helper in
+ * a leader (runner/spawner.ts).
  */
 export function gitTry(cwd: string, args: string[], opts: GitOptions = {}): Promise<GitResult> {
   return new Promise((resolve, reject) => {
     const fail = (why: string) => reject(new AppError('git_failed', `git ${args[0]} could not run in ${cwd}: ${why}`));
-    const child = spawn('git', args, { cwd, env: gitEnv(opts.env), stdio: [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'], shell: false });
+    const { child } = spawnProcess({ command: 'git', args, cwd, env: gitEnv(opts.env), detached: false, stdin: opts.input !== undefined, identity: false });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     let size = 0;

@@ -20,7 +20,7 @@ export interface SnapshotSweepPlan {
  */
 export function planSnapshotSweep(engine: Engine, opts: { ttlHours?: number; now?: number; orphans?: boolean }): SnapshotSweepPlan[] {
   const now = opts.now ?? Date.now();
-  const rows = listSnapshots(engine.db);
+  const rows = listSnapshots(engine.db, undefined, snapshotsRoot(engine) + sep);
   const plans: SnapshotSweepPlan[] = [];
   for (const r of rows) {
     let reason: string | null = null;
@@ -57,7 +57,7 @@ export function planSnapshotSweep(engine: Engine, opts: { ttlHours?: number; now
         path: join(dir, 'store.git'),
         reason: 'snapshot store with no snapshot left',
         run: () => {
-          if (!listSnapshots(engine.db).some((r) => r.path.startsWith(dir + sep))) rmSync(join(dir, 'store.git'), { recursive: true, force: true });
+          if (!listSnapshots(engine.db, undefined, snapshotsRoot(engine) + sep).some((r) => r.path.startsWith(dir + sep))) rmSync(join(dir, 'store.git'), { recursive: true, force: true });
         },
       });
   }

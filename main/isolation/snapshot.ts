@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, sep } from 'node:path';
 import { newId, newToken } from '../core/ids.js';
 import type { Engine } from '../engine.js';
 import { processStartTime } from '../runner/process.js';
@@ -240,7 +240,7 @@ export async function acquireSnapshot(engine: Engine, task: Task, repo: string):
   const stateCommit = state.commit;
   const t1 = performance.now();
   const owner = { pid: process.pid, start: processStartTime(process.pid) };
-  let row = engine.write(() => claimFreeSnapshot(engine.db, repo, stateCommit, task.id, owner));
+  let row = engine.write(() => claimFreeSnapshot(engine.db, repo, stateCommit, task.id, owner, Date.now(), snapshotsRoot(engine) + sep));
   let reuse: SnapshotLease['reuse'] = 'new';
   if (row && row.stateCommit === stateCommit && gitDirFingerprint(row.path) === row.gitHash) reuse = 'exact';
   else if (row && gitDirFingerprint(row.path) === row.gitHash) {
@@ -307,7 +307,7 @@ export async function releaseSnapshot(engine: Engine, lease: SnapshotLease, task
       const st = await git(row.path, inSnapshot(row.path, ['--no-optional-locks', 'status', '--porcelain=v1', '-z', '--untracked-files=all', '--ignored=traditional']), { raw: true });
       discarded = splitZ(st).map((r) => r.slice(3));
       const head = await gitTry(row.path, inSnapshot(row.path, ['rev-parse', '--verify', '--quiet', 'HEAD']));
-      const free = listSnapshots(engine.db, row.repo).filter((s) => s.state === 'free').length;
+      const free = listSnapshots(engine.db, row.repo, snapshotsRoot(engine) + sep).filter((s) => s.state === 'free').length;
       if (free < engine.config.isolation.snapshot_pool) {
         if (discarded.length || head.stdout.trim() !== row.stateCommit) {
           await git(row.path, inSnapshot(row.path, ['checkout', '-q', '--force', '--detach', row.stateCommit!]));

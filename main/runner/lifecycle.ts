@@ -1,8 +1,9 @@
-import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { realpathSync } from 'node:fs';
 import type { Readable } from 'node:stream';
-import { descendantsIn, environOf, isSameProcess, listProcesses, markPids, pidExists, pidsHandedOutSince, processStartTime, sleep, type PidMark } from './process.js';
+import { descendantsIn, environOf, isSameProcess, listProcesses, pidExists, pidsHandedOutSince, sleep, type PidMark } from './process.js';
+import { spawnProcess, type ChildLike } from './spawner.js';
 
 /**
  * The one owner of every process tree LightWorker starts (worker turns, setup and verify commands):
@@ -270,27 +271,18 @@ export const DRAIN_MS = 500;
  */
 export async function runTree(command: string, args: string[], opts: RunTreeOptions): Promise<TreeEnd> {
   const started = Date.now();
-  const pidsSince = markPids();
-  const child = spawn(command, args, {
-    cwd: opts.cwd,
-    env: opts.env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: process.platform !== 'win32',
-    windowsHide: true,
-    shell: false,
-  });
+  const { child, ready } = spawnProcess({ command, args, cwd: opts.cwd, env: opts.env, detached: process.platform !== 'win32', stdin: false, identity: true });
   const exited = exitOf(child);
-  const pid = child.pid ?? -1;
-  const tree: Tree = { pid, startTime: null, marker: markerOf(opts.env) };
-  let hookError: unknown = null;
-  if (pid > 0) tree.startTime = processStartTime(pid);
-  // Everything this run starts is younger than its leader: a sweep need not read older processes' environments.
-  if (tree.startTime !== null && process.platform === 'linux') tree.markerSince = Number(tree.startTime);
-  if (tree.markerSince !== undefined && pidsSince) tree.pidsSince = pidsSince;
   if (opts.onStdout) child.stdout?.on('data', opts.onStdout);
   else child.stdout?.resume();
   if (opts.onStderr) child.stderr?.on('data', opts.onStderr);
   else child.stderr?.resume();
+  const { pid, startTime, pidsSince } = await ready;
+  const tree: Tree = { pid, startTime, marker: markerOf(opts.env) };
+  let hookError: unknown = null;
+  // Everything this run starts is younger than its leader: a sweep need not read older processes' environments.
+  if (tree.startTime !== null && process.platform === 'linux') tree.markerSince = Number(tree.startTime);
+  if (tree.markerSince !== undefined && pidsSince) tree.pidsSince = pidsSince;
 
   let timedOut = false;
   let aborted: string | null = null;
@@ -325,7 +317,7 @@ export async function runTree(command: string, args: string[], opts: RunTreeOpti
   return { ...end, pid, timedOut, aborted, durationMs };
 }
 
-function exitOf(child: ChildProcess): Promise<{ exitCode: number | null; exitSignal: NodeJS.Signals | null; spawnError: string | null }> {
+function exitOf(child: ChildLike): Promise<{ exitCode: number | null; exitSignal: NodeJS.Signals | null; spawnError: string | null }> {
   return new Promise((resolve) => {
     // A failed spawn is the only 'error' that matters here; later ones (none expected) must not crash.
     child.on('error', (e) => resolve({ exitCode: null, exitSignal: null, spawnError: e.message }));
@@ -334,7 +326,7 @@ function exitOf(child: ChildProcess): Promise<{ exitCode: number | null; exitSig
 }
 
 /** Wait for both pipes to end, at most `ms` (what the process wrote before exiting is already there). */
-async function drain(child: ChildProcess, ms: number): Promise<void> {
+async function drain(child: ChildLike, ms: number): Promise<void> {
   const ended = (s: Readable | null) =>
     !s || s.readableEnded || s.destroyed ? Promise.resolve() : new Promise<void>((r) => (s.once('end', r), s.once('close', r)));
   let timer: NodeJS.Timeout | undefined;

@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
+import { linuxStartTime, markPids, readProcNumber, statFields, type PidMark } from './fork-common.mjs';
 
 /**
  * Process-level primitives written once: identity by PID + start time (so a recycled PID is never
@@ -9,11 +10,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 /** Start time of a process as an opaque string (Linux: clock ticks since boot), or null if it is gone. */
 export function processStartTime(pid: number): string | null {
   if (process.platform === 'linux') {
-    try {
-      return statFields(readFileSync(`/proc/${pid}/stat`, 'utf8'))[19] ?? null;
-    } catch {
-      return null;
-    }
+    return linuxStartTime(pid);
   }
   try {
     const out = execFileSync('ps', ['-o', 'lstart=', '-p', String(pid)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
@@ -21,11 +18,6 @@ export function processStartTime(pid: number): string | null {
   } catch {
     return null;
   }
-}
-
-/** Fields of /proc/PID/stat after the command name (which may contain spaces): [state, ppid, pgrp, …]. */
-function statFields(stat: string): string[] {
-  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
 }
 
 /** True when `pid` exists (signal 0 reaches it, or it exists but belongs to someone else). */
@@ -93,30 +85,12 @@ export function listProcesses(pids?: readonly number[]): ProcEntry[] {
 }
 
 /** Where PID allocation stood at a moment: the last PID handed out and the system's fork count. */
-export interface PidMark {
-  pid: number;
-  forks: number;
-}
-
-function readNumber(path: string, pattern?: RegExp): number | null {
-  try {
-    const text = readFileSync(path, 'utf8');
-    const n = Number(pattern ? pattern.exec(text)?.[1] : text.trim());
-    return Number.isFinite(n) && n > 0 ? n : null;
-  } catch {
-    return null;
-  }
-}
+export type { PidMark };
 
 let pidMaxCache: number | null | undefined;
 
 /** Now, as a {@link PidMark}; null where /proc does not say (not Linux, hidden /proc). */
-export function markPids(): PidMark | null {
-  if (process.platform !== 'linux') return null;
-  const pid = readNumber('/proc/sys/kernel/ns_last_pid');
-  const forks = readNumber('/proc/stat', /^processes (\d+)$/m);
-  return pid && forks ? { pid, forks } : null;
-}
+export { markPids };
 
 /**
  * Every PID this PID namespace can have handed out since `since` (inclusive of its own), or null when
@@ -127,7 +101,7 @@ export function markPids(): PidMark | null {
  */
 export function pidsHandedOutSince(since: PidMark, maxCount = 512): number[] | null {
   const now = markPids();
-  pidMaxCache ??= readNumber('/proc/sys/kernel/pid_max');
+  pidMaxCache ??= readProcNumber('/proc/sys/kernel/pid_max');
   const pidMax = pidMaxCache;
   if (!now || !pidMax) return null;
   return pidRange(since, now, pidMax, maxCount);

@@ -25,6 +25,8 @@ import { parseResult, resultJsonSchema } from '../workers/result-schemas.js';
 import { recordPrompt } from '../cachelab/prompt-record.js';
 import { buildFollowUpPrompt, buildPrompt, buildRedirectPrompt, buildRepairPrompt, buildResumePrompt, freshAfterInterruptNote, freshFollowUpNote } from './prompt.js';
 import { treeMarkerEnv } from './lifecycle.js';
+import { useSpawner } from './spawner.js';
+import { trimHeap } from './heap-trim.js';
 import { runTurn, type TurnResult } from './turn.js';
 import { checkTurnForInput, MAX_DENIALS_PER_ATTEMPT, permissionServerFor, runBudget, stopForInput, WaitForInput } from './input-requests.js';
 
@@ -69,6 +71,8 @@ function eventPayload(e: NormalizedEvent): Record<string, unknown> {
  * is a compare-and-set; if the task was moved by someone else (orphaned on takeover), it stops quietly.
  */
 export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStatus> {
+  // Only a leader runs tasks: from here on its forks (worker turns, git) go through the spawner helper.
+  useSpawner();
   const { engine } = ctx;
   const stored = getTask(engine.db, taskId);
   if (!stored) return 'failed';
@@ -172,6 +176,7 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
   } finally {
     budget.dispose();
     await finishWorkspace(engine, task, ws);
+    trimHeap();
   }
 }
 

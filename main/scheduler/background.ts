@@ -6,10 +6,13 @@ import { withoutTreeMarker } from '../runner/lifecycle.js';
 
 /**
  * V8 flags of a leader LightWorker starts itself: young-generation semi-spaces capped at 2 MiB (V8 lets
- * them grow to 16 MiB under a drain's allocation rate). Measured on a 200-task drain: peak RSS 80 MiB
- * instead of 89–93, the same CPU (issue 13). V8 reads them only at process start.
+ * them grow to 16 MiB under a drain's allocation rate): peak RSS 80 MiB instead of 89–93; one V8 worker
+ * thread instead of four (each thread's malloc arena stays resident): −5 MiB; no optimizing compiler (its code
+ * in the node binary and its compile zones): −7 MiB, the same CPU — a leader's hot paths are SQLite, JSON, regular
+ * expressions and system calls; `gc()` for runner/heap-trim.ts (old-generation garbage collected at a task's end
+ * once it reaches 2 MiB): −2 to −3 MiB (issue 13, 200-task drain). V8 reads them only at process start.
  */
-export const LEADER_V8_FLAGS: readonly string[] = ['--max-semi-space-size=2'];
+export const LEADER_V8_FLAGS: readonly string[] = ['--max-semi-space-size=2', '--v8-pool-size=1', '--no-opt', '--expose-gc'];
 
 /** `process.execArgv` plus the leader flags it does not set itself (plain Node only: Electron gets none). */
 export function leaderExecArgv(execArgv: readonly string[] = process.execArgv): string[] {

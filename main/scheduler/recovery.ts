@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { Engine } from '../engine.js';
 import { removeStagedCredentials } from '../workers/credentials.js';
@@ -14,13 +15,24 @@ import { getTask } from '../store/tasks.js';
  * (PID + start time; see sweepTrees). All trees are swept together, so one grace covers them all.
  * Nothing is re-run; a retry is an explicit new attempt. Returns the ids it orphaned.
  */
-export async function recoverOrphans(engine: Engine, holder: string, graceMs: number): Promise<string[]> {
-  const rows = engine.db
-    .prepare(`SELECT id FROM tasks WHERE status IN ('starting', 'running', 'verifying') AND (runner_id IS NULL OR runner_id != ?)`)
-    .all(holder) as { id: string }[];
+export async function recoverOrphans(engine: Engine, holder: string, graceMs: number, lostRunners?: { id: string; host: string }[], here = hostname()): Promise<string[]> {
+  const rows = lostRunners
+    ? (engine.db
+        .prepare(`SELECT id FROM tasks WHERE status IN ('starting', 'running', 'verifying') AND runner_id IN (SELECT value FROM json_each(?))`)
+        .all(JSON.stringify(lostRunners.map((r) => r.id))) as { id: string }[])
+    : (engine.db
+        .prepare(`SELECT id FROM tasks WHERE status IN ('starting', 'running', 'verifying') AND (runner_id IS NULL OR runner_id != ?)`)
+        .all(holder) as { id: string }[]);
   const tasks = rows.map(({ id }) => getTask(engine.db, id)).filter((t): t is Task => t !== null);
-  const trees: Tree[] = tasks.map((t) => ({ pid: t.pid && t.pid > 0 ? t.pid : -1, startTime: t.pidStart, marker: treeMarkerEnv(engine.home.root, t.id, t.attempt) }));
-  const signalled = await sweepTrees(trees, graceMs);
+  // A fleet runner sweeps only trees of runners on its own host: a PID means nothing on another one.
+  const remote = new Set((lostRunners ?? []).filter((r) => r.host !== here).map((r) => r.id));
+  const local = tasks.filter((t) => !remote.has(t.runnerId ?? ''));
+  const trees: Tree[] = local.map((t) => ({ pid: t.pid && t.pid > 0 ? t.pid : -1, startTime: t.pidStart, marker: treeMarkerEnv(engine.home.root, t.id, t.attempt) }));
+  const swept = await sweepTrees(trees, graceMs);
+  const signalled = tasks.map((t) => {
+    const i = local.indexOf(t);
+    return i < 0 ? 0 : swept[i];
+  });
   // The dead runner never released what its turns staged: no login or key may stay in the artifacts.
   for (const t of tasks) removeStagedCredentials(join(engine.home.artifacts, t.id, `attempt-${t.attempt}`));
   const orphaned: string[] = [];
@@ -30,7 +42,7 @@ export async function recoverOrphans(engine: Engine, holder: string, graceMs: nu
       engine.write(() => {
         transition(engine.db, t.id, t.status, 'orphaned', {
           reason: `runner ${t.runnerId ?? '?'} was lost`,
-          fields: { errorCode: 'orphaned', errorMessage: `the runner of this task died; ${killed ? `${signalled[i]} leftover process(es) of it were killed` : 'no live process was found'}; \`lightworker retry ${t.id} --strategy resume\` continues it` },
+          fields: { errorCode: 'orphaned', errorMessage: `${remote.has(t.runnerId ?? '') ? `the runner of this task (on another host) lost its lease; it kills its own processes when it finds out` : `the runner of this task died; ${killed ? `${signalled[i]} leftover process(es) of it were killed` : 'no live process was found'}`}; \`lightworker retry ${t.id} --strategy resume\` continues it` },
           event: { killedPid: killed ? t.pid : null, killedProcesses: signalled[i] },
         });
         engine.db.prepare(`UPDATE attempts SET status = 'orphaned', ended_at = ? WHERE task_id = ? AND attempt = ?`).run(Date.now(), t.id, t.attempt);

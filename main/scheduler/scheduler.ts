@@ -8,7 +8,8 @@ import { retryTask } from '../tasks/ops.js';
 import { getTask } from '../store/tasks.js';
 import { TERMINAL, type Task, type TaskStatus } from '../tasks/types.js';
 import { resolveAdapter } from '../workers/registry.js';
-import { claimTask, listCandidates, pickCandidate } from './claim.js';
+import { claimTask, listCandidates, pickCandidate, type Candidate } from './claim.js';
+import { claimFleetTask, fleetLimitsOf, listFleetCandidates, type FleetCandidate, type FleetIdentity } from './fleet.js';
 
 interface Running {
   id: string;
@@ -77,9 +78,14 @@ export class Scheduler extends EventEmitter {
   private dispatchSeq = 0;
   private readonly onEvent = (e: EventRow) => this.handleEvent(e);
 
+  /**
+   * @param fleet this runner's identity in a fleet (PostgreSQL store): it then claims only what it can
+   *   run, under the fleet-wide limits (scheduler/fleet.ts); absent on one host.
+   */
   constructor(
     private readonly engine: Engine,
     private readonly runnerId: string,
+    private readonly fleet: FleetIdentity | null = null,
   ) {
     super();
   }
@@ -212,13 +218,19 @@ export class Scheduler extends EventEmitter {
   private dispatch(): void {
     if (this.stopped || this.paused || this.draining) return;
     const { scheduler } = this.engine.config;
-    while (this.running.size < scheduler.max_concurrency) {
+    const limits = { perRoot: scheduler.per_root, perRepository: scheduler.per_repository };
+    // Bounded: a claim lost to another runner lists again, but a pass never spins.
+    for (let tries = 0; this.running.size < scheduler.max_concurrency && tries < scheduler.max_concurrency * 4 + 8; tries++) {
       const now = Date.now();
-      const cands = listCandidates(this.engine.db, { perRoot: scheduler.per_root, perRepository: scheduler.per_repository }, this.unavailableWorkers(now));
+      const excluded = this.unavailableWorkers(now);
+      const cands: Candidate[] = this.fleet ? listFleetCandidates(this.engine.db, this.fleet, limits, excluded) : listCandidates(this.engine.db, limits, excluded);
       const pick = pickCandidate(cands, this.lastDispatch, this.affinity);
       if (!pick) break;
-      const claimed = this.engine.write(() => claimTask(this.engine.db, pick.id, this.runnerId, now));
-      if (!claimed) continue;
+      const claimed = this.fleet
+        ? this.engine.write(() => claimFleetTask(this.engine.db, pick as FleetCandidate, this.fleet!, this.runnerId, fleetLimitsOf(this.engine.config), now))
+        : this.engine.write(() => claimTask(this.engine.db, pick.id, this.runnerId, now)) ? 'claimed' : 'taken';
+      if (claimed === 'fleet_full') break;
+      if (claimed !== 'claimed') continue;
       this.lastDispatch.set(pick.rootId, ++this.dispatchSeq);
       this.affinity = pick.cohort && pick.cohort === this.affinity.cohort ? { cohort: pick.cohort, streak: this.affinity.streak + 1 } : { cohort: pick.cohort, streak: 1 };
       this.launch(pick.id, pick.worker, pick.rootId);

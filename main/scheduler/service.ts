@@ -1,7 +1,9 @@
 import { EventEmitter } from 'node:events';
 import { newToken } from '../core/ids.js';
 import type { Engine } from '../engine.js';
-import { writeTx } from '../store/db.js';
+import { isPostgres, writeTx } from '../store/db.js';
+import { anchorChains } from '../store/events.js';
+import { fleetIdentity, liveRunnerOnHost, lostTasksOnHost, reapExpiredRunners, registerRunner, renewRunner, stopRunner, type FleetIdentity } from './fleet.js';
 import { getSetting, setSetting } from '../store/settings.js';
 import { countByStatus } from '../store/tasks.js';
 import { currentLease, releaseLease, renewLease, tryAcquireLease, type Lease } from './lease.js';
@@ -10,6 +12,7 @@ import { recoverOrphans } from './recovery.js';
 import { sweepExpiredRequests } from './request-expiry.js';
 import { sweepDeadSnapshots } from '../isolation/snapshot-sweep.js';
 import { Scheduler, type RunningTask } from './scheduler.js';
+import { sweepTrees, treeMarkerEnv, type Tree } from '../runner/lifecycle.js';
 
 export type { RunningTask };
 
@@ -62,6 +65,8 @@ export interface ServiceOptions {
 /** A face that spawns runners waits this long between spawns, so a slow start is not doubled. */
 const RESPAWN_MS = 10_000;
 const SPAWNED_AT = 'scheduler.runner_spawned_at';
+/** How often a leader (every fleet runner) ties the event chains' heads into the next anchor (docs/audit.md). */
+const ANCHOR_EVERY_MS = 10_000;
 
 /**
  * Run the scheduler for this home: lead if nobody does (a lease row with heartbeat), else stand by and
@@ -76,8 +81,16 @@ export async function startSchedulerService(engine: Engine, opts: ServiceOptions
   return svc;
 }
 
+function newHolder(): string {
+  return `${process.pid}-${newToken(6)}`;
+}
+
 class Service extends EventEmitter implements SchedulerService {
-  readonly holder = `${process.pid}-${newToken(6)}`;
+  /** Our lease holder id; in a fleet, our runner id (a new one after a lost lease). */
+  holder = newHolder();
+  /** Set on the PostgreSQL store: this process is one runner of a fleet, not a leader of one home. */
+  private readonly fleet: FleetIdentity | null;
+  private leaseLost = false;
   scheduler: Scheduler | null = null;
   private timer: NodeJS.Timeout | null = null;
   private stopped = false;
@@ -95,7 +108,8 @@ class Service extends EventEmitter implements SchedulerService {
     private readonly opts: ServiceOptions,
   ) {
     super();
-    this.ttl = engine.config.scheduler.lease_ttl_ms;
+    this.fleet = isPostgres(engine.db) ? fleetIdentity(engine.config) : null;
+    this.ttl = this.fleet ? engine.config.fleet.lease_ttl_ms : engine.config.scheduler.lease_ttl_ms;
     engine.watch();
     engine.events.on('change', this.onChange);
     this.schedule();
@@ -114,7 +128,7 @@ class Service extends EventEmitter implements SchedulerService {
     if (this.scheduler) {
       let ok = false;
       try {
-        ok = renewLease(this.engine.db, this.holder, this.ttl);
+        ok = this.fleet ? renewRunner(this.engine.db, this.holder, this.ttl) : renewLease(this.engine.db, this.holder, this.ttl);
       } catch {
         ok = false; // database busy: try again next beat; the lease has slack
         return;
@@ -123,6 +137,8 @@ class Service extends EventEmitter implements SchedulerService {
       else {
         try {
           sweepExpiredRequests(this.engine);
+          if (this.fleet) await this.recoverLostRunners();
+          anchorChains(this.engine.db, Date.now(), { minIntervalMs: ANCHOR_EVERY_MS });
         } catch {
           // database busy: the next beat sweeps again
         }
@@ -140,14 +156,17 @@ class Service extends EventEmitter implements SchedulerService {
     }
     let won = false;
     try {
-      won = tryAcquireLease(this.engine.db, this.holder, this.ttl);
+      won = this.fleet ? this.joinFleet(this.fleet) : tryAcquireLease(this.engine.db, this.holder, this.ttl);
     } catch {
       won = false;
     }
     if (!won) return;
     this.becoming = true;
     try {
-      await recoverOrphans(this.engine, this.holder, this.engine.config.scheduler.kill_grace_ms);
+      if (this.fleet) {
+        await this.sweepLostOnHost(this.fleet.host);
+        await this.recoverLostRunners();
+      } else await recoverOrphans(this.engine, this.holder, this.engine.config.scheduler.kill_grace_ms);
       // Read-only snapshots the dead runner held; off the path to leading (prune removes them otherwise).
       setImmediate(() => {
         try {
@@ -158,15 +177,11 @@ class Service extends EventEmitter implements SchedulerService {
       });
       if (this.stopped || this.draining) {
         // A shutdown began while we were taking over: give the lease back instead of leading.
-        try {
-          releaseLease(this.engine.db, this.holder);
-        } catch {
-          // the lease expires on its own
-        }
+        this.release();
         if (!this.stopped) this.emit('drained');
         return;
       }
-      this.scheduler = new Scheduler(this.engine, this.holder);
+      this.scheduler = new Scheduler(this.engine, this.holder, this.fleet);
       this.scheduler.on('drained', () => this.emit('drained'));
       this.scheduler.on('task.ended', (id: string, status: string) => this.emit('task.ended', id, status));
       this.scheduler.start();
@@ -178,14 +193,55 @@ class Service extends EventEmitter implements SchedulerService {
     }
   }
 
+  /** Register as a runner of the fleet (a fresh runner id after a lost lease: the old one's tasks are orphaned). */
+  private joinFleet(me: FleetIdentity): boolean {
+    if (this.leaseLost) {
+      this.holder = newHolder();
+      this.leaseLost = false;
+    }
+    this.engine.write(() => registerRunner(this.engine.db, this.holder, me, this.engine.config.scheduler.max_concurrency, this.ttl));
+    return true;
+  }
+
+  /**
+   * Runners whose lease expired are lost: mark them and orphan their tasks. Process trees are swept only
+   * for runners on this host (a PID means nothing on another host; the lost runner kills its own trees
+   * when it finds its lease gone).
+   */
+  private async recoverLostRunners(): Promise<void> {
+    const lost = reapExpiredRunners(this.engine, this.fleet!.host);
+    if (lost.length) await recoverOrphans(this.engine, this.holder, this.engine.config.scheduler.kill_grace_ms, lost, this.fleet!.host);
+  }
+
+  /** What lost runners of this host left running (nobody on another host can kill it). */
+  private async sweepLostOnHost(host: string): Promise<void> {
+    const tasks = lostTasksOnHost(this.engine.db, host);
+    if (!tasks.length) return;
+    const trees: Tree[] = tasks.map((t) => ({ pid: t.pid && t.pid > 0 ? t.pid : -1, startTime: t.pidStart, marker: treeMarkerEnv(this.engine.home.root, t.id, t.attempt) }));
+    await sweepTrees(trees, this.engine.config.scheduler.kill_grace_ms);
+  }
+
+  private release(): void {
+    try {
+      if (this.fleet) stopRunner(this.engine.db, this.holder);
+      else releaseLease(this.engine.db, this.holder);
+    } catch {
+      // the lease expires on its own
+    }
+  }
+
   private lastSpawn = 0;
 
   /** Delegating mode: start a background runner when there is work and no live leader. */
   private maybeSpawnRunner(): void {
     const now = Date.now();
     if (now - this.lastSpawn < RESPAWN_MS) return;
-    const lease = currentLease(this.engine.db);
-    if (lease && lease.expiresAt > now) return;
+    if (this.fleet) {
+      if (liveRunnerOnHost(this.engine.db, this.fleet.host)) return;
+    } else {
+      const lease = currentLease(this.engine.db);
+      if (lease && lease.expiresAt > now) return;
+    }
     const work = claimableWork(this.engine.db);
     if (work.active + work.runnable === 0) return;
     this.lastSpawn = now;
@@ -204,7 +260,8 @@ class Service extends EventEmitter implements SchedulerService {
   private async loseLeadership(): Promise<void> {
     const s = this.scheduler;
     this.scheduler = null;
-    // Someone else leads now and will orphan our tasks; kill what we started so nothing runs twice.
+    this.leaseLost = true;
+    // Someone else leads now and will orphan our tasks (in a fleet: did already); kill what we started so nothing runs twice.
     await s?.stop('leader_lost');
     this.emit('standby');
     this.emit('status', this.status());
@@ -213,7 +270,11 @@ class Service extends EventEmitter implements SchedulerService {
 
   status(): SchedulerStatus {
     const counts = countByStatus(this.engine.db);
-    const lease = currentLease(this.engine.db);
+    const lease = this.fleet
+      ? this.scheduler
+        ? { holder: this.holder, pid: process.pid, pidStart: null, hostname: this.fleet.host, acquiredAt: 0, heartbeatAt: 0, expiresAt: Infinity }
+        : null
+      : currentLease(this.engine.db);
     return {
       role: this.scheduler ? 'leader' : 'standby',
       paused: this.scheduler?.isPaused ?? false,
@@ -264,10 +325,11 @@ class Service extends EventEmitter implements SchedulerService {
     if (s) {
       await s.stop('shutdown', opts);
       try {
-        releaseLease(this.engine.db, this.holder);
+        anchorChains(this.engine.db);
       } catch {
-        // the lease expires on its own
+        // the next leader anchors
       }
+      this.release();
     }
   }
 }

@@ -57,17 +57,22 @@ export function appendEvent(db: Db, taskId: string | null, type: string, payload
  * anchors, each hashing the previous one and the heads it saw. `audit verify` checks every anchored head
  * against its event, so a whole task's chain deleted or rewritten (head row included) is still found.
  * Leaders (and every fleet runner) call this on their heartbeat; two at once: one wins the id, the other
- * changes nothing. Returns the new anchor's id, or null when nothing moved.
+ * changes nothing. `minIntervalMs`: no new anchor while the newest is younger than that, so many runners
+ * calling on every heartbeat add one anchor per interval, not one per runner per beat (each anchor lists
+ * every head that moved, so the table grows with the anchor rate). Returns the new anchor's id, or null
+ * when nothing moved (or the interval has not passed).
  */
-export function anchorChains(db: Db, ts = Date.now()): number | null {
+export function anchorChains(db: Db, ts = Date.now(), opts: { minIntervalMs?: number } = {}): number | null {
   return writeTx(db, () => {
+    const last = prep(db, 'SELECT id, ts, hash FROM anchors ORDER BY id DESC LIMIT 1').get() as { id: number; ts: number; hash: string } | undefined;
+    if (last && opts.minIntervalMs && ts - last.ts < opts.minIntervalMs) return null;
     const moved = prep(db, 'SELECT chain, pos, hash FROM chain_heads WHERE pos > anchored_pos ORDER BY chain LIMIT 5000').all() as { chain: string; pos: number; hash: string }[];
     if (!moved.length) return null;
-    const last = prep(db, 'SELECT id, hash FROM anchors ORDER BY id DESC LIMIT 1').get() as { id: number; hash: string } | undefined;
     const id = (last?.id ?? 0) + 1;
     const heads = JSON.stringify(moved.map((m) => [m.chain, m.pos, m.hash]));
     const prev = last?.hash ?? GENESIS_HASH;
     const hash = hashAnchor(prev, id, ts, heads);
+    // Another anchorer may have taken this id meanwhile (PostgreSQL): then this one changes nothing.
     const ins = prep(db, 'INSERT OR IGNORE INTO anchors (id, ts, heads, prev_hash, hash) VALUES (?, ?, ?, ?, ?)').run(id, ts, heads, prev, hash);
     if (ins.changes !== 1) return null;
     const mark = prep(db, 'UPDATE chain_heads SET anchored_pos = ? WHERE chain = ? AND anchored_pos < ?');
@@ -155,23 +160,39 @@ export interface AuditResult {
 
 type Broken = { seq: number; reason: string };
 
+/** Rows per read while verifying: a long log is walked in pages, never loaded whole (PgDb reads a statement's rows at once). */
+const VERIFY_PAGE = 2000;
+/** Anchors per read: one anchor lists up to 5000 heads. */
+const ANCHOR_PAGE = 50;
+
+/** The newest position of a chain some anchor recorded, and its hash then. */
+type Anchored = { pos: number; hash: string; anchor: number };
+
 /**
  * Walk every chain: edited rows, deleted rows (a position missing, a wrong previous hash) and a deleted
- * tail (the chain's head row says more) are found; then the anchors, whose recorded heads must still be
- * there unchanged, which catches a chain deleted or rewritten together with its head row. Events written
- * before migration 008 form one legacy chain, verified as before.
+ * tail (the chain's head row says more) are found. The anchors are checked first (their own chain, and
+ * each one's hash over the heads it recorded); then every chain must still reach, unchanged, the newest
+ * position an anchor recorded for it, which catches a chain deleted or rewritten together with its head
+ * row (the hash at that position covers every event before it, so checking the newest one suffices).
+ * Each head row's `anchored_pos` must match the anchors, so dropping the newest anchors shows too.
+ * Events written before migration 008 form one legacy chain, verified as before. Everything is read in
+ * one snapshot (REPEATABLE READ on PostgreSQL), so runners appending meanwhile never look like tampering.
  */
 export function verifyAudit(db: Db): AuditResult {
-  let checked = 0;
-  const legacy = verifyLegacy(db);
-  checked += legacy.checked;
-  if (legacy.broken) return { ok: false, checked, broken: legacy.broken };
-  const chains = verifyChains(db);
-  checked += chains.checked;
-  if (chains.broken) return { ok: false, checked, broken: chains.broken };
-  const anchored = verifyAnchors(db);
-  if (anchored) return { ok: false, checked, broken: anchored };
-  return { ok: true, checked };
+  const outermost = !db.inTransaction;
+  return db.transaction(() => {
+    if (isPostgres(db) && outermost) db.exec('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY');
+    let checked = 0;
+    const legacy = verifyLegacy(db);
+    checked += legacy.checked;
+    if (legacy.broken) return { ok: false, checked, broken: legacy.broken };
+    const anchors = readAnchors(db);
+    if (anchors.broken) return { ok: false, checked, broken: anchors.broken };
+    const chains = verifyChains(db, anchors.anchored);
+    checked += chains.checked;
+    if (chains.broken) return { ok: false, checked, broken: chains.broken };
+    return { ok: true, checked };
+  })();
 }
 
 type Row = { seq: number; task_id: string | null; type: string; ts: number; payload: string; prev_hash: string; hash: string; chain: string | null; chain_pos: number | null };
@@ -180,13 +201,17 @@ function verifyLegacy(db: Db): { checked: number; broken?: Broken } {
   let prevHash = GENESIS_HASH;
   let expectSeq = 1;
   let checked = 0;
-  for (const r of prep(db, 'SELECT seq, task_id, type, ts, payload, prev_hash, hash FROM events WHERE chain IS NULL ORDER BY seq').iterate() as Iterable<Row>) {
-    if (r.seq !== expectSeq) return { checked, broken: { seq: expectSeq, reason: `event ${expectSeq} is missing (next present is ${r.seq})` } };
-    if (r.prev_hash !== prevHash) return { checked, broken: { seq: r.seq, reason: `event ${r.seq} does not link to event ${r.seq - 1}` } };
-    if (hashEvent(r.prev_hash, r.seq, r.task_id, r.type, r.ts, r.payload) !== r.hash) return { checked, broken: { seq: r.seq, reason: `event ${r.seq} was modified (hash mismatch)` } };
-    prevHash = r.hash;
-    expectSeq++;
-    checked++;
+  const page = prep(db, 'SELECT seq, task_id, type, ts, payload, prev_hash, hash FROM events WHERE chain IS NULL AND seq > ? ORDER BY seq LIMIT ?');
+  for (let after = 0, rows: Row[]; (rows = page.all(after, VERIFY_PAGE) as Row[]).length; after = rows[rows.length - 1].seq) {
+    for (const r of rows) {
+      if (r.seq !== expectSeq) return { checked, broken: { seq: expectSeq, reason: `event ${expectSeq} is missing (next present is ${r.seq})` } };
+      if (r.prev_hash !== prevHash) return { checked, broken: { seq: r.seq, reason: `event ${r.seq} does not link to event ${r.seq - 1}` } };
+      if (hashEvent(r.prev_hash, r.seq, r.task_id, r.type, r.ts, r.payload) !== r.hash) return { checked, broken: { seq: r.seq, reason: `event ${r.seq} was modified (hash mismatch)` } };
+      prevHash = r.hash;
+      expectSeq++;
+      checked++;
+    }
+    if (rows.length < VERIFY_PAGE) break;
   }
   const head = prep(db, 'SELECT seq, hash FROM audit_head WHERE id = 1').get() as { seq: number; hash: string } | undefined;
   if (head && (head.seq !== expectSeq - 1 || head.hash !== prevHash)) {
@@ -199,63 +224,96 @@ function chainName(chain: string): string {
   return chain ? `task ${chain}` : 'the system chain';
 }
 
-function verifyChains(db: Db): { checked: number; broken?: Broken } {
-  const heads = new Map((prep(db, 'SELECT chain, pos, seq, hash FROM chain_heads').all() as { chain: string; pos: number; seq: number; hash: string }[]).map((h) => [h.chain, h]));
+type Head = { chain: string; pos: number; seq: number; hash: string; anchored_pos: number };
+
+/** The end of one chain's walk: its head row and its anchors must agree with what was walked. */
+function endChain(chain: string, pos: number, hash: string, lastSeq: number, head: Head | undefined, anchored: Anchored | undefined): Broken | undefined {
+  if (anchored && anchored.pos > pos) {
+    return { seq: head?.seq ?? lastSeq, reason: `events ${pos + 1}..${anchored.pos} of ${chainName(chain)}, anchored by anchor ${anchored.anchor}, were deleted` };
+  }
+  if (!head || head.pos !== pos || head.hash !== hash) {
+    return { seq: head ? head.seq : lastSeq, reason: `events after position ${pos} of ${chainName(chain)} were deleted from the end of its chain${head ? ` (its head is event ${head.seq}, position ${head.pos})` : ' (no head recorded)'}` };
+  }
+  if (head.anchored_pos !== (anchored?.pos ?? 0)) {
+    return { seq: head.seq, reason: `${chainName(chain)} was anchored up to position ${head.anchored_pos}, but no anchor records that (anchors were deleted from the end)` };
+  }
+  return undefined;
+}
+
+function verifyChains(db: Db, anchoredHeads: Map<string, Anchored>): { checked: number; broken?: Broken } {
+  const heads = new Map((prep(db, 'SELECT chain, pos, seq, hash, anchored_pos FROM chain_heads').all() as Head[]).map((h) => [h.chain, h]));
+  const unseen = new Map(anchoredHeads);
   let checked = 0;
   let chain: string | null = null;
   let pos = 0;
   let prevHash = GENESIS_HASH;
   let lastSeq = 0;
-  const endChain = (): Broken | undefined => {
+  const finish = (): Broken | undefined => {
     if (chain === null) return undefined;
-    const head = heads.get(chain);
+    const b = endChain(chain, pos, prevHash, lastSeq, heads.get(chain), anchoredHeads.get(chain));
     heads.delete(chain);
-    if (!head || head.pos !== pos || head.hash !== prevHash) {
-      return { seq: head ? head.seq : lastSeq, reason: `events after position ${pos} of ${chainName(chain)} were deleted from the end of its chain${head ? ` (its head is event ${head.seq}, position ${head.pos})` : ' (no head recorded)'}` };
-    }
-    return undefined;
+    unseen.delete(chain);
+    return b;
   };
-  for (const r of prep(db, 'SELECT seq, task_id, type, ts, payload, prev_hash, hash, chain, chain_pos FROM events WHERE chain IS NOT NULL ORDER BY chain, chain_pos').iterate() as Iterable<Row>) {
-    if (r.chain !== chain) {
-      const b = endChain();
-      if (b) return { checked, broken: b };
-      chain = r.chain;
-      pos = 0;
-      prevHash = GENESIS_HASH;
+  const page = prep(db, 'SELECT seq, task_id, type, ts, payload, prev_hash, hash, chain, chain_pos FROM events WHERE chain IS NOT NULL AND (chain, chain_pos) > (?, ?) ORDER BY chain, chain_pos LIMIT ?');
+  for (let key: [string, number] = ['', 0], rows: Row[]; (rows = page.all(...key, VERIFY_PAGE) as Row[]).length; key = [rows[rows.length - 1].chain!, rows[rows.length - 1].chain_pos!]) {
+    for (const r of rows) {
+      if (r.chain !== chain) {
+        const b = finish();
+        if (b) return { checked, broken: b };
+        chain = r.chain;
+        pos = 0;
+        prevHash = GENESIS_HASH;
+      }
+      const c = r.chain!;
+      if (r.chain_pos !== pos + 1) return { checked, broken: { seq: r.seq, reason: `event ${pos + 1} of ${chainName(c)} is missing (next present is event ${r.seq}, position ${r.chain_pos})` } };
+      if (r.prev_hash !== prevHash) return { checked, broken: { seq: r.seq, reason: `event ${r.seq} does not link to the previous event of ${chainName(c)}` } };
+      if (hashChained(r.prev_hash, c, pos + 1, r.type, r.ts, r.payload) !== r.hash || (r.task_id ?? '') !== c) {
+        return { checked, broken: { seq: r.seq, reason: `event ${r.seq} was modified (hash mismatch)` } };
+      }
+      const anchored = anchoredHeads.get(c);
+      if (anchored && anchored.pos === pos + 1 && anchored.hash !== r.hash) {
+        return { checked, broken: { seq: r.seq, reason: `event ${r.seq} (${chainName(c)}) or an event before it, anchored by anchor ${anchored.anchor}, was rewritten (hash mismatch)` } };
+      }
+      pos++;
+      prevHash = r.hash;
+      lastSeq = r.seq;
+      checked++;
     }
-    const c = r.chain!;
-    if (r.chain_pos !== pos + 1) return { checked, broken: { seq: r.seq, reason: `event ${pos + 1} of ${chainName(c)} is missing (next present is event ${r.seq}, position ${r.chain_pos})` } };
-    if (r.prev_hash !== prevHash) return { checked, broken: { seq: r.seq, reason: `event ${r.seq} does not link to the previous event of ${chainName(c)}` } };
-    if (hashChained(r.prev_hash, c, pos + 1, r.type, r.ts, r.payload) !== r.hash || (r.task_id ?? '') !== c) {
-      return { checked, broken: { seq: r.seq, reason: `event ${r.seq} was modified (hash mismatch)` } };
-    }
-    pos++;
-    prevHash = r.hash;
-    lastSeq = r.seq;
-    checked++;
+    if (rows.length < VERIFY_PAGE) break;
   }
-  const b = endChain();
+  const b = finish();
   if (b) return { checked, broken: b };
+  for (const [c, a] of unseen) {
+    return { checked, broken: { seq: heads.get(c)?.seq ?? 0, reason: `all events of ${chainName(c)} were deleted (anchor ${a.anchor} recorded ${a.pos})` } };
+  }
   for (const h of heads.values()) {
     return { checked, broken: { seq: h.seq, reason: `all ${h.pos} events of ${chainName(h.chain)} were deleted from the end of its chain (its head was event ${h.seq})` } };
   }
   return { checked };
 }
 
-function verifyAnchors(db: Db): Broken | undefined {
+/**
+ * Check the anchors' own chain (no id missing, each hash over its predecessor and the heads it lists)
+ * and collect, per chain, the newest position an anchor recorded.
+ */
+function readAnchors(db: Db): { anchored: Map<string, Anchored>; broken?: Broken } {
+  const anchored = new Map<string, Anchored>();
   let prev = GENESIS_HASH;
   let expect = 1;
-  const at = prep(db, 'SELECT seq, hash FROM events WHERE chain = ? AND chain_pos = ?');
-  for (const a of prep(db, 'SELECT id, ts, heads, prev_hash, hash FROM anchors ORDER BY id').iterate() as Iterable<{ id: number; ts: number; heads: string; prev_hash: string; hash: string }>) {
-    if (a.id !== expect) return { seq: 0, reason: `anchor ${expect} is missing (next present is ${a.id})` };
-    if (a.prev_hash !== prev || hashAnchor(a.prev_hash, a.id, a.ts, a.heads) !== a.hash) return { seq: 0, reason: `anchor ${a.id} was modified (hash mismatch)` };
-    for (const [chain, pos, hash] of JSON.parse(a.heads) as [string, number, string][]) {
-      const ev = at.get(chain, pos) as { seq: number; hash: string } | undefined;
-      if (!ev) return { seq: 0, reason: `event ${pos} of ${chainName(chain)}, anchored by anchor ${a.id}, was deleted` };
-      if (ev.hash !== hash) return { seq: ev.seq, reason: `event ${ev.seq} (${chainName(chain)}), anchored by anchor ${a.id}, was modified (hash mismatch)` };
+  const page = prep(db, 'SELECT id, ts, heads, prev_hash, hash FROM anchors WHERE id > ? ORDER BY id LIMIT ?');
+  type AnchorRow = { id: number; ts: number; heads: string; prev_hash: string; hash: string };
+  for (let after = 0, rows: AnchorRow[]; (rows = page.all(after, ANCHOR_PAGE) as AnchorRow[]).length; after = rows[rows.length - 1].id) {
+    for (const a of rows) {
+      if (a.id !== expect) return { anchored, broken: { seq: 0, reason: `anchor ${expect} is missing (next present is ${a.id})` } };
+      if (a.prev_hash !== prev || hashAnchor(a.prev_hash, a.id, a.ts, a.heads) !== a.hash) return { anchored, broken: { seq: 0, reason: `anchor ${a.id} was modified (hash mismatch)` } };
+      for (const [chain, pos, hash] of JSON.parse(a.heads) as [string, number, string][]) {
+        if (pos > (anchored.get(chain)?.pos ?? 0)) anchored.set(chain, { pos, hash, anchor: a.id });
+      }
+      prev = a.hash;
+      expect++;
     }
-    prev = a.hash;
-    expect++;
+    if (rows.length < ANCHOR_PAGE) break;
   }
-  return undefined;
+  return { anchored };
 }

@@ -9,8 +9,9 @@ import { AppError } from '../core/errors.js';
 import { REDACTED, redactText } from '../core/redact.js';
 import { newId } from '../core/ids.js';
 import { appendEvent } from '../store/events.js';
-import type { Db } from '../store/db.js';
+import { isPostgres, type Db } from '../store/db.js';
 import { getTask, insertTask, type NewTaskRow } from '../store/tasks.js';
+import { stampOrigin } from './repo-identity.js';
 import type { ParsedTaskInput } from './schema.js';
 import { redactNewTask, sealSecrets } from './secrets.js';
 import { setRootBudget, type RootBudget } from './budget.js';
@@ -180,6 +181,8 @@ export function createTasks(ctx: CreateContext, inputs: ParsedTaskInput[], opts:
     if (original) sealSecrets(db, ctx.homeRoot, rows[i].id, original);
   }
   for (const [rootId, budget] of budgets) setRootBudget(db, rootId, budget);
+  // A fleet: where each task comes from, so a runner elsewhere can find its repository.
+  if (isPostgres(db)) stampOrigin(db, config, rows);
   for (const i of order) {
     const r = rows[i];
     appendEvent(db, r.id, 'task.created', {

@@ -2,11 +2,11 @@
 // the codex adapter's binary through config.toml `[workers.codex] command`), so every figure is
 // LightWorker's own overhead. The leader is the shipped CLI (`lightworker run`, built bundle) in its own
 // process, started as an MCP session starts its background runner (with LEADER_V8_FLAGS; a `lightworker
-// run` typed by hand lacks them: about 10 MiB more peak RSS); the bench process plays the other process
+// run` typed by hand lacks them: see LEADER_V8_FLAGS for what each saves); the bench process plays the other process
 // (submitting, waiting). Wall-clock figures are
 // noisy on a busy machine: CPU (from /proc) and counts are the steadier ones.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureBuild } from '../../scripts/build-state.js';
@@ -49,40 +49,90 @@ function benchHome(log: string | null): TestHome {
   return h;
 }
 
+/** CPU time (user + system, ms) of a live process from /proc/PID/stat; throws once it is gone. */
+function cpuMsOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[11]) + Number(f[12])) * TICK_MS;
+}
+
+/** The leader's spawner helper (runner/spawner.ts), once it runs: a child whose command line names it. */
+function findSpawner(leader: number): number | null {
+  let children: string[];
+  try {
+    // The main thread forks it (a cheap read; needs CONFIG_PROC_CHILDREN, else every process's parent is read).
+    children = readFileSync(`/proc/${leader}/task/${leader}/children`, 'utf8').split(' ').filter(Boolean);
+  } catch {
+    children = readdirSync('/proc').filter((e) => /^\d+$/.test(e) && parentOf(Number(e)) === leader);
+  }
+  for (const pid of children) {
+    try {
+      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('spawner-helper')) return Number(pid);
+    } catch {
+      // gone
+    }
+  }
+  return null;
+}
+
+function parentOf(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+  } catch {
+    return 0;
+  }
+}
+
 /**
  * CPU time (user + system, ms), peak RSS (VmHWM, KiB) and peak private memory (anonymous pages, KiB: RSS
  * less the node executable's and libraries' shared file pages, ~40 MiB of any node process) of a live
- * process, sampled until stop().
+ * process, sampled until stop(). The leader's spawner helper forks for it (worker turns, git): its CPU is
+ * the leader's work done elsewhere, so it is added to the leader's; its memory is reported apart.
  */
 function watchProcess(pid: number) {
   let cpuMs = 0;
   let hwmKiB = 0;
   let anonKiB = 0;
+  let spawner: number | null = null;
+  let spawnerCpuMs = 0;
+  let spawnerHwmKiB = 0;
+  let spawnerAnonKiB = 0;
   let n = 0;
+  const anonOf = (p: number) => Number(/^Anonymous:\s+(\d+)/m.exec(readFileSync(`/proc/${p}/smaps_rollup`, 'utf8'))?.[1] ?? 0);
+  const hwmOf = (p: number) => Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${p}/status`, 'utf8'))?.[1] ?? 0);
   const sample = () => {
-    if (n++ % 10 === 0) {
+    const slow = n++ % 10 === 0;
+    if (slow) {
       try {
-        const m = /^Anonymous:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'));
-        if (m) anonKiB = Math.max(anonKiB, Number(m[1]));
+        anonKiB = Math.max(anonKiB, anonOf(pid));
       } catch {
         // exited, or no smaps_rollup (kernel < 4.14)
       }
+      spawner ??= findSpawner(pid);
     }
     try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      cpuMs = (Number(f[11]) + Number(f[12])) * TICK_MS;
-      const m = /VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-      if (m) hwmKiB = Math.max(hwmKiB, Number(m[1]));
+      cpuMs = cpuMsOf(pid);
+      hwmKiB = Math.max(hwmKiB, hwmOf(pid));
     } catch {
       // exited: keep the last sample
     }
+    if (spawner) {
+      try {
+        spawnerCpuMs = cpuMsOf(spawner);
+        spawnerHwmKiB = Math.max(spawnerHwmKiB, hwmOf(spawner));
+        if (slow) spawnerAnonKiB = Math.max(spawnerAnonKiB, anonOf(spawner));
+      } catch {
+        // exited with its leader
+      }
+    }
   };
+  const figures = () => ({ cpuMs: cpuMs + spawnerCpuMs, hwmKiB, anonKiB, spawnerCpuMs, spawnerHwmKiB, spawnerAnonKiB });
   sample();
   const timer = setInterval(sample, 5);
   return {
-    now: () => (sample(), { cpuMs, hwmKiB, anonKiB }),
-    stop: () => (clearInterval(timer), { cpuMs, hwmKiB, anonKiB }),
+    now: () => (sample(), figures()),
+    stop: () => (clearInterval(timer), figures()),
   };
 }
 
@@ -116,16 +166,16 @@ function startLeader(args: string[], h: TestHome): ChildProcess {
   return spawn(process.execPath, [...leaderExecArgv([]), BIN, ...args], { env, stdio: 'ignore' });
 }
 
-/** A `run --until-idle` leader over `h` to its exit: wall ms, CPU ms, peak RSS KiB. */
-async function leadUntilIdle(h: TestHome): Promise<{ wallMs: number; cpuMs: number; hwmKiB: number; anonKiB: number }> {
+/** A `run --until-idle` leader over `h` to its exit: wall ms, CPU ms (its spawner's included), peak RSS KiB. */
+async function leadUntilIdle(h: TestHome): Promise<{ wallMs: number } & ReturnType<ReturnType<typeof watchProcess>['stop']>> {
   const t = performance.now();
   const leader = startLeader(['run', '--until-idle'], h);
   const w = watchProcess(leader.pid!);
   const code = await exited(leader);
   const wallMs = performance.now() - t;
-  const { cpuMs, hwmKiB, anonKiB } = w.stop();
+  const figures = w.stop();
   if (code !== 0) throw new Error(`run --until-idle exited ${code}`);
-  return { wallMs, cpuMs, hwmKiB, anonKiB };
+  return { wallMs, ...figures };
 }
 
 async function drain(figures: Figures): Promise<void> {
@@ -153,10 +203,12 @@ async function drain(figures: Figures): Promise<void> {
     figures[`drain ${DRAIN} explore tasks @4, leader start to exit, s`] = run.wallMs / 1000;
     figures[`drain ${DRAIN}: first claim to last completion, s`] = (last - first) / 1000;
     figures['leader CPU per task (workers excluded), ms'] = (run.cpuMs - base.cpuMs) / DRAIN;
+    figures['  of which its spawner helper, ms'] = run.spawnerCpuMs / DRAIN;
     figures['leader CPU of an idle run --until-idle (subtracted), ms'] = base.cpuMs;
     figures[`leader peak RSS, ${DRAIN} tasks, MiB`] = run.hwmKiB / 1024;
     figures[`leader peak private (anonymous) memory, ${DRAIN} tasks, MiB`] = run.anonKiB / 1024;
     figures['idle leader peak RSS / private, MiB'] = `${(base.hwmKiB / 1024).toFixed(1)} / ${(base.anonKiB / 1024).toFixed(1)}`;
+    figures['spawner helper peak RSS / private (beside the leader), MiB'] = `${(run.spawnerHwmKiB / 1024).toFixed(1)} / ${(run.spawnerAnonKiB / 1024).toFixed(1)}`;
   } finally {
     h.cleanup();
   }

@@ -94,7 +94,7 @@ export function makeHome(opts: Omit<EngineOptions, 'home'> = {}): TestHome {
       return target ? openPgDb(target, engine.home.root) : openDb({ path: engine.home.db });
     },
     configure: (toml: string) => {
-      writeFileSync(engine.home.config, `${toml}\n${store}`);
+      writeFileSync(engine.home.config, store ? `${toml}\n${store}` : toml);
       engine.config = loadConfig(engine.home.config);
     },
     cleanup: () => {

@@ -22,9 +22,9 @@ function installCopy(dir: string): string {
   return pkg;
 }
 
-function run(pkg: string, home: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+function run(pkg: string, home: string, args: string[], nodeFlags: string[] = []): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((done) => {
-    execFile(process.execPath, [join(pkg, 'bin', 'lightworker.js'), ...args], { env: { ...process.env, LIGHTWORKER_HOME: home } }, (err, stdout, stderr) => {
+    execFile(process.execPath, [...nodeFlags, join(pkg, 'bin', 'lightworker.js'), ...args], { env: { ...process.env, LIGHTWORKER_HOME: home } }, (err, stdout, stderr) => {
       done({ code: err ? Number((err as { code?: unknown }).code ?? 1) : 0, stdout, stderr });
     });
   });
@@ -63,5 +63,23 @@ describe('CLI code cache', () => {
     const bad = await run(pkg, home, ['show', 'nope']);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/id: .*\[invalid_input\]/);
+  });
+
+  it('keeps one cache per set of Node flags: a leader (LEADER_V8_FLAGS) and a plain call never rewrite each other', async () => {
+    const plain = await run(pkg, home, ['tasks', '--json']);
+    expect(plain.code, plain.stderr).toBe(0);
+    const [plainFile] = cacheFiles();
+    const plainWritten = statSync(join(cacheDir, plainFile)).mtimeMs;
+    // V8 refuses a cache made under other flags: this run writes its own beside it.
+    const flags = ['--max-semi-space-size=2'];
+    expect((await run(pkg, home, ['tasks', '--json'], flags)).code).toBe(0);
+    expect(cacheFiles()).toHaveLength(2);
+    const flagged = cacheFiles().find((f) => f !== plainFile)!;
+    const flaggedWritten = statSync(join(cacheDir, flagged)).mtimeMs;
+    expect((await run(pkg, home, ['tasks', '--json'])).code).toBe(0);
+    expect((await run(pkg, home, ['tasks', '--json'], flags)).code).toBe(0);
+    // Both accepted: neither was written again.
+    expect(statSync(join(cacheDir, plainFile)).mtimeMs).toBe(plainWritten);
+    expect(statSync(join(cacheDir, flagged)).mtimeMs).toBe(flaggedWritten);
   });
 });

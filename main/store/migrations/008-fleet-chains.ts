@@ -7,7 +7,8 @@ import type { Migration } from './index.js';
  *   for one global row. Rows written before this migration keep their one global chain (`audit_head`,
  *   frozen here) and are verified as before;
  * - `runners`: every runner of a fleet, its host, repositories and lease;
- * - `tasks.repo_key`: the repository's stable identity in a fleet (a configured name or remote URL).
+ * - `tasks.repo_key`: the repository's stable identity in a fleet (a configured name or remote URL), and
+ *   `tasks.origin_host`: the host it was submitted on (where its workspace path means something).
  */
 export const m008FleetChains: Migration = {
   name: '008-fleet-chains',
@@ -46,6 +47,7 @@ export const m008FleetChains: Migration = {
       );
       CREATE INDEX runners_state ON runners(state, expires_at);
       ALTER TABLE tasks ADD COLUMN repo_key TEXT;
+      ALTER TABLE tasks ADD COLUMN origin_host TEXT;
       CREATE INDEX tasks_runner ON tasks(runner_id) WHERE status IN ('starting', 'running', 'verifying');
     `);
   },

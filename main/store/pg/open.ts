@@ -48,9 +48,11 @@ export function storeTarget(config: Config, env: NodeJS.ProcessEnv = process.env
   if (parsed.protocol !== 'postgres:' && parsed.protocol !== 'postgresql:') {
     throw new AppError('invalid_input', `${source}: expected a postgres:// URL, got ${parsed.protocol}//`, { key: source });
   }
-  const secrets = [decodeURIComponent(parsed.password), env.PGPASSWORD ?? ''].filter((s) => s.length >= 4);
+  // A password may ride in the userinfo or as ?password=… (node-postgres reads both): neither is shown.
+  const secrets = [decodeURIComponent(parsed.password), parsed.searchParams.get('password') ?? '', env.PGPASSWORD ?? ''].filter((s) => s.length >= 4);
   if (secrets.length) registerSecretValues(secrets);
   parsed.password = '';
+  parsed.searchParams.delete('password');
   return { url, schema: config.store.schema, label: `${parsed.toString()} (schema ${config.store.schema})`, source };
 }
 

@@ -58,7 +58,8 @@ CREATE TABLE tasks (
   ended_at         BIGINT,
   cohort           TEXT,
   deps_pending     BIGINT NOT NULL DEFAULT 0,
-  repo_key         TEXT
+  repo_key         TEXT,
+  origin_host      TEXT
 );
 CREATE INDEX tasks_dispatch ON tasks(status, priority DESC, id);
 CREATE INDEX tasks_root ON tasks(root_id);
@@ -263,9 +264,10 @@ CREATE FUNCTION lw_deps_status() RETURNS trigger LANGUAGE plpgsql SET search_pat
 END $f$;
 CREATE TRIGGER tasks_deps_pending_status AFTER UPDATE OF status ON tasks FOR EACH ROW EXECUTE FUNCTION lw_deps_status();
 
--- Wake-ups: one NOTIFY per committing transaction (PostgreSQL folds duplicates within it).
+-- Wake-ups: one NOTIFY per committing transaction (PostgreSQL folds duplicates within it), carrying the
+-- writer's backend pid so a process skips its own commits (it publishes those itself).
 CREATE FUNCTION lw_notify() RETURNS trigger LANGUAGE plpgsql AS $f$ BEGIN
-  PERFORM pg_notify(TG_ARGV[0], '');
+  PERFORM pg_notify(TG_ARGV[0], pg_backend_pid()::text);
   RETURN NULL;
 END $f$;
 CREATE TRIGGER events_notify AFTER INSERT ON events FOR EACH STATEMENT EXECUTE FUNCTION lw_notify('{channel}');

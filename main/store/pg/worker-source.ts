@@ -20,6 +20,7 @@ const types = {
 let client = null;
 let listener = null;
 let broken = null;
+let ownPid = '';
 const names = new Map();
 
 function reply(msg) {
@@ -53,12 +54,16 @@ async function run(q) {
 async function handle(m) {
   if (m.op === 'connect') {
     client = await open(workerData.cfg);
+    ownPid = String((await client.query('SELECT pg_backend_pid() AS pid')).rows[0].pid);
     return { ok: true };
   }
   if (m.op === 'listen') {
     if (!listener) {
       listener = await open(workerData.cfg);
-      listener.on('notification', () => parentPort.postMessage({ notify: true }));
+      // Our own commits carry our query connection's backend pid: the engine publishes those itself.
+      listener.on('notification', (n) => {
+        if (n.payload !== ownPid) parentPort.postMessage({ notify: true });
+      });
       listener.on('error', () => parentPort.postMessage({ listenLost: true }));
       await listener.query('LISTEN ' + workerData.channelIdent);
     }

@@ -1,0 +1,243 @@
+import { execFileSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Engine } from '../../main/engine.js';
+import { COMMANDS } from '../../main/commands/index.js';
+import { runCommand } from '../../main/commands/table.js';
+import { runCli, startCli } from '../helpers/cli.js';
+import { makeRepo, tempDir } from '../helpers/env.js';
+import { captureStderr, exited, isAlive, until } from '../helpers/procs.js';
+import { storeConfigFor } from '../helpers/postgres.js';
+
+/**
+ * A fleet on one PostgreSQL (issue 17): three runners, each a separate home standing in for a host
+ * (its own `[fleet] host_id` and its own clones of the repositories), and a fourth home, the
+ * developer's laptop, that only submits. Runners a and b serve `api`; runner c serves `web`; nobody
+ * serves `docs`.
+ */
+const url = process.env.LIGHTWORKER_TEST_PG_URL;
+if (!url) throw new Error(`the fleet tests run in the postgres project (a test PostgreSQL): ${process.env.LIGHTWORKER_TEST_PG_SKIP ?? 'LIGHTWORKER_TEST_PG_URL unset'}`);
+
+let t: ReturnType<typeof tempDir>;
+let store: string;
+let log: string;
+const homes: Record<string, string> = {};
+const clones: Record<string, Record<string, string>> = {};
+const runners: Record<string, ChildProcess> = {};
+const stderrOf: Record<string, () => string> = {};
+let laptop: Engine;
+
+function clone(origin: string, dest: string): string {
+  mkdirSync(join(dest, '..'), { recursive: true });
+  execFileSync('git', ['clone', '-q', origin, dest]);
+  execFileSync('git', ['config', 'user.email', 'test@example.com'], { cwd: dest });
+  execFileSync('git', ['config', 'user.name', 'Test'], { cwd: dest });
+  return dest;
+}
+
+function makeHost(name: string, repos: string[], origins: Record<string, string>): void {
+  const home = join(t.dir, name, 'home');
+  mkdirSync(home, { recursive: true });
+  clones[name] = Object.fromEntries(repos.map((r) => [r, clone(origins[r], join(t.dir, name, 'src', r))]));
+  const repoLines = Object.entries(clones[name]).map(([r, p]) => `"${r}" = "${p}"`).join(', ');
+  writeFileSync(
+    join(home, 'config.toml'),
+    `${store}[fleet]\nhost_id = "${name}"\nrepos = { ${repoLines} }\nlease_ttl_ms = 1500\n` +
+      `[scheduler]\nmax_concurrency = 4\nper_root = 64\nper_repository = 64\nkill_grace_ms = 500\n`,
+  );
+  homes[name] = home;
+}
+
+function startRunner(name: string): void {
+  const child = startCli(['run'], { home: homes[name] });
+  runners[name] = child;
+  stderrOf[name] = captureStderr(child);
+}
+
+async function call(name: string, input: unknown): Promise<any> {
+  return runCommand(COMMANDS, { engine: laptop, face: 'cli', depth: 0 }, name, input);
+}
+
+async function submit(repo: string, n: number, mock: Record<string, unknown>, chain = 0): Promise<string[]> {
+  const ids: string[] = [];
+  for (let start = 0; start < n; start += 100) {
+    const size = Math.min(100, n - start);
+    const tasks = Array.from({ length: size }, (_, i) => ({
+      ref: `t${i}`,
+      objective: `${repo} task ${start + i}`,
+      workspace: clones.laptop[repo],
+      metadata: { mock: { append_log: log, ...mock } },
+      // Dependencies: every `chain`-th task waits for the one before it (in the same batch).
+      ...(chain && i % chain !== 0 ? { depends_on: [`t${i - 1}`] } : {}),
+    }));
+    const r = await call('delegate_batch', { tasks });
+    ids.push(...r.tasks.map((x: { id: string }) => x.id));
+  }
+  return ids;
+}
+
+function statuses(ids: string[]): Record<string, string> {
+  const rows = laptop.db.prepare(`SELECT id, status FROM tasks WHERE id IN (SELECT value FROM json_each(?))`).all(JSON.stringify(ids)) as { id: string; status: string }[];
+  return Object.fromEntries(rows.map((r) => [r.id, r.status]));
+}
+
+function logLines(): { task: string; attempt: string; pid: number }[] {
+  if (!existsSync(log)) return [];
+  return readFileSync(log, 'utf8').trim().split('\n').filter(Boolean).map((l) => {
+    const [task, attempt, pid] = l.split(' ');
+    return { task, attempt, pid: Number(pid) };
+  });
+}
+
+/** PIDs of the escaped descendants the mock workers reported (worker.tool `escape` events). */
+function escapedPids(ids: string[]): number[] {
+  const rows = laptop.db.prepare(`SELECT payload FROM events WHERE type = 'worker.tool' AND task_id IN (SELECT value FROM json_each(?))`).all(JSON.stringify(ids)) as { payload: string }[];
+  return rows.map((r) => JSON.parse(r.payload) as { name: string; output: string }).filter((p) => p.name === 'escape').map((p) => Number(p.output));
+}
+
+/** Where each task was placed: the runner's host and the workspace it mapped to. */
+function placements(ids: string[]): Map<string, { host: string; workspace: string; runner: string }[]> {
+  const rows = laptop.db.prepare(`SELECT task_id, payload FROM events WHERE type = 'fleet.placed' AND task_id IN (SELECT value FROM json_each(?))`).all(JSON.stringify(ids)) as {
+    task_id: string;
+    payload: string;
+  }[];
+  const out = new Map<string, { host: string; workspace: string; runner: string }[]>();
+  for (const r of rows) {
+    const p = JSON.parse(r.payload) as { host: string; workspace: string; runner: string };
+    out.set(r.task_id, [...(out.get(r.task_id) ?? []), p]);
+  }
+  return out;
+}
+
+beforeAll(() => {
+  t = tempDir('lw-fleet-');
+  store = storeConfigFor(url);
+  log = join(t.dir, 'runs.log');
+  const origins = { api: makeRepo(join(t.dir, 'origin', 'api')), web: makeRepo(join(t.dir, 'origin', 'web')), docs: makeRepo(join(t.dir, 'origin', 'docs')) };
+  makeHost('laptop', ['api', 'web', 'docs'], origins);
+  makeHost('host-a', ['api'], origins);
+  makeHost('host-b', ['api'], origins);
+  makeHost('host-c', ['web'], origins);
+  laptop = new Engine({ home: homes.laptop });
+});
+
+afterAll(async () => {
+  for (const c of Object.values(runners)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  await Promise.all(Object.values(runners).map((c) => exited(c)));
+  // Workers a killed runner left behind (the test kills its runner with SIGKILL on purpose).
+  for (const l of logLines()) if (isAlive(l.pid)) process.kill(l.pid, 'SIGKILL');
+  const all = (laptop.db.prepare('SELECT id FROM tasks').all() as { id: string }[]).map((r) => r.id);
+  for (const pid of escapedPids(all)) if (isAlive(pid)) process.kill(pid, 'SIGKILL');
+  laptop?.close();
+  t?.cleanup();
+});
+
+describe('a fleet of runners on one PostgreSQL', () => {
+  it('500 tasks with dependencies: each runs exactly once, on a runner that has its repository; a repository nobody serves waits with the reason', async () => {
+    const api = await submit('api', 400, {}, 5);
+    const web = await submit('web', 100, {}, 4);
+    const [docs] = await submit('docs', 1, {});
+    for (const name of ['host-a', 'host-b', 'host-c']) startRunner(name);
+    const all = [...api, ...web];
+    await until(() => Object.values(statuses(all)).every((s) => s === 'completed'), 240_000, `500 tasks to complete (${Object.entries(runners).map(([n]) => `${n}: ${stderrOf[n]().slice(-300)}`).join(' | ')})`, 250);
+
+    // Exactly once: one worker run per task, one placement per task.
+    const lines = logLines();
+    expect(lines.length).toBe(all.length);
+    expect(new Set(lines.map((l) => l.task)).size).toBe(all.length);
+    const placed = placements(all);
+    for (const id of all) expect(placed.get(id), id).toHaveLength(1);
+    // Each on a runner that has its repository, in that runner's own clone.
+    const hostsOf = (ids: string[]) => new Set(ids.map((id) => placed.get(id)![0].host));
+    for (const id of api) {
+      const p = placed.get(id)![0];
+      expect(['host-a', 'host-b']).toContain(p.host);
+      expect(p.workspace).toBe(clones[p.host].api);
+    }
+    for (const id of web) expect(placed.get(id)![0]).toMatchObject({ host: 'host-c', workspace: clones['host-c'].web });
+    expect(hostsOf(api)).toEqual(new Set(['host-a', 'host-b']));
+
+    // Its worktree is on the host that ran it: the laptop is told where to look.
+    const host = placed.get(api[0])![0].host;
+    await expect(call('get_task_diff', { id: api[0] })).rejects.toThrow(new RegExp(`ran on host ${host}, where its worktree is; run \`lightworker diff`));
+
+    // Nobody serves docs: it waits, and says why.
+    expect(statuses([docs])[docs]).toBe('queued');
+    const shown = await call('get_task', { id: docs });
+    expect(shown.task.waitingFor).toMatch(/no live runner serves repository docs/);
+    const cli = await runCli(['show', docs], { home: homes.laptop });
+    expect(cli.stdout).toMatch(/waiting: +no live runner serves repository docs/);
+    await call('cancel_task', { id: docs });
+
+    // The fleet's view: three live runners.
+    const fleet = laptop.db.prepare(`SELECT host, state FROM runners ORDER BY host`).all() as { host: string; state: string }[];
+    expect(fleet).toEqual([
+      { host: 'host-a', state: 'active' },
+      { host: 'host-b', state: 'active' },
+      { host: 'host-c', state: 'active' },
+    ]);
+  }, 300_000);
+
+  it('kill -9 of one runner: its running tasks are orphaned after its lease expires, the others keep going, and a restart on its host kills what it left', async () => {
+    // Each worker leaves an escaped descendant (own session, ignores SIGTERM), as real agents' tools can.
+    const ids = await submit('api', 8, { sleep_ms: 30_000, escape: true });
+    await until(() => Object.values(statuses(ids)).filter((s) => s === 'running').length === 8, 30_000, 'eight long tasks to run on a and b');
+    const placed = placements(ids);
+    const onA = ids.filter((id) => placed.get(id)![0].host === 'host-a');
+    const onB = ids.filter((id) => placed.get(id)![0].host === 'host-b');
+    expect(onA.length).toBeGreaterThan(0);
+    expect(onB.length).toBeGreaterThan(0);
+    await until(() => escapedPids(onA).length === onA.length, 20_000, "a's workers to report their escaped descendants");
+    const pidsA = escapedPids(onA);
+    expect(pidsA.every((p) => p > 0 && isAlive(p))).toBe(true);
+    runners['host-a'].kill('SIGKILL');
+    await exited(runners['host-a']);
+    await until(() => onA.every((id) => statuses([id])[id] === 'orphaned'), 20_000, "a's tasks to be orphaned by another runner");
+    const runnerRows = laptop.db.prepare(`SELECT host, state FROM runners WHERE host = 'host-a'`).all() as { state: string }[];
+    expect(runnerRows.map((r) => r.state)).toContain('lost');
+    // The others keep going: b's tasks still run, and new work still flows.
+    expect(Object.values(statuses(onB)).every((s) => s === 'running')).toBe(true);
+    const more = await submit('api', 4, {});
+    await until(() => Object.values(statuses(more)).every((s) => s === 'completed'), 30_000, 'new work after the loss');
+    // Another host cannot kill a's workers; a's own next start does.
+    expect(pidsA.some((p) => isAlive(p))).toBe(true);
+    startRunner('host-a');
+    await until(() => pidsA.every((p) => !isAlive(p)), 20_000, "a's restarted runner to kill what its lost runner left");
+    for (const [id, st] of Object.entries(statuses(onB))) if (st === 'running') await call('cancel_task', { id });
+    await until(() => Object.values(statuses(onB)).every((s) => s === 'cancelled' || s === 'completed'), 20_000, "b's tasks to end");
+    // Nothing ran twice: the orphaned tasks were not picked up again by anyone.
+    const keys = logLines().map((l) => `${l.task}#${l.attempt}`);
+    expect(new Set(keys).size).toBe(keys.length);
+    expect(Object.values(statuses(onA)).every((s) => s === 'orphaned')).toBe(true);
+  }, 180_000);
+
+  it('a runner cut off longer than its lease (SIGSTOP) is lost; when it wakes it finds out, kills its own workers and joins again as a new runner', async () => {
+    const ids = await submit('api', 6, { sleep_ms: 30_000, escape: true });
+    await until(() => Object.values(statuses(ids)).filter((s) => s === 'running').length === 6, 30_000, 'six long tasks to run on a and b');
+    const placed = placements(ids);
+    const onB = ids.filter((id) => placed.get(id)![0].host === 'host-b');
+    expect(onB.length).toBeGreaterThan(0);
+    await until(() => escapedPids(onB).length === onB.length, 20_000, "b's workers to report their escaped descendants");
+    const pidsB = escapedPids(onB);
+    const runnerB = (laptop.db.prepare(`SELECT id FROM runners WHERE host = 'host-b' AND state = 'active'`).get() as { id: string }).id;
+    runners['host-b'].kill('SIGSTOP');
+    try {
+      await until(() => onB.every((id) => statuses([id])[id] === 'orphaned'), 20_000, "b's tasks to be orphaned while it is stopped");
+      // Nobody else can kill b's workers: they still run.
+      expect(pidsB.every((p) => isAlive(p))).toBe(true);
+    } finally {
+      runners['host-b'].kill('SIGCONT');
+    }
+    // b wakes, finds its lease gone, kills what it started, and registers again.
+    await until(() => pidsB.every((p) => !isAlive(p)), 20_000, 'b to kill its own workers after losing its lease');
+    await until(() => (laptop.db.prepare(`SELECT COUNT(*) AS n FROM runners WHERE host = 'host-b' AND state = 'active' AND id != ?`).get(runnerB) as { n: number }).n === 1, 20_000, 'b to join again');
+    expect(Object.values(statuses(onB)).every((s) => s === 'orphaned')).toBe(true);
+    const rest = ids.filter((id) => !onB.includes(id));
+    for (const [id, st] of Object.entries(statuses(rest))) if (st === 'running') await call('cancel_task', { id });
+    const more = await submit('api', 6, {});
+    await until(() => Object.values(statuses(more)).every((s) => s === 'completed'), 30_000, 'work to flow after b rejoined');
+    const keys = logLines().map((l) => `${l.task}#${l.attempt}`);
+    expect(new Set(keys).size).toBe(keys.length);
+  }, 180_000);
+});

@@ -1,0 +1,163 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { getTask } from '../../main/store/tasks.js';
+import { startCli } from '../helpers/cli.js';
+import { makeHome, makeRepo, tempDir, type TestHome } from '../helpers/env.js';
+import { captureStderr, exited, isAlive, until } from '../helpers/procs.js';
+import { killMarked, linux, markedBy, pidFrom } from './lifecycle.helpers.js';
+
+// runner/spawner.ts: a leader forks worker turns, setup/verify commands and git from a small helper process.
+// Every tree keeps its own process group, marker and recorded identity; the helper dies with its leader; if it
+// is gone, the leader forks itself.
+
+/** Parent and process group of a live process (Linux /proc). */
+function statOf(pid: number): { ppid: number; pgrp: number } {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return { ppid: Number(f[1]), pgrp: Number(f[2]) };
+}
+
+const cmdline = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
+
+/** The spawner helper a leader started (a child whose command line names it), or null. */
+function spawnerOf(leader: number): number | null {
+  const children = readFileSync(`/proc/${leader}/task/${leader}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
+  return children.find((c) => isAlive(c) && cmdline(c).includes('spawner-helper')) ?? null;
+}
+
+const HELLO_BLOB = 'b6fc4c620b67d95f953a5c1c1230aaab5db5a1b0'; // git hash-object of "hello"
+
+describe.skipIf(!linux)('spawner helper, in process', () => {
+  const t = tempDir('lw-spawner-');
+  const repo = makeRepo(join(t.dir, 'repo'));
+  afterEach(() => vi.restoreAllMocks());
+  // Each test gets the modules fresh: a process starts its helper once.
+  beforeEach(() => vi.resetModules());
+  const load = async () => ({
+    spawner: await import('../../main/runner/spawner.js'),
+    lifecycle: await import('../../main/runner/lifecycle.js'),
+    git: await import('../../main/isolation/git-exec.js'),
+  });
+  const ppidTree = (lifecycle: Awaited<ReturnType<typeof load>>['lifecycle'], onSpawn?: (pid: number, start: string | null) => void) => {
+    let out = '';
+    let err = '';
+    const end = lifecycle.runTree('sh', ['-c', 'echo $PPID; echo oops >&2; sleep 0.2; exit 3'], {
+      cwd: t.dir,
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...lifecycle.treeMarkerEnv(t.dir, 'T1', 1) },
+      graceMs: 200,
+      onSpawn,
+      onStdout: (b) => (out += b.toString()),
+      onStderr: (b) => (err += b.toString()),
+    });
+    return end.then((e) => ({ ...e, out, err }));
+  };
+
+  it('forks trees and git: the parent is the helper, each tree in its own group with its identity, output and exit codes come back', async () => {
+    const { spawner, lifecycle, git } = await load();
+    spawner.useSpawner();
+    const seen: { pid: number; start: string | null; pgrp: number }[] = [];
+    const end = await ppidTree(lifecycle, (pid, start) => seen.push({ pid, start, pgrp: statOf(pid).pgrp }));
+    const helper = spawner.spawnerPid()!;
+    expect(helper).toBeGreaterThan(0);
+    expect(statOf(helper).ppid).toBe(process.pid);
+    expect(end.out.trim()).toBe(String(helper)); // forked by the helper, not by this process
+    expect(end.err.trim()).toBe('oops');
+    expect(end.exitCode).toBe(3);
+    expect(seen).toEqual([{ pid: end.pid, start: expect.stringMatching(/^\d+$/), pgrp: end.pid }]);
+
+    expect(await git.git(repo, ['rev-parse', '--show-toplevel'])).toBe(repo);
+    expect(await git.git(repo, ['hash-object', '--stdin'], { input: 'hello' })).toBe(HELLO_BLOB);
+    const failed = await git.gitTry(repo, ['rev-parse', '--verify', 'no-such-ref']);
+    expect(failed.exitCode).not.toBe(0);
+    const missing = await lifecycle.runTree('/no/such/program', [], { cwd: t.dir, env: {}, graceMs: 100 });
+    expect(missing.spawnError).toMatch(/ENOENT/);
+  });
+
+  it('falls back to forking here when the helper dies: what it had not started yet runs, nothing is lost', async () => {
+    const { spawner, lifecycle, git } = await load();
+    const notes = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    spawner.useSpawner();
+    // Handed to a helper that is still booting (tens of ms), which is then killed before it read anything.
+    const tree = ppidTree(lifecycle);
+    const blob = git.git(repo, ['hash-object', '--stdin'], { input: 'hello' });
+    const helper = spawner.spawnerPid()!;
+    process.kill(helper, 'SIGKILL');
+    const end = await tree;
+    expect(end.out.trim()).toBe(String(process.pid));
+    expect(end.exitCode).toBe(3);
+    expect(await blob).toBe(HELLO_BLOB);
+    expect(notes.mock.calls.map((c) => String(c[0])).join('')).toMatch(/spawner helper exited .*starting processes directly/);
+    expect(spawner.spawnerPid()).toBeNull();
+    const after = await ppidTree(lifecycle);
+    expect(after.out.trim()).toBe(String(process.pid));
+  });
+});
+
+describe.skipIf(!linux)('a leader and its spawner helper', () => {
+  let h: TestHome;
+  const procs: ReturnType<typeof startCli>[] = [];
+  beforeEach(() => {
+    h = makeHome();
+    writeFileSync(h.engine.home.config, '[scheduler]\nlease_ttl_ms = 1500\nkill_grace_ms = 300\n');
+  });
+  afterEach(() => {
+    for (const c of procs.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+    killMarked(h.engine.home.root);
+    h.cleanup();
+  });
+  const lead = () => {
+    const c = startCli(['run'], { home: h.home });
+    procs.push(c);
+    return c;
+  };
+  const status = (id: string) => getTask(h.engine.db, id)!.status;
+
+  it('runs the worker under the helper; kill -9 of the leader takes the helper with it, and the standby sweeps the worker tree', async () => {
+    const leader = lead();
+    const gcFile = join(h.root, 'gc.pid');
+    const { task } = await h.call('delegate_task', { objective: 'sleep', workspace: h.repo, metadata: { mock: { sleep_ms: 600_000, grandchild: true, grandchild_pidfile: gcFile } } });
+    const grandchild = await pidFrom(gcFile, 30_000);
+    await until(() => status(task.id) === 'running' && Boolean(getTask(h.engine.db, task.id)!.pid), 20_000, 'the worker pid to be recorded');
+    const worker = getTask(h.engine.db, task.id)!.pid!;
+    const helper = statOf(worker).ppid;
+    expect(cmdline(helper)).toMatch(/spawner-helper\.mjs/);
+    expect(statOf(helper).ppid).toBe(leader.pid);
+    expect(statOf(worker).pgrp).toBe(worker); // its own process group, as before
+    expect(spawnerOf(leader.pid!)).toBe(helper);
+
+    const standby = lead();
+    process.kill(leader.pid!, 'SIGKILL');
+    await exited(leader);
+    await until(() => !isAlive(helper), 5000, 'the helper to exit with its leader');
+    expect([worker, grandchild].filter(isAlive)).toEqual([worker, grandchild]); // only the standby ends them
+    await until(() => status(task.id) === 'orphaned', 20_000, 'the standby to take over');
+    expect([worker, grandchild].filter(isAlive)).toEqual([]);
+    expect(markedBy(h.engine.home.root)).toEqual([]);
+    standby.kill('SIGTERM');
+    await exited(standby);
+  }, 60_000);
+
+  it('a leader whose helper died forks its workers itself and finishes their tasks', async () => {
+    const leader = lead();
+    const stderr = captureStderr(leader);
+    const first = (await h.call('delegate_task', { objective: 'one', workspace: h.repo, metadata: { mock: {} } })).task;
+    await until(() => status(first.id) === 'completed', 30_000, 'the first task to complete');
+    const helper = spawnerOf(leader.pid!)!;
+    expect(helper).toBeGreaterThan(0);
+    process.kill(helper, 'SIGKILL');
+    await until(() => /spawner helper exited/.test(stderr()), 5000, 'the leader to notice');
+    const pidFile = join(h.root, 'w.pid');
+    const second = (await h.call('delegate_task', { objective: 'two', workspace: h.repo, metadata: { mock: { sleep_ms: 600_000, grandchild: true, grandchild_pidfile: pidFile } } })).task;
+    await pidFrom(pidFile, 30_000);
+    await until(() => Boolean(getTask(h.engine.db, second.id)!.pid), 20_000, 'the worker pid to be recorded');
+    expect(statOf(getTask(h.engine.db, second.id)!.pid!).ppid).toBe(leader.pid);
+    await h.call('cancel_task', { id: second.id });
+    await until(() => status(second.id) === 'cancelled', 20_000, 'the cancel');
+    const third = (await h.call('delegate_task', { objective: 'three', workspace: h.repo, metadata: { mock: {} } })).task;
+    await until(() => status(third.id) === 'completed', 30_000, 'the third task to complete');
+    expect(markedBy(h.engine.home.root)).toEqual([]);
+    leader.kill('SIGTERM');
+    await exited(leader);
+  }, 60_000);
+});
