@@ -65,7 +65,7 @@ export function withTestStore(home: string, toml = ''): string {
   const store = storeToml();
   if (store || toml) {
     mkdirSync(home, { recursive: true });
-    writeFileSync(join(home, 'config.toml'), `${toml}\n${store}`);
+    writeFileSync(join(home, 'config.toml'), store ? `${toml}\n${store}` : toml);
   }
   return store;
 }
