@@ -29,7 +29,6 @@ const POSTGRES_SUITE = [
   'test/integration/lifecycle.takeover.test.ts',
   'test/integration/mcp.answer.test.ts',
   'test/integration/mcp.compact.test.ts',
-  'test/integration/mcp.leader.test.ts',
   'test/integration/mcp.orchestration.test.ts',
   'test/integration/mcp.server.test.ts',
   'test/integration/requests.test.ts',
