@@ -54,7 +54,7 @@ export class Engine {
     ensureHomeDirs(this.home);
     this.config = opts.config ?? loadConfig(this.home.config);
     const target = storeTarget(this.currentConfig);
-    this.db = target ? openPgDb(target) : openDb({ path: this.home.db, nativeBinding: opts.nativeBinding });
+    this.db = target ? openPgDb(target, this.home.root) : openDb({ path: this.home.db, nativeBinding: opts.nativeBinding });
     this.cursor = new EventCursor(latestSeq(this.db));
     this.pollMs = opts.pollMs ?? 25;
     this.configPollMs = opts.configPollMs ?? 500;

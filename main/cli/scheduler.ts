@@ -122,8 +122,10 @@ export function registerSchedulerCommands(program: Command): void {
             shutdown.dispose();
             resolve(code);
           };
+          // A task this process still runs is not over until its runner returns: after its end status is
+          // stored it releases its workspace, and only then does its team take the next step.
           const onChange = () => {
-            if (o.untilIdle && isIdle(engine.db)) finish(0);
+            if (o.untilIdle && svc.runningTasks().length === 0 && isIdle(engine.db)) finish(0);
           };
           engine.events.on('change', onChange);
           // Catches idleness that no event announces (e.g. an empty queue at start).

@@ -81,6 +81,8 @@ export interface Db {
   close(): unknown;
   /** 'postgres' on a PgDb; absent on better-sqlite3. */
   readonly dialect?: 'postgres';
+  /** The home this connection serves (its secret.key): set on a PgDb; a SQLite file's is its folder. */
+  readonly homeRoot?: string;
 }
 
 /** Is this connection the PostgreSQL store (a fleet), rather than the home's SQLite file? */

@@ -105,7 +105,12 @@ export function resealObjective(db: Db, task: Task, objective: string): string {
   return redacted;
 }
 
-/** A home's root is the folder of its database (core/home.ts: `<root>/lightworker.db`). */
+/**
+ * A home's root: the folder of its SQLite database (core/home.ts: `<root>/lightworker.db`); a PostgreSQL
+ * connection names the home that opened it.
+ */
 function homeRootOf(db: Db): string {
+  if (db.homeRoot) return db.homeRoot;
+  if (db.dialect === 'postgres') throw new Error('this PostgreSQL connection was opened without a home: it cannot seal or unseal texts');
   return dirname(db.name);
 }

@@ -57,16 +57,25 @@ export function storeToml(): string {
   return storeConfigFor(url);
 }
 
+/**
+ * Point a home made without `makeHome` at the test store: in the `postgres` project its config.toml gets
+ * a `[store]` block of its own (returned, to keep when the test rewrites the file); elsewhere nothing.
+ */
+export function withTestStore(home: string, toml = ''): string {
+  const store = storeToml();
+  if (store || toml) {
+    mkdirSync(home, { recursive: true });
+    writeFileSync(join(home, 'config.toml'), store ? `${toml}\n${store}` : toml);
+  }
+  return store;
+}
+
 /** A temp home with an open Engine and a git repo beside it. */
 export function makeHome(opts: Omit<EngineOptions, 'home'> = {}): TestHome {
   const { dir, cleanup } = tempDir();
   const home = join(dir, 'home');
   const repo = makeRepo(join(dir, 'repo'));
-  const store = storeToml();
-  if (store) {
-    mkdirSync(home, { recursive: true });
-    writeFileSync(join(home, 'config.toml'), store);
-  }
+  const store = withTestStore(home);
   // A pinned config (tests that pass one) keeps the home's store.
   const config = store && opts.config ? { ...opts.config, store: loadConfig(join(home, 'config.toml')).store } : opts.config;
   const engine = new Engine({ ...opts, config, home });
@@ -82,7 +91,7 @@ export function makeHome(opts: Omit<EngineOptions, 'home'> = {}): TestHome {
     call,
     connect: () => {
       const target = storeTarget(engine.config);
-      return target ? openPgDb(target) : openDb({ path: engine.home.db });
+      return target ? openPgDb(target, engine.home.root) : openDb({ path: engine.home.db });
     },
     configure: (toml: string) => {
       writeFileSync(engine.home.config, store ? `${toml}\n${store}` : toml);

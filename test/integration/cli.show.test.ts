@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
-import { makeRepo, tempDir } from '../helpers/env.js';
+import { makeRepo, tempDir, withTestStore } from '../helpers/env.js';
 
 /** `show` reads as a review (issue 16): verification per command with exit code, duration and output. */
 let t: ReturnType<typeof tempDir>;
@@ -11,6 +11,7 @@ let repo: string;
 beforeAll(() => {
   t = tempDir('lw-show-');
   home = join(t.dir, 'home');
+  withTestStore(home);
   repo = makeRepo(join(t.dir, 'repo'));
 });
 afterAll(() => t.cleanup());

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { COMMANDS } from '../../main/commands/index.js';
@@ -8,7 +8,7 @@ import { listEvents } from '../../main/store/events.js';
 import { requireTask } from '../../main/store/tasks.js';
 import { TERMINAL, type Task } from '../../main/tasks/types.js';
 import { runCli, startCli } from '../helpers/cli.js';
-import { makeRepo, tempDir } from '../helpers/env.js';
+import { makeRepo, tempDir, withTestStore } from '../helpers/env.js';
 import { git } from './isolation.helpers.js';
 
 /**
@@ -34,8 +34,7 @@ interface Ctx {
 function setup(config: string): Ctx {
   const t = tempDir();
   const home = join(t.dir, 'home');
-  mkdirSync(home, { recursive: true });
-  writeFileSync(join(home, 'config.toml'), config);
+  withTestStore(home, config);
   const repo = makeRepo(join(t.dir, 'repo'));
   const engine = new Engine({ home });
   cleanup = () => {

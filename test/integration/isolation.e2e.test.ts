@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
-import { makeRepo, tempDir } from '../helpers/env.js';
+import { makeRepo, tempDir, withTestStore } from '../helpers/env.js';
 import { git } from './isolation.helpers.js';
 
 let cleanup: (() => void) | undefined;
@@ -13,6 +13,7 @@ describe('execute task end to end through the CLI (mock worker)', () => {
     const t = tempDir();
     cleanup = t.cleanup;
     const home = join(t.dir, 'home');
+    withTestStore(home);
     const repo = makeRepo(join(t.dir, 'repo'));
     const cli = (...args: string[]) => runCli(args, { home, cwd: repo });
     const verify = JSON.stringify(['node', '-e', 'process.exit(require("fs").existsSync("fixed.txt") ? 0 : 1)']);
@@ -69,6 +70,7 @@ describe('execute task end to end through the CLI (mock worker)', () => {
     const t = tempDir();
     cleanup = t.cleanup;
     const home = join(t.dir, 'home');
+    withTestStore(home);
     const repo = makeRepo(join(t.dir, 'repo'));
     const cli = (...args: string[]) => runCli(args, { home, cwd: repo });
     const evil = join(repo, 'escaped.txt');

@@ -1,4 +1,4 @@
-import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Engine } from '../../main/engine.js';
@@ -9,7 +9,7 @@ import { finishWorkspace, prepareWorkspace } from '../../main/isolation/workspac
 import { listEvents } from '../../main/store/events.js';
 import { requireTask } from '../../main/store/tasks.js';
 import { runCli } from '../helpers/cli.js';
-import { makeHome, makeRepo, tempDir, type TestHome } from '../helpers/env.js';
+import { makeHome, makeRepo, tempDir, type TestHome, withTestStore } from '../helpers/env.js';
 import { drive, git, newExecuteTask, simulateRun, treeHash } from './isolation.helpers.js';
 
 /**
@@ -44,9 +44,8 @@ function setupHome(): { home: string; repo: string; dir: string } {
   const t = tempDir();
   cleanups.push(t.cleanup);
   const home = join(t.dir, 'home');
-  mkdirSync(home, { recursive: true });
   writeFileSync(join(t.dir, 'intruder.mjs'), INTRUDER);
-  writeFileSync(join(home, 'config.toml'), `[workers.intruder]\ncommand = ${JSON.stringify([process.execPath, join(t.dir, 'intruder.mjs'), '{prompt}'])}\n`);
+  withTestStore(home, `[workers.intruder]\ncommand = ${JSON.stringify([process.execPath, join(t.dir, 'intruder.mjs'), '{prompt}'])}\n`);
   const repo = makeRepo(join(t.dir, 'repo'), { 'README.md': '# test repo\n', 'src/a.ts': 'export const a = 1;\n', '.gitignore': 'secret.env\n' });
   return { home, repo, dir: t.dir };
 }

@@ -1,4 +1,3 @@
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { getTask } from '../../main/store/tasks.js';
@@ -13,7 +12,7 @@ let h: TestHome;
 const children: ReturnType<typeof startCli>[] = [];
 beforeEach(() => {
   h = makeHome();
-  writeFileSync(h.engine.home.config, '[scheduler]\nlease_ttl_ms = 1500\nkill_grace_ms = 300\n');
+  h.configure('[scheduler]\nlease_ttl_ms = 1500\nkill_grace_ms = 300\n');
 });
 afterEach(() => {
   for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');

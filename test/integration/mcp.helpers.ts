@@ -1,12 +1,11 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { Engine } from '../../main/engine.js';
 import type { CommandDef } from '../../main/commands/table.js';
 import { createServer, type McpServerOptions } from '../../main/mcp/server.js';
-import { makeRepo, tempDir } from '../helpers/env.js';
+import { makeRepo, tempDir, withTestStore } from '../helpers/env.js';
 
 export const ROOT = resolve(import.meta.dirname, '../..');
 export const BIN = join(ROOT, 'bin', 'lightworker.js');
@@ -33,12 +32,8 @@ export async function inMemory(opts: { configToml?: string; server?: McpServerOp
   const { dir, cleanup } = tempDir('lw-mcp-');
   const home = join(dir, 'home');
   const repo = makeRepo(join(dir, 'repo'));
-  const engine = new Engine({ home });
-  if (opts.configToml) {
-    writeFileSync(engine.home.config, opts.configToml);
-    engine.close();
-  }
-  const eng = opts.configToml ? new Engine({ home }) : engine;
+  withTestStore(home, opts.configToml);
+  const eng = new Engine({ home });
   const server = createServer(eng, { depth: 0, toolSet: 'full', ...opts.server, commands: opts.commands ?? opts.server?.commands });
   const [ct, st] = InMemoryTransport.createLinkedPair();
   await server.connect(st);

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Engine } from '../../main/engine.js';
 import { currentLease } from '../../main/scheduler/lease.js';
-import { makeRepo, tempDir } from '../helpers/env.js';
+import { makeRepo, tempDir, withTestStore } from '../helpers/env.js';
 import { BIN, StdioChild } from './mcp.helpers.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -16,6 +16,7 @@ describe('two MCP processes and a CLI run on one home', () => {
     const { dir, cleanup } = tempDir('lw-mcp-leader-');
     cleanups.push(cleanup);
     const home = join(dir, 'home');
+    withTestStore(home);
     const repo = makeRepo(join(dir, 'repo'));
     const a = new StdioChild(home);
     const b = new StdioChild(home);

@@ -1,35 +1,40 @@
-import { readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Engine } from '../../main/engine.js';
 import { COMMANDS } from '../../main/commands/index.js';
 import { runCommand } from '../../main/commands/table.js';
 import { startCli, runCli } from '../helpers/cli.js';
-import { makeRepo, tempDir } from '../helpers/env.js';
+import { makeRepo, tempDir, withTestStore } from '../helpers/env.js';
+import { connectHome } from '../helpers/store-dump.js';
 import { captureStderr, exited, isAlive, until } from '../helpers/procs.js';
 import { STATUSES } from '../../main/tasks/types.js';
+import type { Db } from '../../main/store/db.js';
 
 let t: ReturnType<typeof tempDir>;
 let home: string;
 let repo: string;
 let log: string;
 const children: ReturnType<typeof startCli>[] = [];
+let storeDb: Db | null = null;
+/** One connection to the home's store (SQLite file or PostgreSQL schema) for the test's reads. */
+const store = (): Db => (storeDb ??= connectHome(home));
 
 beforeEach(() => {
   t = tempDir();
   home = join(t.dir, 'home');
   repo = makeRepo(join(t.dir, 'repo'));
   log = join(t.dir, 'runs.log');
-  const engine = new Engine({ home });
-  engine.close();
   // Fast takeover and kills keep the test short; the behaviour is the same at the defaults.
-  writeFileSync(join(home, 'config.toml'), '[scheduler]\nlease_ttl_ms = 1500\nkill_grace_ms = 500\nmax_concurrency = 4\nper_root = 4\nper_repository = 4\n');
+  withTestStore(home, '[scheduler]\nlease_ttl_ms = 1500\nkill_grace_ms = 500\nmax_concurrency = 4\nper_root = 4\nper_repository = 4\n');
+  new Engine({ home }).close();
 });
 afterEach(async () => {
   for (const c of children.splice(0)) {
     if (c.exitCode === null) c.kill('SIGKILL');
   }
+  storeDb?.close();
+  storeDb = null;
   t.cleanup();
 });
 
@@ -54,32 +59,20 @@ function logLines(): { task: string; attempt: string; pid: number }[] {
 }
 
 function statuses(ids: string[]): Record<string, string> {
-  const db = new Database(join(home, 'lightworker.db'), { readonly: true });
-  try {
-    return Object.fromEntries(ids.map((id) => [id, (db.prepare('SELECT status FROM tasks WHERE id = ?').get(id) as { status: string }).status]));
-  } finally {
-    db.close();
-  }
+  const db = store();
+  return Object.fromEntries(ids.map((id) => [id, (db.prepare('SELECT status FROM tasks WHERE id = ?').get(id) as { status: string }).status]));
 }
 
 function leaderChanges(): number {
-  const db = new Database(join(home, 'lightworker.db'), { readonly: true });
-  try {
-    return (db.prepare(`SELECT COUNT(*) AS n FROM events WHERE type = 'scheduler.leader'`).get() as { n: number }).n;
-  } finally {
-    db.close();
-  }
+  const db = store();
+  return (db.prepare(`SELECT COUNT(*) AS n FROM events WHERE type = 'scheduler.leader'`).get() as { n: number }).n;
 }
 
 /** PIDs of the grandchildren the mock workers spawned (reported as worker.tool events). */
 function grandchildPids(ids: string[]): number[] {
-  const db = new Database(join(home, 'lightworker.db'), { readonly: true });
-  try {
-    const rows = db.prepare(`SELECT task_id, payload FROM events WHERE type = 'worker.tool'`).all() as { task_id: string; payload: string }[];
-    return rows.filter((r) => ids.includes(r.task_id)).map((r) => JSON.parse(r.payload)).filter((p) => p.name === 'spawn').map((p) => Number(p.output));
-  } finally {
-    db.close();
-  }
+  const db = store();
+  const rows = db.prepare(`SELECT task_id, payload FROM events WHERE type = 'worker.tool'`).all() as { task_id: string; payload: string }[];
+  return rows.filter((r) => ids.includes(r.task_id)).map((r) => JSON.parse(r.payload)).filter((p) => p.name === 'spawn').map((p) => Number(p.output));
 }
 
 function expectRanOnce(ids: string[]): void {
@@ -102,9 +95,7 @@ describe('one leader per home', () => {
       expect(logLines()).toHaveLength(ids.length);
       // Nobody died, so leadership was taken once and never contested.
       expect(leaderChanges()).toBeGreaterThanOrEqual(1);
-      const db = new Database(join(home, 'lightworker.db'), { readonly: true });
-      const runners = db.prepare('SELECT DISTINCT runner_id FROM attempts').all();
-      db.close();
+      const runners = store().prepare('SELECT DISTINCT runner_id FROM attempts').all();
       expect(runners.length).toBeLessThanOrEqual(leaderChanges());
     });
   }

@@ -4,6 +4,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { currentLease } from '../../main/scheduler/lease.js';
 import { SAME_SIGNAL_MS } from '../../main/scheduler/shutdown.js';
+import { isPostgres } from '../../main/store/db.js';
+import { listRunners } from '../../main/store/runners.js';
 import { getTask } from '../../main/store/tasks.js';
 import { startCli } from '../helpers/cli.js';
 import { makeHome, type TestHome } from '../helpers/env.js';
@@ -27,6 +29,18 @@ async function submit(mock: Record<string, unknown>, name = 'long job'): Promise
 
 const status = (id: string) => getTask(h.engine.db, id)!.status;
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The process `pid` schedules this home: it holds the lease (SQLite), or is an active runner (PostgreSQL fleet). */
+function schedules(pid: number | undefined): boolean {
+  if (!isPostgres(h.engine.db)) return currentLease(h.engine.db)?.pid === pid;
+  return listRunners(h.engine.db, Date.now()).some((r) => r.pid === pid && r.state === 'active');
+}
+
+/** The process `pid` no longer holds anything another process must wait out: no lease; a runner stopped cleanly. */
+function gaveBack(pid: number | undefined): boolean {
+  if (!isPostgres(h.engine.db)) return currentLease(h.engine.db) === null;
+  return listRunners(h.engine.db, Date.now()).some((r) => r.pid === pid && r.state === 'stopped');
+}
 
 /** A leading face (`run` or `serve`) with one task running in it. */
 async function leaderWithRunningTask(args: string[], mock: Record<string, unknown>, env: Record<string, string> = {}) {
@@ -76,8 +90,8 @@ describe('graceful shutdown of a leading process', () => {
     expect(t.error?.message).toMatch(/stopped by a shutdown/);
     expect(t.error?.message).toContain(`lightworker retry ${id} --strategy resume`);
     await until(() => pids.every((p) => !isAlive(p)), 5000, 'the tree to die');
-    // The lease was given back: another process may lead at once.
-    expect(currentLease(h.engine.db)).toBeNull();
+    // The lease was given back (the runner stopped cleanly): another process may lead at once.
+    expect(gaveBack(child.pid)).toBe(true);
   });
 
   it('run --drain-timeout: the running task is cancelled that long after the first signal', async () => {
@@ -90,7 +104,7 @@ describe('graceful shutdown of a leading process', () => {
   });
 
   it('run: a third Ctrl-C kills at once instead of waiting out the kill grace', async () => {
-    writeFileSync(h.engine.home.config, '[scheduler]\nkill_grace_ms = 60000\n');
+    h.configure('[scheduler]\nkill_grace_ms = 60000\n');
     const { id, child, stderr } = await leaderWithRunningTask(['run'], { sleep_ms: 120_000, ignore_sigterm: true });
     const pid = getTask(h.engine.db, id)!.pid!;
     child.kill('SIGINT');
@@ -110,7 +124,7 @@ describe('graceful shutdown of a leading process', () => {
     const child = startCli(['run'], { home: h.home });
     children.push(child);
     const stderr = captureStderr(child);
-    await until(() => currentLease(h.engine.db)?.pid === child.pid, 20_000, 'run to lead');
+    await until(() => schedules(child.pid), 20_000, 'run to lead');
     child.kill('SIGTERM');
     expect(await exited(child), stderr()).toBe(143);
     expect(stderr()).not.toMatch(/running/);
@@ -164,7 +178,7 @@ describe('npm start (headless fallback)', () => {
 describe('run --timeout is a hard bound', () => {
   it('SIGKILLs a tree that ignores SIGTERM at the deadline instead of adding the kill grace', async () => {
     // A long grace makes the old behaviour (SIGTERM at N, SIGKILL at N + grace) plain to see.
-    writeFileSync(h.engine.home.config, '[scheduler]\nkill_grace_ms = 20000\n');
+    h.configure('[scheduler]\nkill_grace_ms = 20000\n');
     const pidfile = join(h.root, 'grandchild.pid');
     const id = await submit({ sleep_ms: 60_000, grandchild: true, ignore_sigterm: true, grandchild_pidfile: pidfile });
     const started = Date.now();

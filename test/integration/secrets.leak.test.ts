@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
-import { makeRepo, tempDir } from '../helpers/env.js';
+import { makeRepo, tempDir, withTestStore } from '../helpers/env.js';
+import { connectHome, storedCells } from '../helpers/store-dump.js';
 import { StdioChild } from './mcp.helpers.js';
 
 /**
@@ -62,6 +62,7 @@ describe('no planted secret is persisted or shown', () => {
   beforeAll(async () => {
     ({ dir, cleanup } = tempDir('lw-secrets-'));
     home = join(dir, 'home');
+    withTestStore(home);
     repo = makeRepo(join(dir, 'repo'));
     expect((await runCli(['init'], { home })).code).toBe(0);
     writeFileSync(
@@ -119,30 +120,18 @@ describe('no planted secret is persisted or shown', () => {
   });
 
   it('no TEXT column of any table holds a planted secret', () => {
-    const db = new Database(join(home, 'lightworker.db'), { readonly: true });
-    const found: string[] = [];
-    let cells = 0;
+    const db = connectHome(home);
     try {
-      const tables = db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table'`).all() as { name: string }[];
-      expect(tables.map((t) => t.name)).toEqual(expect.arrayContaining(['tasks', 'events', 'attempts', 'settings']));
-      for (const { name } of tables) {
-        const cols = db.prepare(`SELECT name FROM pragma_table_info(?)`).all(name) as { name: string }[];
-        for (const { name: col } of cols) {
-          const rows = db.prepare(`SELECT "${col}" AS v FROM "${name}" WHERE typeof("${col}") IN ('text', 'blob')`).all() as { v: string | Buffer }[];
-          for (const { v } of rows) {
-            cells++;
-            found.push(...leaks(`${name}.${col}`, typeof v === 'string' ? v : v.toString('latin1')));
-          }
-        }
-      }
+      const cells = storedCells(db);
+      expect([...new Set(cells.map((c) => c.where.split('.')[0]))]).toEqual(expect.arrayContaining(['tasks', 'events', 'attempts']));
       // Not vacuous: the corpus reached the database, redacted.
       const redactedCells = db.prepare(`SELECT COUNT(*) AS n FROM events WHERE payload LIKE '%[REDACTED]%'`).get() as { n: number };
       expect(redactedCells.n).toBeGreaterThan(3);
+      expect(cells.length).toBeGreaterThan(50);
+      expect(cells.flatMap((c) => leaks(c.where, c.text))).toEqual([]);
     } finally {
       db.close();
     }
-    expect(cells).toBeGreaterThan(50);
-    expect(found).toEqual([]);
   });
 
   it('no file under artifacts/ or logs/ holds a planted secret', () => {

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { followUpTask } from '../../main/tasks/followup.js';
 import { makeHome, type TestHome } from '../helpers/env.js';
+import { storedText } from '../helpers/store-dump.js';
 import { hitlHarness } from './hitl.helpers.js';
 
 let h: TestHome;
@@ -99,13 +100,14 @@ console.log(JSON.stringify({ summary: 'wrote c.txt', files_changed: ['c.txt'], n
     const id = await completedExecuteTask(log);
     const secret = 'sk-proj-AbCdEf0123456789abcdefGHIJ';
     h.engine.write(() => followUpTask(h.engine.db, h.engine.config, id, { message: `use the key ${secret} for the call`, by: 'test' }));
-    const stored = JSON.stringify(events(id, 'task.status').at(-1)!.payload);
-    expect(stored).toContain('use the key');
-    expect(stored).not.toContain(secret);
+    const event = JSON.stringify(events(id, 'task.status').at(-1)!.payload);
+    expect(event).toContain('use the key');
+    expect(event).not.toContain(secret);
     await runUntilIdle();
     expect(lines(log)[1].prompt).toContain(secret);
-    const db = readFileSync(h.engine.home.db);
-    expect(db.includes(Buffer.from(secret))).toBe(false);
+    const stored = storedText(h);
+    expect(stored).toContain('use the key');
+    expect(stored).not.toContain(secret);
   });
 
   it('refuses bad input and states it cannot continue, changing nothing', async () => {

@@ -58,7 +58,8 @@ async function startWritingTask() {
   const child = startCli(['run'], { home: h.home });
   children.push(child);
   const stderr = captureStderr(child);
-  await until(() => task(id).status === 'running' && !!task(id).worktreePath && existsSync(join(task(id).worktreePath!, 'first.txt')), 30_000, 'the first attempt to write');
+  // The worker writes its file as the runner records its session from its output: wait for both.
+  await until(() => task(id).status === 'running' && !!task(id).sessionId && !!task(id).worktreePath && existsSync(join(task(id).worktreePath!, 'first.txt')), 30_000, 'the first attempt to write');
   return { id, child, stderr };
 }
 

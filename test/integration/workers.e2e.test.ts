@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -46,7 +46,7 @@ describe('real worker tasks end to end (lightworker run --until-idle)', () => {
       const raw = { gateways: { fake: { base_url: `${gw.url}/v1`, key_env: KEY_ENV } }, scheduler: { default_worker: 'mock' } };
       const h: TestHome = makeHome({ config: parseConfig(raw) });
       try {
-        writeFileSync(join(h.home, 'config.toml'), `[gateways.fake]\nbase_url = "${gw.url}/v1"\nkey_env = "${KEY_ENV}"\n`);
+        h.configure(`[gateways.fake]\nbase_url = "${gw.url}/v1"\nkey_env = "${KEY_ENV}"\n`);
         const { task } = await h.call('delegate_task', {
           objective: 'Create hello.txt saying hello.', kind: 'execute', workspace: h.repo, worker: c.worker, gateway: 'fake',
           mode: 'auto_execute', ...(c.model ? { model: c.model } : {}),

@@ -1,8 +1,8 @@
-import { isPostgres } from '../../main/store/db.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeHome, type TestHome } from '../helpers/env.js';
+import { storedText } from '../helpers/store-dump.js';
 import { SECRET_CORPUS } from './redact.test.js';
 import { getTask } from '../../main/store/tasks.js';
 import { unsealTask } from '../../main/tasks/secrets.js';
@@ -94,16 +94,10 @@ describe('secrets', () => {
       verify: [['curl', '-H', 'Authorization: Bearer abc.def-ghi_jkl0123456789']],
       metadata: { env: 'password=CorrectHorse42' },
     });
-    // SQLite: the file's bytes too (free pages, WAL); PostgreSQL: what the server returns is checked below.
-    const pg = isPostgres(h.engine.db);
-    if (!pg) h.engine.db.pragma('wal_checkpoint(TRUNCATE)');
-    const { readFileSync } = await import('node:fs');
-    const dbBytes = pg ? '' : readFileSync(h.engine.home.db).toString('latin1');
-    const dump = JSON.stringify(h.engine.db.prepare('SELECT * FROM tasks').all()) + JSON.stringify(h.engine.db.prepare('SELECT * FROM events').all());
-    for (const c of SECRET_CORPUS) {
-      expect(dump, c.name).not.toContain(c.secret);
-      expect(dbBytes, c.name).not.toContain(c.secret);
-    }
+    // SQLite: the file's bytes (free pages, WAL); PostgreSQL: every table's rows.
+    const dump = storedText(h);
+    expect(dump).toContain('[REDACTED]');
+    for (const c of SECRET_CORPUS) expect(dump, c.name).not.toContain(c.secret);
     const stored = getTask(h.engine.db, r.task.id)!;
     expect(stored.objective).toContain('[REDACTED]');
     const real = unsealTask(h.engine.db, h.engine.home.root, stored);

@@ -59,8 +59,12 @@ export function storeTarget(config: Config, env: NodeJS.ProcessEnv = process.env
 const CONNECT_TIMEOUT_MS = 10_000;
 const CALL_TIMEOUT_MS = 120_000;
 
-/** Open the PostgreSQL store and bring its schema up to date (one migrator at a time, by advisory lock). */
-export function openPgDb(target: StoreTarget): PgDb {
+/**
+ * Open the PostgreSQL store and bring its schema up to date (one migrator at a time, by advisory lock).
+ * `homeRoot`: the home this process runs from, whose `secret.key` seals redacted texts (tasks/secrets.ts);
+ * a SQLite store finds it beside its file.
+ */
+export function openPgDb(target: StoreTarget, homeRoot?: string): PgDb {
   const channel = `lightworker_${target.schema}`;
   const bridge = new PgBridge({
     cfg: { connectionString: target.url, application_name: 'lightworker', connectionTimeoutMillis: CONNECT_TIMEOUT_MS },
@@ -75,7 +79,7 @@ export function openPgDb(target: StoreTarget): PgDb {
     bridge.close();
     throw err;
   }
-  const db = new PgDb(bridge, target.label);
+  const db = new PgDb(bridge, target.label, homeRoot);
   try {
     migratePg(db, target.schema, channel);
   } catch (err) {

@@ -28,6 +28,8 @@ export class PgDb implements Db {
   constructor(
     private readonly bridge: PgBridge,
     label: string,
+    /** The home this process runs from (store/db.ts `Db.homeRoot`). */
+    readonly homeRoot?: string,
   ) {
     this.name = label;
     bridge.onNotify = () => this.changed();

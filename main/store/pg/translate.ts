@@ -8,10 +8,11 @@
  * - `json_each(?)` (a JSON array parameter) becomes `json_array_elements_text(…)` with a `value` column;
  * - `LIKE` becomes `ILIKE` (SQLite's LIKE ignores ASCII case);
  * - `IS ?` / `IS NOT ?` (SQLite's null-safe comparison) become `IS [NOT] DISTINCT FROM`;
- * - a camelCase alias (`AS rootId`) is quoted, since PostgreSQL folds unquoted names to lower case;
+ * - a camelCase alias (`AS rootId`, `as rootId`) is quoted, since PostgreSQL folds unquoted names to lower case;
  * - `CAST(… AS REAL)` becomes DOUBLE PRECISION (SQLite's REAL is 8 bytes, PostgreSQL's is 4).
  * `json_extract(doc, '$.a.b')` needs no rewrite: the PostgreSQL schema defines it (pg/schema.ts).
- * SQLite-only forms with no counterpart here are refused by name, so a new query that would behave
+ * String literals, quoted identifiers and comments (line and block) are left as they are. SQLite-only
+ * forms with no counterpart here are refused by name, so a new query that would behave
  * differently fails its first PostgreSQL test instead of misbehaving.
  */
 export function toPostgres(sql: string): string {
@@ -29,7 +30,7 @@ export function toPostgres(sql: string): string {
       .replace(/\bIS\s+NOT\s+\?/gi, 'IS DISTINCT FROM ?')
       .replace(/\bIS\s+\?/gi, 'IS NOT DISTINCT FROM ?')
       .replace(/\bAS\s+REAL\b/gi, 'AS DOUBLE PRECISION')
-      .replace(/\bAS\s+([a-z][a-z0-9_]*[A-Z][A-Za-z0-9_]*)\b/g, 'AS "$1"');
+      .replace(/\b(AS\s+)(\w+)/gi, (m: string, as: string, alias: string) => (CAMEL.test(alias) ? `${as}"${alias}"` : m));
     if (/\bINSERT\s+OR\s+IGNORE\s+INTO\b/i.test(t)) {
       onConflict = true;
       t = t.replace(/\bINSERT\s+OR\s+IGNORE\s+INTO\b/gi, 'INSERT INTO');
@@ -44,6 +45,9 @@ export function toPostgres(sql: string): string {
   return text;
 }
 
+/** A camelCase name (lower-case first letter, an upper-case one later), which PostgreSQL would fold. */
+const CAMEL = /^[a-z][a-z0-9_]*[A-Z]/;
+
 const REFUSED = /\b(INSERT\s+OR\s+(REPLACE|ABORT|FAIL|ROLLBACK)|GLOB|PRAGMA|IFNULL|rowid|json_tree|group_concat|strftime|datetime|julianday|WITHOUT\s+ROWID|AUTOINCREMENT)\b/i;
 
 interface Part {
@@ -51,7 +55,7 @@ interface Part {
   quoted: boolean;
 }
 
-/** Split SQL into code and quoted runs ('string', "identifier", -- comments), quotes doubled inside. */
+/** Split SQL into code and quoted runs ('string', "identifier", line and block comments), quotes doubled inside. */
 function splitQuoted(sql: string): Part[] {
   const parts: Part[] = [];
   let i = 0;
@@ -74,6 +78,12 @@ function splitQuoted(sql: string): Part[] {
       if (i > start) parts.push({ text: sql.slice(start, i), quoted: false });
       const end = sql.indexOf('\n', i);
       const j = end < 0 ? sql.length : end;
+      parts.push({ text: sql.slice(i, j), quoted: true });
+      i = start = j;
+    } else if (c === '/' && sql[i + 1] === '*') {
+      if (i > start) parts.push({ text: sql.slice(start, i), quoted: false });
+      const end = sql.indexOf('*/', i + 2);
+      const j = end < 0 ? sql.length : end + 2;
       parts.push({ text: sql.slice(i, j), quoted: true });
       i = start = j;
     } else i++;
