@@ -8,6 +8,7 @@ import { isPostgres, openDb, writeTx, type Db } from './store/db.js';
 import { openPgDb, storeTarget } from './store/pg/open.js';
 import type { PgDb } from './store/pg/pg-db.js';
 import { EventCursor } from './store/event-cursor.js';
+import { useKeyFile } from './tasks/secrets.js';
 import { appendEvent, latestSeq } from './store/events.js';
 import { watchConfigFile } from './core/config-watch.js';
 
@@ -54,6 +55,7 @@ export class Engine {
     ensureHomeDirs(this.home);
     this.config = opts.config ?? loadConfig(this.home.config);
     const target = storeTarget(this.currentConfig);
+    if (this.currentConfig.store.key_file) useKeyFile(this.home.root, this.currentConfig.store.key_file);
     this.db = target ? openPgDb(target, this.home.root) : openDb({ path: this.home.db, nativeBinding: opts.nativeBinding });
     this.cursor = new EventCursor(latestSeq(this.db));
     this.pollMs = opts.pollMs ?? 25;

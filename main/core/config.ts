@@ -233,6 +233,8 @@ export const configSchema = z.strictObject({
         .refine((u) => !/^postgres(ql)?:\/\/[^/@]*:[^/@]*@/.test(u) && !/[?&]password=/i.test(u), 'must not contain a password (use PGPASSWORD, LIGHTWORKER_DATABASE_URL or store.url_file)')
         .optional(),
       url_file: z.string().min(1).max(4096).optional(),
+      /** A 32-byte key shared by every host of a fleet, sealing the original text of redacted secrets. */
+      key_file: z.string().min(1).max(4096).optional(),
       /** The PostgreSQL schema holding LightWorker's tables (several fleets can share one database). */
       schema: z.string().regex(/^[a-z_][a-z0-9_]{0,40}$/, 'a lower-case identifier (letters, digits, _)').default('lightworker'),
     })
@@ -402,6 +404,7 @@ requests = true                 # a task's question or permission request
 # [store]
 # url = "postgres://lightworker@db.internal:5432/lightworker"   # password: PGPASSWORD or url_file
 # url_file = "/etc/lightworker/database-url"                   # a file holding the whole URL
+# key_file = "/etc/lightworker/secret.key"                     # 32 bytes, the same on every host (seals secrets)
 # schema = "lightworker"
 # [fleet]
 # host_id = "build-box-1"     # this host in the fleet (default: its hostname)

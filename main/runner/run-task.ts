@@ -76,7 +76,14 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
   const { engine } = ctx;
   const stored = getTask(engine.db, taskId);
   if (!stored) return 'failed';
-  const task = unsealTask(engine.db, engine.home.root, stored);
+  let task: Task;
+  try {
+    task = unsealTask(engine.db, engine.home.root, stored);
+  } catch (err) {
+    // The sealed originals cannot be read here (another host's key, a lost secret.key): end the task
+    // saying so, rather than leave it claimed and never run.
+    return finishWithError(ctx, stored, err);
+  }
   const resume = resumeRequestOf(engine.db, task);
   // An answered request continues the same run: its timeout keeps counting from where it paused.
   const budget = runBudget(ctx.signal, task, resume);

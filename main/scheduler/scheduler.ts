@@ -257,21 +257,24 @@ export class Scheduler extends EventEmitter {
       },
       id,
     );
-    const entry: Running = { id, name: task?.name ?? id, worker, rootId, controller, timer, done };
-    this.running.set(id, entry);
-    void done
+    // `done` as the scheduler sees it: settled only after the end's bookkeeping below, so a stop()
+    // awaiting it never closes the store under that bookkeeping (seen as "store … is closed" on exit).
+    const settled = done
       .catch(() => 'failed' as TaskStatus)
       .then((status) => {
         clearTimeout(timer);
         this.running.delete(id);
         this.perWorker.set(worker, Math.max(0, (this.perWorker.get(worker) ?? 1) - 1));
+        if (this.stopped && !this.engine.db.open) return status;
         if (status === 'failed' && this.isRateLimited(id)) this.requeueAfterRateLimit(id);
         // In the same tick as the task's end: `run --until-idle` must not see the team idle before its next step.
         teamHandler?.onEnded(this.engine, id);
         this.emit('task.ended', id, status);
         if (this.draining && this.running.size === 0) this.emit('drained');
         this.wake();
+        return status;
       });
+    this.running.set(id, { id, name: task?.name ?? id, worker, rootId, controller, timer, done: settled });
   }
 
   private isRateLimited(id: string): boolean {

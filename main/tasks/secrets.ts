@@ -1,5 +1,6 @@
+import { AppError } from '../core/errors.js';
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { redactText } from '../core/redact.js';
 import { prep, type Db } from '../store/db.js';
@@ -10,6 +11,25 @@ import type { Task } from './types.js';
 type SecretFields = Pick<Task, 'name' | 'objective' | 'successCriteria' | 'verify' | 'metadata'>;
 
 const keyCache = new Map<string, Buffer>();
+
+/**
+ * Seal this home's texts with the key in `path` instead of its own `secret.key`: a fleet's hosts share
+ * one key (`[store] key_file`), so a runner on one host unseals what another host sealed. The file
+ * holds exactly 32 bytes and is readable by its owner alone.
+ */
+export function useKeyFile(homeRoot: string, path: string): void {
+  let key: Buffer;
+  try {
+    key = readFileSync(path);
+  } catch (err) {
+    throw new AppError('invalid_input', `store.key_file: cannot read ${path}: ${(err as Error).message}`, { key: 'store.key_file' });
+  }
+  if (key.length !== 32) throw new AppError('invalid_input', `store.key_file: ${path} must hold exactly 32 bytes (e.g. \`head -c 32 /dev/urandom > ${path}\`), not ${key.length}`, { key: 'store.key_file' });
+  if (process.platform !== 'win32' && (statSync(path).mode & 0o077) !== 0) {
+    throw new AppError('invalid_input', `store.key_file: ${path} is readable by others; \`chmod 600 ${path}\``, { key: 'store.key_file' });
+  }
+  keyCache.set(homeRoot, key);
+}
 
 /** The home's 32-byte key (`secret.key`, mode 0600), created on first use. */
 function homeKey(homeRoot: string): Buffer {
@@ -55,7 +75,12 @@ function encrypt(homeRoot: string, text: string): Buffer {
 function decrypt(homeRoot: string, blob: Buffer): string {
   const decipher = createDecipheriv('aes-256-gcm', homeKey(homeRoot), blob.subarray(0, 12));
   decipher.setAuthTag(blob.subarray(12, 28));
-  return Buffer.concat([decipher.update(blob.subarray(28)), decipher.final()]).toString('utf8');
+  try {
+    return Buffer.concat([decipher.update(blob.subarray(28)), decipher.final()]).toString('utf8');
+  } catch {
+    // In a fleet: sealed on another host with its own key.
+    throw new AppError('forbidden', `a sealed text of this task cannot be opened with this home's key (${homeRoot}): it was sealed with another key — in a fleet, give every host the same [store] key_file`);
+  }
 }
 
 /** Store the originals encrypted (AES-256-GCM) with the home's key. */

@@ -1,5 +1,6 @@
 import { execFileSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Engine } from '../../main/engine.js';
@@ -240,4 +241,32 @@ describe('a fleet of runners on one PostgreSQL', () => {
     const keys = logLines().map((l) => `${l.task}#${l.attempt}`);
     expect(new Set(keys).size).toBe(keys.length);
   }, 180_000);
+
+  it('a secret sealed on the laptop runs on another host only with the fleet’s shared key_file; without it the task fails saying so', async () => {
+    const objective = 'deploy the web app with password=CorrectHorse42 and report';
+    if (!runners['host-c'] || runners['host-c'].exitCode !== null) startRunner('host-c');
+    const prompts = join(t.dir, 'prompts.jsonl');
+    const submitWeb = async () => (await call('delegate_task', { objective, workspace: clones.laptop.web, metadata: { mock: { append_log: log, prompt_log: prompts } } })).task.id as string;
+    const first = await submitWeb();
+    await until(() => ['failed', 'completed'].includes(statuses([first])[first]), 30_000, 'the sealed task to end on host-c');
+    const failed = (await call('get_task', { id: first })).task;
+    expect(failed.status).toBe('failed');
+    expect(failed.error.message).toMatch(/sealed with another key — in a fleet, give every host the same \[store\] key_file/);
+    // One key for the fleet: the laptop and host-c name it; host-c restarts to load it.
+    const keyFile = join(t.dir, 'fleet.key');
+    writeFileSync(keyFile, randomBytes(32), { mode: 0o600 });
+    for (const name of ['laptop', 'host-c']) writeFileSync(join(homes[name], 'config.toml'), readFileSync(join(homes[name], 'config.toml'), 'utf8').replace(/^\[store\]\n/, `[store]\nkey_file = "${keyFile}"\n`));
+    laptop.close();
+    laptop = new Engine({ home: homes.laptop });
+    runners['host-c'].kill('SIGTERM');
+    await exited(runners['host-c']);
+    startRunner('host-c');
+    const second = await submitWeb();
+    await until(() => ['failed', 'completed'].includes(statuses([second])[second]), 30_000, 'the sealed task to end on host-c with the shared key');
+    expect((await call('get_task', { id: second })).task).toMatchObject({ status: 'completed', objective: expect.stringContaining('[REDACTED]') });
+    // The worker on host-c got the real text; the store never held it.
+    const seen = readFileSync(prompts, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { prompt: string });
+    expect(seen.at(-1)!.prompt).toContain('password=CorrectHorse42');
+    expect(JSON.stringify(laptop.db.prepare('SELECT objective FROM tasks WHERE id = ?').get(second))).not.toContain('CorrectHorse42');
+  }, 120_000);
 });
