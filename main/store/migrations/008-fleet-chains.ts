@@ -24,7 +24,6 @@ export const m008FleetChains: Migration = {
         hash         TEXT NOT NULL,
         anchored_pos INTEGER NOT NULL DEFAULT 0
       );
-      CREATE INDEX chain_heads_unanchored ON chain_heads(chain) WHERE pos > anchored_pos;
       CREATE TABLE anchors (
         id        INTEGER PRIMARY KEY,
         ts        INTEGER NOT NULL,

@@ -106,7 +106,6 @@ CREATE INDEX events_task ON events(task_id, seq);
 CREATE UNIQUE INDEX events_chain ON events(chain, chain_pos) WHERE chain IS NOT NULL;
 CREATE TABLE audit_head (id BIGINT PRIMARY KEY CHECK (id = 1), seq BIGINT NOT NULL, hash TEXT NOT NULL);
 CREATE TABLE chain_heads (chain TEXT PRIMARY KEY, pos BIGINT NOT NULL, seq BIGINT NOT NULL, hash TEXT NOT NULL, anchored_pos BIGINT NOT NULL DEFAULT 0);
-CREATE INDEX chain_heads_unanchored ON chain_heads(chain) WHERE pos > anchored_pos;
 CREATE TABLE anchors (id BIGINT PRIMARY KEY, ts BIGINT NOT NULL, heads TEXT NOT NULL, prev_hash TEXT NOT NULL, hash TEXT NOT NULL);
 
 CREATE TABLE leases (
