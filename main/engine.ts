@@ -9,10 +9,11 @@ import { openPgDb, storeTarget } from './store/pg/open.js';
 import type { PgDb } from './store/pg/pg-db.js';
 import { EventCursor } from './store/event-cursor.js';
 import { useKeyFile } from './tasks/secrets.js';
-import { appendEvent, latestSeq } from './store/events.js';
+import { appendEvent, latestSeq, type EventRow } from './store/events.js';
 import { watchConfigFile } from './core/config-watch.js';
 
 const GAP_RECHECK_MS = 50;
+const RETRY_MS = 250;
 
 export interface EngineOptions {
   /** Explicit home directory (`--home`); otherwise LIGHTWORKER_HOME or the platform default. */
@@ -182,17 +183,29 @@ export class Engine {
 
   private flush(): void {
     if (this.closed) return;
-    for (const e of this.cursor.read(this.db)) this.events.emit('event', e);
-    if (this.cursor.waiting && !this.gapTimer) {
-      // A sequence number below the newest one read is not committed yet (PostgreSQL hands them out
-      // before commit): look again shortly, so its event is published when its transaction commits.
-      this.gapTimer = setTimeout(() => {
-        this.gapTimer = null;
-        this.flush();
-      }, GAP_RECHECK_MS);
-      this.gapTimer.unref();
+    let events: EventRow[];
+    try {
+      events = this.cursor.read(this.db);
+    } catch {
+      // The store failed this once (a dropped PostgreSQL connection, a busy file): a timer callback must
+      // not crash the process; the cursor did not move, so the next look publishes the same events.
+      this.recheckSoon(RETRY_MS);
+      return;
     }
+    for (const e of events) this.events.emit('event', e);
+    // A sequence number below the newest one read is not committed yet (PostgreSQL hands them out
+    // before commit): look again shortly, so its event is published when its transaction commits.
+    if (this.cursor.waiting) this.recheckSoon(GAP_RECHECK_MS);
     this.events.emit('change');
+  }
+
+  private recheckSoon(ms: number): void {
+    if (this.gapTimer || this.closed) return;
+    this.gapTimer = setTimeout(() => {
+      this.gapTimer = null;
+      this.flush();
+    }, ms);
+    this.gapTimer.unref();
   }
 
   private gapTimer: NodeJS.Timeout | null = null;

@@ -175,11 +175,26 @@ export class Scheduler extends EventEmitter {
     this.wakeQueued = true;
     setImmediate(() => {
       this.wakeQueued = false;
-      this.dispatch();
+      try {
+        this.dispatch();
+      } catch {
+        // The store failed this pass (a dropped connection, a busy file): try again shortly rather than
+        // crash a runner with tasks in flight.
+        setTimeout(() => this.wake(), 500).unref();
+      }
     });
   }
 
   private handleEvent(e: EventRow): void {
+    try {
+      this.reactTo(e);
+    } catch {
+      // The store failed while reacting (a dropped connection, a busy file): look again shortly.
+      setTimeout(() => this.wake(), 500).unref();
+    }
+  }
+
+  private reactTo(e: EventRow): void {
     if (e.type === 'task.cancel_requested' && e.taskId) {
       this.running.get(e.taskId)?.controller.abort('cancel');
       return;
@@ -266,9 +281,13 @@ export class Scheduler extends EventEmitter {
         this.running.delete(id);
         this.perWorker.set(worker, Math.max(0, (this.perWorker.get(worker) ?? 1) - 1));
         if (this.stopped && !this.engine.db.open) return status;
-        if (status === 'failed' && this.isRateLimited(id)) this.requeueAfterRateLimit(id);
-        // In the same tick as the task's end: `run --until-idle` must not see the team idle before its next step.
-        teamHandler?.onEnded(this.engine, id);
+        try {
+          if (status === 'failed' && this.isRateLimited(id)) this.requeueAfterRateLimit(id);
+          // In the same tick as the task's end: `run --until-idle` must not see the team idle before its next step.
+          teamHandler?.onEnded(this.engine, id);
+        } catch {
+          // The store failed just now: the team steps on at its next event (the driver re-reads state).
+        }
         this.emit('task.ended', id, status);
         if (this.draining && this.running.size === 0) this.emit('drained');
         this.wake();

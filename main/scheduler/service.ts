@@ -118,7 +118,8 @@ class Service extends EventEmitter implements SchedulerService {
   private schedule(): void {
     if (this.stopped) return;
     const every = this.scheduler ? Math.max(100, Math.floor(this.ttl / 3)) : (this.opts.standbyPollMs ?? 250);
-    this.timer = setTimeout(() => void this.tick().finally(() => this.schedule()), every);
+    // A failed beat (the store unreachable for a moment) is retried at the next one, never an unhandled rejection.
+    this.timer = setTimeout(() => void this.tick().catch(() => undefined).finally(() => this.schedule()), every);
     this.timer.unref();
   }
 
@@ -188,6 +189,10 @@ class Service extends EventEmitter implements SchedulerService {
       if (this.opts.paused) this.scheduler.pause();
       this.emit('leader');
       this.emit('status', this.status());
+    } catch {
+      // Recovery failed this beat (the store dropped a connection, a busy file): try again next beat; in a
+      // fleet under a new runner id (this one's row expires unused).
+      if (this.fleet) this.leaseLost = true;
     } finally {
       this.becoming = false;
     }

@@ -4,7 +4,8 @@ import { Engine } from '../../main/engine.js';
 import { COMMANDS } from '../../main/commands/index.js';
 import { runCommand } from '../../main/commands/table.js';
 import { makeHome, type TestHome } from '../helpers/env.js';
-import { until } from '../helpers/procs.js';
+import { captureStderr, exited, until } from '../helpers/procs.js';
+import { startCli } from '../helpers/cli.js';
 
 /**
  * A PostgreSQL store whose connections drop (a server restart, a failover, an idle-connection killer)
@@ -25,8 +26,9 @@ describe('the PostgreSQL store after its connections drop', () => {
     await h.call('delegate_task', { objective: 'before', workspace: h.repo });
     const other = h.connect();
     try {
-      // Cut every LightWorker connection but the one asking.
-      const cut = () => other.prepare(`SELECT COUNT(pg_terminate_backend(pid)) AS n FROM pg_stat_activity WHERE application_name = 'lightworker' AND pid <> pg_backend_pid()`).get() as { n: number };
+        // Only this home's (its schema is in the application name): other test files share the server.
+      const cut = () =>
+        other.prepare(`SELECT COUNT(pg_terminate_backend(pid)) AS n FROM pg_stat_activity WHERE application_name = 'lightworker/' || current_schema() AND pid <> pg_backend_pid()`).get() as { n: number };
       expect(cut().n).toBeGreaterThanOrEqual(2); // the engine's query and LISTEN connections
       await new Promise((r) => setTimeout(r, 200));
       const after = await h.call('delegate_task', { objective: 'after', workspace: h.repo });
@@ -46,6 +48,41 @@ describe('the PostgreSQL store after its connections drop', () => {
       await until(() => seen.includes('from elsewhere'), 10_000, 'the other connection’s task to be published');
     } finally {
       other.close();
+    }
+  });
+
+  it('a runner whose connections drop mid-work keeps running and finishes new work', async () => {
+    h = makeHome();
+    const runner = startCli(['run'], { home: h.home });
+    const stderr = captureStderr(runner);
+    const other = h.connect();
+    try {
+      await until(() => (other.prepare(`SELECT COUNT(*) AS n FROM runners WHERE state = 'active'`).get() as { n: number }).n === 1, 20_000, 'the runner to register');
+      const done = async (objective: string) => {
+        const id = (await h!.call('delegate_task', { objective, workspace: h!.repo })).task.id as string;
+        await until(() => (other.prepare('SELECT status FROM tasks WHERE id = ?').get(id) as { status: string }).status === 'completed', 30_000, `${objective} to complete (${stderr()})`);
+      };
+      await done('before the cut');
+      // Cut its connections again and again while 30 tasks run: queries fail in flight.
+      const ids = (await h.call('delegate_batch', { tasks: Array.from({ length: 30 }, (_, i) => ({ objective: `busy ${i}`, workspace: h!.repo, metadata: { mock: { sleep_ms: 50 } } })) })).tasks.map((t: { id: string }) => t.id);
+      for (let i = 0; i < 15; i++) {
+        other.prepare(`SELECT COUNT(pg_terminate_backend(pid)) AS n FROM pg_stat_activity WHERE application_name = 'lightworker/' || current_schema() AND pid <> pg_backend_pid()`).get();
+        await new Promise((r) => setTimeout(r, 80));
+      }
+      const TERMINAL = ['completed'];
+      const statusOf = (id: string) => (other.prepare('SELECT status FROM tasks WHERE id = ?').get(id) as { status: string }).status;
+      try {
+        await until(() => ids.every((id: string) => TERMINAL.includes(statusOf(id))), 40_000, 'every task to complete, none stuck');
+      } catch (err) {
+        throw new Error(`${(err as Error).message}: ${JSON.stringify(ids.map(statusOf))}, runner exit ${runner.exitCode}\n${stderr().replace(/\r/g, '\n').split('\n').filter((l) => !/^leading|completed {2}\(verified\)/.test(l)).slice(-40).join('\n')}`);
+      }
+      await done('after the cuts');
+      expect(runner.exitCode).toBeNull();
+      expect(stderr()).not.toMatch(/Uncaught|PgError|terminating connection/);
+    } finally {
+      other.close();
+      runner.kill('SIGTERM');
+      await exited(runner);
     }
   });
 });

@@ -6,7 +6,7 @@ import { LEADER_V8_FLAGS, leaderExecArgv } from '../../main/scheduler/background
 describe('leader V8 flags', () => {
   it('adds the semi-space cap to the inherited flags unless one is set', () => {
     expect(leaderExecArgv([])).toEqual([...LEADER_V8_FLAGS]);
-    expect(leaderExecArgv(['--enable-source-maps'])).toEqual(['--enable-source-maps', '--max-semi-space-size=2']);
-    expect(leaderExecArgv(['--max-semi-space-size=8'])).toEqual(['--max-semi-space-size=8']);
+    expect(leaderExecArgv(['--enable-source-maps'])).toEqual(['--enable-source-maps', ...LEADER_V8_FLAGS]);
+    expect(leaderExecArgv(['--max-semi-space-size=8'])).toEqual(['--max-semi-space-size=8', ...LEADER_V8_FLAGS.filter((f) => !f.startsWith('--max-semi-space-size'))]);
   });
 });

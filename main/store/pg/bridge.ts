@@ -122,7 +122,9 @@ export class PgBridge {
     const reply = got.message as { ok: boolean; rows?: Record<string, unknown>[]; count?: number; error?: { message: string; code?: string; detail?: string } };
     if (!reply.ok) {
       const e = reply.error!;
-      if (msg.op === 'connect' || msg.op === 'listen' || e.code === 'connection_lost' || /ECONNREFUSED|ENOTFOUND|ETIMEDOUT|ECONNRESET/.test(e.message)) {
+      // Cannot (re)connect: the store is unavailable. A connection lost under a statement stays a PgError,
+      // which PgDb answers by running the statement or its transaction again on a new connection.
+      if (msg.op === 'connect' || msg.op === 'listen' || /ECONNREFUSED|ENOTFOUND|ETIMEDOUT|EHOSTUNREACH/.test(e.message)) {
         throw new AppError('unavailable', `cannot reach the PostgreSQL store ${this.opts.label}: ${e.message}`);
       }
       throw new PgError(e.message, e.code, e.detail);

@@ -67,7 +67,8 @@ const CALL_TIMEOUT_MS = 120_000;
 export function openPgDb(target: StoreTarget, homeRoot?: string): PgDb {
   const channel = `lightworker_${target.schema}`;
   const bridge = new PgBridge({
-    cfg: { connectionString: target.url, application_name: 'lightworker', connectionTimeoutMillis: CONNECT_TIMEOUT_MS },
+    // The schema in the application name: a DBA (or a test) tells one fleet's connections from another's.
+    cfg: { connectionString: target.url, application_name: `lightworker/${target.schema}`, connectionTimeoutMillis: CONNECT_TIMEOUT_MS },
     schemaIdent: `"${target.schema}"`,
     channelIdent: `"${channel}"`,
     timeoutMs: CALL_TIMEOUT_MS,

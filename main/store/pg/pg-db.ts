@@ -4,6 +4,17 @@ import { toPostgres } from './translate.js';
 
 /** SQLSTATEs after which a whole transaction is safely run again: serialization failure, deadlock, unique race. */
 const RETRYABLE = new Set(['40001', '40P01', '23505']);
+
+/**
+ * The connection went away under a statement (the server terminated it, restarted, or the network
+ * dropped): the server rolled back any open transaction, so the whole transaction can run again on a
+ * new connection.
+ */
+function connectionLost(err: unknown): boolean {
+  if (!(err instanceof PgError)) return false;
+  const code = err.code ?? '';
+  return code === 'connection_lost' || code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03' || /Connection terminated|not queryable|ECONNRESET|EPIPE/i.test(err.message);
+}
 const MAX_TRIES = 6;
 
 /**
@@ -61,7 +72,13 @@ export class PgDb implements Db {
     const queries = this.beginPending ? [{ text: 'BEGIN' }, query] : [query];
     let out;
     try {
-      out = this.bridge.query(queries, fresh);
+      try {
+        out = this.bridge.query(queries, fresh);
+      } catch (err) {
+        // Outside a transaction a statement that lost its connection is sent once more, on a new one.
+        if (this.depth !== 0 || !connectionLost(err)) throw err;
+        out = this.bridge.query(queries, true);
+      }
     } catch (err) {
       // The statement (placeholders only, never values) says which query a failure came from.
       if (err instanceof PgError) err.message = `${err.message} (in: ${query.text.replace(/\s+/g, ' ').slice(0, 300)})`;
@@ -94,7 +111,8 @@ export class PgDb implements Db {
             // the connection is gone; the server rolled back
           }
         }
-        if (!(err instanceof PgError && err.code && RETRYABLE.has(err.code)) || attempt >= MAX_TRIES) throw err;
+        const again = err instanceof PgError && ((err.code !== undefined && RETRYABLE.has(err.code)) || connectionLost(err));
+        if (!again || attempt >= MAX_TRIES) throw err;
       } finally {
         this.depth = 0;
         this.beginPending = false;

@@ -31,7 +31,9 @@ function reply(msg) {
 
 async function open(cfg) {
   const c = new pg.Client({ ...cfg, types });
-  c.on('error', (e) => { broken = e; });
+  c.on('error', (e) => { if (c === client) broken = e; });
+  // A connection the server ended (terminated, restarted): the next call between transactions replaces it.
+  c.on('end', () => { if (c === client && !broken) broken = new Error('the server ended the connection'); });
   await c.connect();
   await c.query('SET search_path TO ' + workerData.schemaIdent + ', public');
   return c;
@@ -52,10 +54,15 @@ async function run(q) {
 }
 
 async function connectQuery() {
-  broken = null;
+  // The old connection is dropped first: its late 'end' must not mark the new one broken.
+  const old = client;
+  client = null;
+  if (old) old.end().catch(() => undefined);
   names.clear();
-  client = await open(workerData.cfg);
-  ownPid = String((await client.query('SELECT pg_backend_pid() AS pid')).rows[0].pid);
+  const c = await open(workerData.cfg);
+  ownPid = String((await c.query('SELECT pg_backend_pid() AS pid')).rows[0].pid);
+  client = c;
+  broken = null;
 }
 
 async function handle(m) {
@@ -88,11 +95,18 @@ async function handle(m) {
     // by the server, and its caller must hear so.
     const e = broken;
     if (!m.fresh) throw Object.assign(new Error('the PostgreSQL connection was lost: ' + e.message), { code: 'connection_lost' });
-    client.end().catch(() => undefined);
     await connectQuery();
   }
   let last = null;
-  for (const q of m.queries) last = await run(q);
+  try {
+    for (const q of m.queries) last = await run(q);
+  } catch (e) {
+    // The connection itself failed (no SQLSTATE, or the server ending it): the next call between
+    // transactions reconnects, even before the client's own 'error' or 'end' arrives.
+    const code = e && e.code;
+    if (!code || !/^[0-9A-Z]{5}$/.test(code) || /^(08|57P0)/.test(code)) broken = broken || e;
+    throw e;
+  }
   if (Array.isArray(last)) last = last[last.length - 1];
   return { ok: true, rows: last ? last.rows : [], count: last ? last.rowCount : 0 };
 }
