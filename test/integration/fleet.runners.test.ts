@@ -45,7 +45,8 @@ function makeHost(name: string, repos: string[], origins: Record<string, string>
   writeFileSync(
     join(home, 'config.toml'),
     `${store}[fleet]\nhost_id = "${name}"\nrepos = { ${repoLines} }\nlease_ttl_ms = 1500\n` +
-      `[scheduler]\nmax_concurrency = 4\nper_root = 64\nper_repository = 64\nkill_grace_ms = 500\n`,
+      // per_repository 6 < the 8 slots of a and b together: the limit must hold across hosts.
+      `[scheduler]\nmax_concurrency = 4\nper_root = 64\nper_repository = 6\nkill_grace_ms = 500\n`,
   );
   homes[name] = home;
 }
@@ -95,6 +96,20 @@ function logLines(): { task: string; attempt: string; pid: number }[] {
 function escapedPids(ids: string[]): number[] {
   const rows = laptop.db.prepare(`SELECT payload FROM events WHERE type = 'worker.tool' AND task_id IN (SELECT value FROM json_each(?))`).all(JSON.stringify(ids)) as { payload: string }[];
   return rows.map((r) => JSON.parse(r.payload) as { name: string; output: string }).filter((p) => p.name === 'escape').map((p) => Number(p.output));
+}
+
+/** The most of `ids` ever active at once (starting, running, verifying), replayed from the event log. */
+function peakActive(ids: string[]): number {
+  const ACTIVE = new Set(['starting', 'running', 'verifying']);
+  const rows = laptop.db.prepare(`SELECT payload FROM events WHERE type = 'task.status' AND task_id IN (SELECT value FROM json_each(?)) ORDER BY seq`).all(JSON.stringify(ids)) as { payload: string }[];
+  let now = 0;
+  let peak = 0;
+  for (const r of rows) {
+    const { from, to } = JSON.parse(r.payload) as { from: string; to: string };
+    now += (ACTIVE.has(to) ? 1 : 0) - (ACTIVE.has(from) ? 1 : 0);
+    peak = Math.max(peak, now);
+  }
+  return peak;
 }
 
 /** Where each task was placed: the runner's host and the workspace it mapped to. */
@@ -158,6 +173,9 @@ describe('a fleet of runners on one PostgreSQL', () => {
     }
     for (const id of web) expect(placed.get(id)![0]).toMatchObject({ host: 'host-c', workspace: clones['host-c'].web });
     expect(hostsOf(api)).toEqual(new Set(['host-a', 'host-b']));
+    // The per-repository limit held across the fleet: never more than 6 api tasks active at once.
+    expect(peakActive(api)).toBeGreaterThan(4); // both runners worked on api at the same time
+    expect(peakActive(api)).toBeLessThanOrEqual(6);
 
     // Its worktree is on the host that ran it: the laptop is told where to look.
     const host = placed.get(api[0])![0].host;
@@ -182,8 +200,8 @@ describe('a fleet of runners on one PostgreSQL', () => {
 
   it('kill -9 of one runner: its running tasks are orphaned after its lease expires, the others keep going, and a restart on its host kills what it left', async () => {
     // Each worker leaves an escaped descendant (own session, ignores SIGTERM), as real agents' tools can.
-    const ids = await submit('api', 8, { sleep_ms: 30_000, escape: true });
-    await until(() => Object.values(statuses(ids)).filter((s) => s === 'running').length === 8, 30_000, 'eight long tasks to run on a and b');
+    const ids = await submit('api', 6, { sleep_ms: 30_000, escape: true });
+    await until(() => Object.values(statuses(ids)).filter((s) => s === 'running').length === 6, 30_000, 'six long tasks (the repository limit) to run on a and b');
     const placed = placements(ids);
     const onA = ids.filter((id) => placed.get(id)![0].host === 'host-a');
     const onB = ids.filter((id) => placed.get(id)![0].host === 'host-b');
