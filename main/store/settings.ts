@@ -1,4 +1,4 @@
-import { prep, type Db } from './db.js';
+import { isPostgres, prep, type Db } from './db.js';
 
 /** Small JSON values by key (linked workers, scheduler pause, UI preferences). */
 export function getSetting<T>(db: Db, key: string): T | null {
@@ -19,7 +19,12 @@ export function deleteSetting(db: Db, key: string): boolean {
 }
 
 export function settingsWithPrefix<T>(db: Db, prefix: string): { key: string; value: T }[] {
-  // substr, not a key range: text order depends on the collation (PostgreSQL's is not SQLite's binary one).
-  const rows = prep(db, 'SELECT key, value FROM settings WHERE substr(key, 1, ?) = ? ORDER BY key').all(prefix.length, prefix) as { key: string; value: string }[];
+  // SQLite: a key range on the primary key (binary order); PostgreSQL: substr, since its text order
+  // follows the database's collation, where a range bound is not reliable.
+  const rows = (
+    isPostgres(db)
+      ? prep(db, 'SELECT key, value FROM settings WHERE substr(key, 1, ?) = ? ORDER BY key').all(prefix.length, prefix)
+      : prep(db, 'SELECT key, value FROM settings WHERE key >= ? AND key < ? || char(0x10FFFF) ORDER BY key').all(prefix, prefix)
+  ) as { key: string; value: string }[];
   return rows.map((r) => ({ key: r.key, value: JSON.parse(r.value) as T }));
 }
