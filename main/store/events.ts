@@ -62,6 +62,12 @@ export function appendEvent(db: Db, taskId: string | null, type: string, payload
  * every head that moved, so the table grows with the anchor rate). Returns the new anchor's id, or null
  * when nothing moved (or the interval has not passed).
  */
+/** Is the next anchor due: none yet, or the last one at least `minIntervalMs` old? A plain read, no write lock. */
+export function anchorDue(db: Db, ts: number, minIntervalMs: number): boolean {
+  const last = prep(db, 'SELECT ts FROM anchors ORDER BY id DESC LIMIT 1').get() as { ts: number } | undefined;
+  return !last || ts - last.ts >= minIntervalMs;
+}
+
 export function anchorChains(db: Db, ts = Date.now(), opts: { minIntervalMs?: number } = {}): number | null {
   return writeTx(db, () => {
     const last = prep(db, 'SELECT id, ts, hash FROM anchors ORDER BY id DESC LIMIT 1').get() as { id: number; ts: number; hash: string } | undefined;

@@ -5,6 +5,8 @@ import { openDb, SCHEMA_VERSION, schemaVersion, writeTx } from '../../main/store
 import { anchorChains, appendEvent, GENESIS_HASH, hashChained, hashEvent, verifyAudit } from '../../main/store/events.js';
 import { MIGRATIONS } from '../../main/store/migrations/index.js';
 import { makeHome, type TestHome } from '../helpers/env.js';
+import { until } from '../helpers/procs.js';
+import { startSchedulerService } from '../../main/scheduler/service.js';
 import { runWriters, writerStore } from '../helpers/event-writers.js';
 
 let h: TestHome;
@@ -272,6 +274,23 @@ describe('audit verify while runners append', () => {
       expect(verifyAudit(v8).broken).toEqual({ seq: 4, reason: 'events 4..4 were deleted from the end of the log' });
     } finally {
       v8.close();
+    }
+  });
+});
+
+describe('anchoring on the heartbeat', () => {
+  it('a leading scheduler anchors the chain heads once events were written, and not again while nothing moves', async () => {
+    const svc = await startSchedulerService(h.engine);
+    try {
+      const count = () => (h.engine.db.prepare('SELECT COUNT(*) AS n FROM anchors').get() as { n: number }).n;
+      await until(() => count() === 1, 20_000, 'the first anchor');
+      const anchored = h.engine.db.prepare('SELECT heads FROM anchors WHERE id = 1').get() as { heads: string };
+      expect((JSON.parse(anchored.heads) as unknown[]).length).toBeGreaterThanOrEqual(5); // the five tasks' chains
+      await new Promise((r) => setTimeout(r, 2500)); // two more beats, nothing written
+      expect(count()).toBe(1);
+      expect(verifyAudit(h.engine.db).ok).toBe(true);
+    } finally {
+      await svc.stop();
     }
   });
 });
