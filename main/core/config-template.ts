@@ -1,0 +1,126 @@
+/** The documented config.toml `lightworker init` writes: every key optional, the defaults shown. */
+export const CONFIG_TEMPLATE = `# LightWorker configuration. Every key is optional; the values shown are the defaults.
+# Edit and restart (or run \`lightworker doctor\`) to validate.
+
+[scheduler]
+max_concurrency = 4        # tasks running at once on this machine
+per_repository = 3        # at most this many per git repository
+per_root = 2              # at most this many per task tree (root)
+lease_ttl_ms = 3000       # leader lease; a standby takes over this long after the leader stops renewing
+kill_grace_ms = 5000      # SIGTERM, then SIGKILL after this grace
+default_worker = "mock"   # worker used when a task names none
+
+[approvals]
+default_mode = "auto_readonly"  # plan_only | auto_readonly | auto_execute
+allow_mcp = false               # let MCP clients approve and accept (by default only a person can)
+
+[limits]
+max_depth = 1                   # how deep a worker-started task may delegate (LIGHTWORKER_DEPTH)
+retry_budget = 3                # retries per task tree
+mcp_mutations_per_minute = 60
+
+[models]
+allow = ["gpt-5.5", "gpt-5.5-mini", "claude-sonnet-4-5", "claude-haiku-4-5", "mock-model"]
+fast = "gpt-5.5-mini"           # reasoning_effort = low
+reasoning = "gpt-5.5"           # every other effort
+# [models.per_worker.claude-code]   # effort routing for one worker (default shown)
+# fast = "claude-haiku-4-5"
+# reasoning = "claude-sonnet-4-5"
+
+# [profiles.deep_worker]
+# model = "gpt-5.5"
+# reasoning_effort = "high"
+# kinds = ["execute", "review"]
+# cost = 40                 # rank, lower = cheaper (built-ins: fast_worker 10, reviewer 20, planner 30, deep_worker 40)
+
+[routing]
+escalation = ["fast_worker", "deep_worker"]   # retry --strategy deeper_profile: the next profile here
+types = { chore = "cheapest" }                # workflow type -> profile, or "cheapest" adequate by cost
+
+# [gateways.local]
+# base_url = "http://127.0.0.1:8080/v1"
+# key_env = "LOCAL_GATEWAY_KEY"   # the name of the variable; the key itself is never stored
+# auth = "bearer"                  # or "x-api-key"; unset: the worker's own style
+# model_map = { "claude-sonnet-4-5" = "glm-4.6" }   # our model name -> the provider's
+
+# How a built-in worker authenticates (default: auto = gateway key when the task names a
+# gateway, else your CLI login, else the CLI's own key variables):
+# [workers.codex]
+# auth = "login"             # login | env | gateway | none
+# keys = ["MY_EXTRA_KEY"]    # extra variables passed with auth = "env"
+# inherit_base_url = false   # true: honour an exported OPENAI_BASE_URL / ANTHROPIC_BASE_URL
+
+# [workers.myagent]
+# command = ["myagent", "run", "{prompt}"]
+# resume = ["myagent", "resume", "{session}", "{prompt}"]
+# read_only_sandbox = false   # true only if it enforces read-only itself (read-only tasks then run in place)
+# [workers.codex]                  # a built-in CLI (codex, claude-code, opencode) outside PATH:
+# command = ["/opt/codex/bin/codex"] # its binary (+ leading args); the adapter adds its own arguments
+
+# The vscode worker (the LightWorker Bridge extension in VS Code, vscode-extension/):
+# [workers.vscode]
+# bridge = "/home/me/.lightworker/vscode-bridge/0123456789abcdef.json"  # default: the live editor with the repo open
+# agent = "claude-code"            # or "codex"; default: the first whose extension CLI is there
+
+[worktrees]
+ttl_hours = 72
+
+# Per-repository worktree setup; overrides the repository's own .lightworker/setup.toml.
+# [setup."/abs/path/to/repo"]
+# copy = ["config/local.json", ".env.test"]   # ignored files to copy in (.env* only when named)
+# setup = ["npm", "ci"]                        # argv, or a shell string you write yourself
+# setup_timeout_s = 600
+
+# Read-only tasks of workers without an enforced read-only sandbox run in a disposable snapshot
+# (HEAD + your uncommitted changes); a folder that is not a git repository is worked on in a copy.
+# [isolation]
+# readonly = "auto"          # or "snapshot": every read-only task in a snapshot
+# snapshot_pool = 2          # clean snapshots kept per repository for reuse
+# [isolation.copy]
+# max_bytes = 268435456
+# max_files = 20000
+# ignore = ["node_modules", ".venv", "venv", "__pycache__", "build", "dist", "target", ".git", ".hg", ".svn", ".DS_Store"]
+
+[verify]
+auto_repair = 1
+timeout_s = 600
+
+[requests]
+expiry_s = 86400                # a question or permission request unanswered this long fails its task
+permission = "ask"              # ask | deny: a worker's permission request (never granted automatically)
+question = "ask"                # ask | deny: a worker's question
+# [requests.kinds.review]       # per kind; [requests.profiles.NAME] per profile (wins)
+# permission = "deny"
+
+# [git]
+# author = "Your Name <you@example.com>"   # task commits' author (default: the repository's user.name/email)
+
+[notifications]
+approvals = true
+failures = true
+completions = false
+requests = true                 # a task's question or permission request
+
+# Prices for cost estimates, USD per million tokens (cached = prompt-cache reads; defaults to input).
+# Built-in defaults cover the default models; a [prices."model"] here overrides or adds one.
+# [prices."gpt-5.5"]
+# input = 1.25
+# cached = 0.125
+# output = 10.0
+
+# [editor]
+# command = ["code", "--new-window", "{path}"]   # default: $VISUAL, else $EDITOR, else code
+
+# A fleet: every host points at one PostgreSQL (default: the SQLite file in this home).
+# LIGHTWORKER_DATABASE_URL=postgres://user:pass@db/lw overrides these; never put a password here.
+# [store]
+# url = "postgres://lightworker@db.internal:5432/lightworker"   # password: PGPASSWORD or url_file
+# url_file = "/etc/lightworker/database-url"                   # a file holding the whole URL
+# key_file = "/etc/lightworker/secret.key"                     # 32 bytes, the same on every host (seals secrets)
+# schema = "lightworker"
+# [fleet]
+# host_id = "build-box-1"     # this host in the fleet (default: its hostname)
+# repos = { "github.com/acme/api" = "/srv/src/api" }           # repositories this host runs tasks for
+# max_concurrency = 64        # tasks running at once across the fleet
+# lease_ttl_ms = 10000        # a runner silent this long is lost; its tasks are orphaned
+`;
