@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { isPostgres } from '../../main/store/db.js';
+import { isPostgres, type Db } from '../../main/store/db.js';
 import { Engine } from '../../main/engine.js';
 import { COMMANDS } from '../../main/commands/index.js';
 import { runCommand } from '../../main/commands/table.js';
@@ -13,6 +13,11 @@ import { startCli } from '../helpers/cli.js';
  * commits keep arriving. Runs in the postgres project (on SQLite there is no connection to lose).
  */
 let h: TestHome | null = null;
+
+/** Terminate this home's LightWorker connections but `db`'s own (its schema is in the application name: other test files share the server). */
+function cutConnections(db: Db): number {
+  return (db.prepare(`SELECT COUNT(pg_terminate_backend(pid)) AS n FROM pg_stat_activity WHERE application_name = 'lightworker/' || current_schema() AND pid <> pg_backend_pid()`).get() as { n: number }).n;
+}
 afterEach(() => {
   h?.cleanup();
   h = null;
@@ -26,10 +31,7 @@ describe('the PostgreSQL store after its connections drop', () => {
     await h.call('delegate_task', { objective: 'before', workspace: h.repo });
     const other = h.connect();
     try {
-        // Only this home's (its schema is in the application name): other test files share the server.
-      const cut = () =>
-        other.prepare(`SELECT COUNT(pg_terminate_backend(pid)) AS n FROM pg_stat_activity WHERE application_name = 'lightworker/' || current_schema() AND pid <> pg_backend_pid()`).get() as { n: number };
-      expect(cut().n).toBeGreaterThanOrEqual(2); // the engine's query and LISTEN connections
+        expect(cutConnections(other)).toBeGreaterThanOrEqual(2); // the engine's query and LISTEN connections
       await new Promise((r) => setTimeout(r, 200));
       const after = await h.call('delegate_task', { objective: 'after', workspace: h.repo });
       expect(after.task.status).toBe('queued');
@@ -66,7 +68,7 @@ describe('the PostgreSQL store after its connections drop', () => {
       // Cut its connections again and again while 30 tasks run: queries fail in flight.
       const ids = (await h.call('delegate_batch', { tasks: Array.from({ length: 30 }, (_, i) => ({ objective: `busy ${i}`, workspace: h!.repo, metadata: { mock: { sleep_ms: 50 } } })) })).tasks.map((t: { id: string }) => t.id);
       for (let i = 0; i < 15; i++) {
-        other.prepare(`SELECT COUNT(pg_terminate_backend(pid)) AS n FROM pg_stat_activity WHERE application_name = 'lightworker/' || current_schema() AND pid <> pg_backend_pid()`).get();
+        cutConnections(other);
         await new Promise((r) => setTimeout(r, 80));
       }
       const TERMINAL = ['completed'];
