@@ -63,7 +63,7 @@ export interface Inspection {
  * artifact, and check boundaries: paths outside allowed_paths, symlinks escaping the worktree, and
  * anything that changed in the source checkout during the run.
  */
-export async function inspectWorktree(engine: Engine, task: Task, input: InspectInput): Promise<Inspection> {
+export async function inspectWorktree(engine: Engine, task: Task, input: InspectInput, later: (write: () => void) => void = (w) => engine.write(w)): Promise<Inspection> {
   const head = await withRepoLock(input.repo, `commit the work of ${task.id}`, async () => {
     const author = await commitAuthor(input.repo, engine.config.git.author);
     await commitAll(input.worktree, `lightworker: ${redactText(task.name)} (${task.id}, attempt ${task.attempt})`, input.copied, author);
@@ -83,7 +83,7 @@ export async function inspectWorktree(engine: Engine, task: Task, input: Inspect
   const diffArtifact = join(engine.home.artifacts, task.id, `diff-${task.attempt}.patch`);
   mkdirSync(dirname(diffArtifact), { recursive: true });
   writeFileSync(diffArtifact, redactText(patch));
-  engine.write(() => {
+  later(() => {
     if (getAllocation(engine.db, task.id)) setHeadCommit(engine.db, task.id, head);
     appendEvent(engine.db, task.id, 'changes.inspected', {
       head,
@@ -99,9 +99,9 @@ export async function inspectWorktree(engine: Engine, task: Task, input: Inspect
 }
 
 /** Read-only kinds: only the source-checkout comparison applies. */
-export async function inspectReadOnly(engine: Engine, task: Task, repo: string, before: SourceSnapshot): Promise<string[]> {
+export async function inspectReadOnly(engine: Engine, task: Task, repo: string, before: SourceSnapshot, later: (write: () => void) => void = (w) => engine.write(w)): Promise<string[]> {
   const { violations, attributed } = await attributeSourceChanges(engine, task, repo, before);
-  engine.write(() =>
+  later(() =>
     appendEvent(engine.db, task.id, 'changes.inspected', {
       readOnly: true,
       violations,

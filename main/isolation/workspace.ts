@@ -257,13 +257,14 @@ function lastSetupCopied(engine: Engine, taskId: string): string[] {
  * After the worker: commit its changes onto the task branch (as LightWorker), write
  * `<home>/artifacts/<id>/diff-<attempt>.patch`, list changed files and report boundary violations
  * (outside allowed_paths, symlinks escaping the worktree, writes into the source checkout). `ok` is false
- * when anything was violated; `empty` flags an execute task that changed nothing.
+ * when anything was violated; `empty` flags an execute task that changed nothing. `later` takes the
+ * `changes.inspected` write when the caller commits it with its next transaction (default: at once).
  */
-export async function inspectChanges(engine: Engine, task: Task, ws: PreparedWorkspace): Promise<ChangeReport> {
+export async function inspectChanges(engine: Engine, task: Task, ws: PreparedWorkspace, later?: (write: () => void) => void): Promise<ChangeReport> {
   const st = stateOf(ws);
   if (task.kind !== 'execute') {
     // A read-only task's copy is discarded after it: nothing there can reach the folder.
-    const violations = st.source ? await inspectReadOnly(engine, task, st.repo, st.source) : [];
+    const violations = st.source ? await inspectReadOnly(engine, task, st.repo, st.source, later) : [];
     return { ok: violations.length === 0, changedFiles: [], empty: true, violations, diffArtifact: null };
   }
   if (!st.baseCommit) throw new Error('PreparedWorkspace.state has no baseCommit for an execute task');
@@ -274,7 +275,7 @@ export async function inspectChanges(engine: Engine, task: Task, ws: PreparedWor
     branch: st.branch ?? `lightworker/${task.id}`,
     source: st.source,
     copied: st.copied ?? [],
-  });
+  }, later);
   return {
     ok: r.violations.length === 0,
     changedFiles: r.changedFiles,

@@ -53,6 +53,39 @@ class StopTask extends Error {
   }
 }
 
+/**
+ * A task's writes that can ride in its next transaction (issue 13: a read-only task commits 4 times, not 7).
+ * `write` replays them, in order, first inside that transaction, and forgets them once it committed; an
+ * end that comes before any such transaction (a failed spawn, a cancel) writes them in its own.
+ */
+class Deferred {
+  private fns: (() => void)[] = [];
+  readonly add = (fn: () => void): void => {
+    this.fns.push(fn);
+  };
+
+  write<T>(engine: Engine, fn: () => T): T {
+    const fns = this.fns;
+    const out = engine.write(() => {
+      for (const f of fns) f();
+      return fn();
+    });
+    this.fns = [];
+    return out;
+  }
+
+  /** Write what is still deferred (ends other than completion); a task someone else moved keeps their state. */
+  flush(engine: Engine): void {
+    if (!this.fns.length) return;
+    try {
+      this.write(engine, () => undefined);
+    } catch (err) {
+      this.fns = [];
+      if (!isAppError(err)) throw err;
+    }
+  }
+}
+
 /** Keep events small: long text is cut, tool output trimmed. */
 function eventPayload(e: NormalizedEvent): Record<string, unknown> {
   const { type: _t, ...rest } = e;
@@ -89,6 +122,7 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
   const budget = runBudget(ctx.signal, task, resume);
   ctx = { ...ctx, signal: budget.signal };
   let ws: PreparedWorkspace | null = null;
+  const later = new Deferred();
   try {
     const sources = integrationSources(task);
     // An integration runs no worker CLI: LightWorker merges the sources itself, then verifies as usual.
@@ -126,7 +160,8 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
       permissionServer: permissionServerFor(engine, adapter, task),
       auth,
     };
-    engine.write(() => {
+    // Written with the worker's spawn (or the end that comes first), in one transaction.
+    later.add(() => {
       recordPrompt(engine, task, prompt, baseTurn);
       appendEvent(engine.db, task.id, 'task.route', { attempt: task.attempt, ...describeRoute(task.worker, baseTurn, auth) });
     });
@@ -136,18 +171,21 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
     if (pendingRedirect(engine.db, task.id) !== null && engine.write(() => takeRedirect(engine.db, task.id)) && first.resumeSessionId) first = { ...first, prompt: buildRedirectPrompt(task.objective) + '\n' + first.prompt };
     // Later turns of this attempt continue the session where it lives (a resumed one: its own runDir).
     const sessionTurn = { ...baseTurn, runDir: first.runDir };
-    let turn = await runWorkerTurn(ctx, adapter, first, 'starting');
+    let turn = await runWorkerTurn(ctx, adapter, first, 'starting', later);
     let repairsLeft = engine.config.verify.auto_repair;
-    let pendingChanges: (() => void) | null = null;
+    // When nothing but the inspection stands between the worker's end and the task's completion (no verify
+    // commands, not a plan whose answer is checked next), `verifying`, the inspection and the changes go
+    // into the completing transaction: three commits less. Meanwhile the task still reads `running`.
+    const direct = task.verify.length > 0 || task.kind === 'plan';
     for (;;) {
-      engine.write(() => transition(engine.db, task.id, 'running', 'verifying', { reason: 'worker finished' }));
-      const changes = await inspectChanges(engine, task, ws);
-      const changesEvent = () =>
-        appendEvent(engine.db, task.id, 'task.changes', { changedFiles: changes.changedFiles.slice(0, 200), empty: changes.empty, violations: changes.violations, diff: changes.diffArtifact });
-      // When nothing can stop the task between here and its completion (no verify commands, not a plan
-      // whose answer is checked next), the event goes into the completing transaction: one write less.
-      if (!changes.ok || task.verify.length || task.kind === 'plan') engine.write(changesEvent);
-      else pendingChanges = changesEvent;
+      const toVerifying = () => transition(engine.db, task.id, 'running', 'verifying', { reason: 'worker finished' });
+      if (direct) later.write(engine, toVerifying);
+      else later.add(toVerifying);
+      const changes = await inspectChanges(engine, task, ws, direct ? undefined : later.add);
+      later.add(() =>
+        appendEvent(engine.db, task.id, 'task.changes', { changedFiles: changes.changedFiles.slice(0, 200), empty: changes.empty, violations: changes.violations, diff: changes.diffArtifact }),
+      );
+      if (direct || !changes.ok) later.write(engine, () => undefined);
       if (!changes.ok) throw new StopTask('failed', 'boundary_violation', `changes outside the task's boundary: ${changes.violations.join(', ')}`);
       checkAbort(ctx);
       const verify: VerifyReport = await runVerification(engine, task, ws, ctx.signal);
@@ -159,13 +197,12 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
       }
       repairsLeft--;
       engine.write(() => transition(engine.db, task.id, 'verifying', 'running', { reason: 'auto-repair: verification failed', event: { repairsLeft } }));
-      turn = await runWorkerTurn(ctx, adapter, { ...sessionTurn, prompt: buildRepairPrompt(failures.slice(-8000)), resumeSessionId: turn.sessionId }, 'running');
+      turn = await runWorkerTurn(ctx, adapter, { ...sessionTurn, prompt: buildRepairPrompt(failures.slice(-8000)), resumeSessionId: turn.sessionId }, 'running', later);
     }
 
     const parsed = parseResult(task.kind, turn.finalText);
     if (task.kind === 'plan' && !parsed.schemaValid) throw new StopTask('failed', 'invalid_plan', `the planner's answer is not a valid plan: ${parsed.problem}`);
-    engine.write(() => {
-      pendingChanges?.();
+    later.write(engine, () => {
       const done = transition(engine.db, task.id, 'verifying', 'completed', {
         reason: parsed.schemaValid ? 'verified' : `verified; result not schema-valid (${parsed.problem})`,
         fields: { result: parsed.result, schemaValid: parsed.schemaValid, pid: null },
@@ -175,6 +212,7 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
     });
     return 'completed';
   } catch (err) {
+    later.flush(engine);
     if (err instanceof WaitForInput && !ctx.signal.aborted) {
       stopForInput(engine, task, err.request);
       return 'waiting_input';
@@ -281,7 +319,7 @@ function sessionRunDir(engine: Engine, taskId: string, sessionId: string): strin
  * throws WaitForInput; one whose ask the policy denied gets the denial in the same session (at most
  * MAX_DENIALS_PER_ATTEMPT times).
  */
-async function runWorkerTurn(ctx: RunContext, adapter: WorkerAdapter, turn: WorkerTurn, from: 'starting' | 'running', denials = 0): Promise<TurnResult> {
+async function runWorkerTurn(ctx: RunContext, adapter: WorkerAdapter, turn: WorkerTurn, from: 'starting' | 'running', later: Deferred, denials = 0): Promise<TurnResult> {
   const { engine } = ctx;
   const id = turn.task.id;
   const result = await runTurn(adapter, turn, {
@@ -289,7 +327,7 @@ async function runWorkerTurn(ctx: RunContext, adapter: WorkerAdapter, turn: Work
     killGraceMs: ctx.killGraceMs,
     rawLogPath: join(turn.runDir, 'stdout.jsonl'),
     onSpawn: (pid, startTime) => {
-      engine.write(() => {
+      later.write(engine, () => {
         if (from === 'starting') transition(engine.db, id, 'starting', 'running', { reason: 'worker spawned', fields: { pid, pidStart: startTime }, event: { pid } });
         else updateTaskFields(engine.db, id, { pid, pidStart: startTime });
         prep(engine.db, 'UPDATE attempts SET status = ?, pid = ?, pid_start = ? WHERE task_id = ? AND attempt = ?').run('running', pid, startTime, id, turn.task.attempt);
@@ -300,17 +338,17 @@ async function runWorkerTurn(ctx: RunContext, adapter: WorkerAdapter, turn: Work
   if (result.aborted) throw abortError(result.aborted);
   if (from === 'starting' && getTask(engine.db, id)?.status === 'starting') {
     // The worker ended before its spawn was recorded as running (very fast process); record it now.
-    engine.write(() => transition(engine.db, id, 'starting', 'running', { reason: 'worker spawned' }));
+    later.write(engine, () => transition(engine.db, id, 'starting', 'running', { reason: 'worker spawned' }));
   }
   const denied = checkTurnForInput(engine, turn, result);
   if (denied !== null) {
     if (denials >= MAX_DENIALS_PER_ATTEMPT) throw new StopTask('failed', 'request_denied', `the worker kept asking for what the policy denies (${denials} denials this attempt)`);
-    return runWorkerTurn(ctx, adapter, { ...turn, prompt: denied, resumeSessionId: result.sessionId }, 'running', denials + 1);
+    return runWorkerTurn(ctx, adapter, { ...turn, prompt: denied, resumeSessionId: result.sessionId }, 'running', later, denials + 1);
   }
   // Redirected while this turn ran: the next turn of the same session gets the new objective.
   if (result.ok && result.sessionId && pendingRedirect(engine.db, id) !== null && engine.write(() => takeRedirect(engine.db, id))) {
     const latest = unsealTask(engine.db, engine.home.root, getTask(engine.db, id)!);
-    return runWorkerTurn(ctx, adapter, { ...turn, prompt: buildRedirectPrompt(latest.objective), resumeSessionId: result.sessionId }, 'running', denials);
+    return runWorkerTurn(ctx, adapter, { ...turn, prompt: buildRedirectPrompt(latest.objective), resumeSessionId: result.sessionId }, 'running', later, denials);
   }
   if (!result.ok) {
     const code = result.error?.code ?? 'worker_failed';

@@ -26,10 +26,12 @@ for (let b = 0; b < N / 4; b++) {
 }
 const prof = process.env.NO_PROF ? [] : ['--cpu-prof', `--cpu-prof-dir=${out}`, '--cpu-prof-interval=200'];
 const t = performance.now();
-const leader = spawn(process.execPath, [...leaderExecArgv([]), ...(process.env.LW_LEADER_FLAGS?.split(' ').filter(Boolean) ?? []), ...prof, BIN, 'run', '--until-idle'], { env: { ...process.env, LIGHTWORKER_HOME: h.home, LIGHTWORKER_NO_BUILD_CHECK: '1' }, stdio: process.env.LEADER_STDIO === 'inherit' ? 'inherit' : 'ignore' });
+const wrap = process.env.LW_WRAP?.split(' ').filter(Boolean) ?? [];
+const leader = spawn(wrap[0] ?? process.execPath, [...wrap.slice(1), ...(wrap.length ? [process.execPath] : []),...leaderExecArgv([]), ...(process.env.LW_LEADER_FLAGS?.split(' ').filter(Boolean) ?? []), ...prof, BIN, 'run', '--until-idle'], { env: { ...process.env, LIGHTWORKER_HOME: h.home, LIGHTWORKER_NO_BUILD_CHECK: '1' }, stdio: process.env.LEADER_STDIO === 'inherit' ? 'inherit' : 'ignore' });
 let hwm = 0;
 let anon = 0;
 let cpu = 0;
+let userMs = 0;
 let helperPid = 0;
 let helperCpu = 0;
 let helperHwm = 0;
@@ -60,13 +62,14 @@ const timer = setInterval(() => {
     const st = readFileSync(`/proc/${leader.pid}/stat`, 'utf8');
     const f = st.slice(st.lastIndexOf(')') + 2).split(' ');
     cpu = (Number(f[11]) + Number(f[12])) * 10;
+    userMs = Number(f[11]) * 10;
   } catch {
     // exited
   }
 }, 5);
 await exited(leader);
 clearInterval(timer);
-process.stdout.write(`drain ${N}: ${((performance.now() - t) / 1000).toFixed(2)} s, leader CPU ${cpu} ms (${(cpu / N).toFixed(1)} ms/task incl. start), peak RSS ${(hwm / 1024).toFixed(1)} MiB, private ${(anon / 1024).toFixed(1)} MiB; helper CPU ${helperCpu} ms, peak RSS ${(helperHwm / 1024).toFixed(1)} MiB\n`);
+process.stdout.write(`drain ${N}: ${((performance.now() - t) / 1000).toFixed(2)} s, leader CPU ${cpu} ms (user ${userMs}, ${(cpu / N).toFixed(1)} ms/task incl. start), peak RSS ${(hwm / 1024).toFixed(1)} MiB, private ${(anon / 1024).toFixed(1)} MiB; helper CPU ${helperCpu} ms, peak RSS ${(helperHwm / 1024).toFixed(1)} MiB\n`);
 h.cleanup();
 const files = readdirSync(out).filter((f) => f.endsWith('.cpuprofile'));
 if (files.length) {
@@ -98,6 +101,38 @@ if (files.length) {
     if (!leaf.url || leaf.url.startsWith('node:')) return /^(mkdir|open|close|read|write|stat|lstat|rename|unlink|rm|readdir|fstat)/i.test(leaf.functionName) ? 'file system calls' : 'node internals';
     return 'LightWorker JS';
   };
+  // Inclusive time per LightWorker function (each function once per sample), when PROFILE_INCLUSIVE is set.
+  if (process.env.PROFILE_INCLUSIVE) {
+    const incl = new Map<string, number>();
+    p.samples.forEach((id, i) => {
+      const seen = new Set<string>();
+      for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) {
+        const f = byId.get(cur)!.callFrame;
+        if (!f.url.includes('cli.cjs')) continue;
+        const k = `${f.functionName || '(anon)'}:${f.lineNumber}`;
+        if (!seen.has(k)) incl.set(k, (incl.get(k) ?? 0) + p.timeDeltas[i] / 1000);
+        seen.add(k);
+      }
+    });
+    for (const [k, v] of [...incl].sort((a, b) => b[1] - a[1]).slice(0, Number(process.env.PROFILE_INCLUSIVE))) process.stdout.write(`  incl ${v.toFixed(1).padStart(7)} ms  ${k}\n`);
+  }
+  // SQLite time by the LightWorker function that called it (PROFILE_SQL=N rows).
+  if (process.env.PROFILE_SQL) {
+    const bySql = new Map<string, number>();
+    p.samples.forEach((id, i) => {
+      let inSql = false;
+      for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) {
+        const f = byId.get(cur)!.callFrame;
+        if (f.url.includes('better-sqlite3')) inSql = true;
+        else if (inSql && f.url.includes('cli.cjs') && !/^(prep|get|all|run|writeTx|write|transaction|sqliteTransaction)$/.test(f.functionName)) {
+          const k = `${f.functionName || '(anon)'}:${f.lineNumber}`;
+          bySql.set(k, (bySql.get(k) ?? 0) + p.timeDeltas[i] / 1000);
+          break;
+        }
+      }
+    });
+    for (const [k, v] of [...bySql].sort((a, b) => b[1] - a[1]).slice(0, Number(process.env.PROFILE_SQL))) process.stdout.write(`  sql ${v.toFixed(1).padStart(7)} ms  ${k}\n`);
+  }
   const byCategory = new Map<string, number>();
   p.samples.forEach((id, i) => byCategory.set(category(id), (byCategory.get(category(id)) ?? 0) + p.timeDeltas[i] / 1000));
   for (const [k, v] of [...byCategory].sort((a, b) => b[1] - a[1])) process.stdout.write(`  category ${v.toFixed(0).padStart(6)} ms  ${k}\n`);
