@@ -149,6 +149,7 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
       resultSchema,
       resumeSessionId: null,
       runDir,
+      shareDir: join(engine.home.root, 'cache'),
       model: route.model,
       reasoningEffort: route.reasoningEffort,
       gateway: route.gateway,

@@ -71,8 +71,13 @@ export interface WorkerTurn {
   resultSchema: Record<string, unknown> | null;
   /** Native session to continue (auto-repair follow-ups, resumed turns). */
   resumeSessionId: string | null;
-  /** Private scratch folder for this attempt: isolated CLI config homes, schema files, last message. */
+  /** Private scratch folder for this attempt: isolated CLI config homes, last message. */
   runDir: string;
+  /**
+   * A folder every turn of this home shares, for read-only files an adapter can reuse by content (a
+   * result schema named by its hash); unset: the adapter writes them into runDir.
+   */
+  shareDir?: string;
   model: string | null;
   reasoningEffort: Task['reasoningEffort'];
   gateway: GatewayRoute | null;

@@ -1,4 +1,5 @@
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   RATE_LIMIT_PATTERN, type NormalizedEvent, type SpawnSpec, type StreamParser, type TurnOutcome, type WorkerAdapter, type WorkerInfo, type WorkerTurn,
@@ -117,17 +118,38 @@ async function buildSpawn(turn: WorkerTurn): Promise<SpawnSpec> {
   if (model) args.push('-m', model);
   if (turn.reasoningEffort) args.push('-c', `model_reasoning_effort=${tomlString(EFFORT[turn.reasoningEffort] ?? 'medium')}`);
   args.push('--sandbox', turn.sandbox, '-C', turn.workdir, '-o', lastMessagePath(turn));
-  if (turn.resultSchema) {
-    const schemaFile = join(turn.runDir, 'codex-result-schema.json');
-    writeFileSync(schemaFile, JSON.stringify(turn.resultSchema));
-    args.push('--output-schema', schemaFile);
-  }
+  if (turn.resultSchema) args.push('--output-schema', schemaFile(turn, JSON.stringify(turn.resultSchema)));
   const prompt = turn.resumeSessionId ? { developer: null, user: turn.prompt } : splitStablePrefix(turn.prompt);
   if (prompt.developer !== null) args.push('-c', `developer_instructions=${tomlString(prompt.developer)}`);
   if (turn.resumeSessionId) args.push('resume', turn.resumeSessionId);
   // `--` so a prompt that starts with "-" is never read as an option.
   args.push('--', prompt.user);
   return { command: cli.bin, args: [...cli.prefix, ...args], env, cwd: turn.workdir, release };
+}
+
+/**
+ * The file `--output-schema` reads. With a shareDir, one file per schema content
+ * (`codex-schema-<sha256>.json`), checked byte for byte before each use and rewritten (atomically) when it
+ * is missing or differs: no new file per turn (issue 13: creating inodes is among a leader's costliest
+ * system calls here). Without one, a file in the runDir.
+ */
+function schemaFile(turn: WorkerTurn, text: string): string {
+  if (!turn.shareDir) {
+    const file = join(turn.runDir, 'codex-result-schema.json');
+    writeFileSync(file, text);
+    return file;
+  }
+  const file = join(turn.shareDir, `codex-schema-${createHash('sha256').update(text).digest('hex').slice(0, 32)}.json`);
+  try {
+    if (readFileSync(file, 'utf8') === text) return file;
+  } catch {
+    // missing: written below
+  }
+  mkdirSync(turn.shareDir, { recursive: true });
+  const tmp = `${file}.${process.pid}.tmp`;
+  writeFileSync(tmp, text);
+  renameSync(tmp, file);
+  return file;
 }
 
 interface Usage {

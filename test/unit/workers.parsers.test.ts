@@ -3,7 +3,7 @@ import type { NormalizedEvent, WorkerAdapter, WorkerTurn } from '../../main/work
 import { claudeCodeAdapter } from '../../main/workers/claude-code.js';
 import { codexAdapter } from '../../main/workers/codex.js';
 import { DEAD_REGISTRY, opencodeAdapter } from '../../main/workers/opencode.js';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { minimalEnv } from '../../main/workers/env.js';
 import { tempDir } from '../helpers/env.js';
@@ -115,6 +115,23 @@ describe('argv and environment', () => {
     expect(spec.args.slice(-4)).toEqual(['resume', 'th-9', '--', 'p']);
     expect(spec.args.join(' ')).toContain('env_key="FAKE_KEY"');
     expect(spec.args.join(' ')).not.toContain('k-123');
+  });
+  it('codex: turns with the same result schema share one file in the shareDir, rewritten when it was altered', async () => {
+    const shareDir = join(tmp2.dir, 'cache');
+    const schema = { type: 'object', properties: { summary: { type: 'string' } } };
+    const fileOf = (args: string[]) => args[args.indexOf('--output-schema') + 1];
+    const a = fileOf((await codexAdapter.buildSpawn(turn({ resultSchema: schema, shareDir, runDir: join(tmp2.dir, 'a') }))).args);
+    const b = fileOf((await codexAdapter.buildSpawn(turn({ resultSchema: schema, shareDir, runDir: join(tmp2.dir, 'b') }))).args);
+    expect(a).toBe(b);
+    expect(a.startsWith(shareDir)).toBe(true);
+    expect(JSON.parse(readFileSync(a, 'utf8'))).toEqual(schema);
+    writeFileSync(a, '{"type":"string"}');
+    const c = fileOf((await codexAdapter.buildSpawn(turn({ resultSchema: schema, shareDir }))).args);
+    expect(c).toBe(a);
+    expect(JSON.parse(readFileSync(a, 'utf8'))).toEqual(schema);
+    const other = fileOf((await codexAdapter.buildSpawn(turn({ resultSchema: { type: 'array' }, shareDir }))).args);
+    expect(other).not.toBe(a);
+    expect(readdirSync(shareDir).sort()).toEqual([a, other].map((f) => f.slice(shareDir.length + 1)).sort());
   });
   it('claude-code: isolated HOME, permission mode by sandbox, base URL without /v1', async () => {
     const ro = await claudeCodeAdapter.buildSpawn(turn({ gateway, sandbox: 'read-only' }));
