@@ -3,7 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { repoLockPath, withRepoLock } from '../../main/isolation/repo-lock.js';
+import { repoLockPath, withRepoLock, type HeldLock } from '../../main/isolation/repo-lock.js';
 import { makeRepo, tempDir } from '../helpers/env.js';
 
 const RUN_TS = fileURLToPath(new URL('../../bin/run-ts.js', import.meta.url));
@@ -46,20 +46,36 @@ describe('repository lock', () => {
     expect(existsSync(path)).toBe(false);
   });
 
-  it('serializes work in one process and is re-entrant in one call chain', async () => {
+  it('serializes work in one process and is re-entrant for work that passes the held lock', async () => {
     const t = tempDir();
     cleanup = t.cleanup;
     const repo = makeRepo(join(t.dir, 'repo'));
     let inside = 0;
     let maxInside = 0;
     const job = () =>
-      withRepoLock(repo, 'job', async () => {
+      withRepoLock(repo, 'job', async (held) => {
         inside++;
         maxInside = Math.max(maxInside, inside);
-        await withRepoLock(repo, 'nested', async () => new Promise((r) => setTimeout(r, 20)));
+        await withRepoLock(repo, 'nested', async () => new Promise((r) => setTimeout(r, 20)), { within: held });
         inside--;
       });
     await Promise.all([job(), job(), job(), job()]);
     expect(maxInside).toBe(1);
+    // A lock given back is no proof any more: nested work after it takes the lock like anyone else.
+    let kept: HeldLock | null = null;
+    await withRepoLock(repo, 'first', async (held) => {
+      kept = held;
+    });
+    const other = holder([repo, 'hold', '300', join(t.dir, 'released-2')]);
+    await other;
+    expect(await withRepoLock(repo, 'stale proof', async () => existsSync(join(t.dir, 'released-2')), { within: kept })).toBe(true);
+  });
+
+  it('nested work that does not pass the held lock waits for it, and gives up naming the way out', async () => {
+    const t = tempDir();
+    cleanup = t.cleanup;
+    const repo = makeRepo(join(t.dir, 'repo'));
+    const err = await withRepoLock(repo, 'outer', () => withRepoLock(repo, 'inner', async () => 'ran', { timeoutMs: 100 })).catch((e: Error) => e);
+    expect(String(err)).toMatch(/held by another operation of this process.*within/);
   });
 });
