@@ -2,7 +2,7 @@ import { type Command } from 'commander';
 import { AppError } from '../core/errors.js';
 import { startSchedulerService } from '../scheduler/service.js';
 import { withEngine } from './context.js';
-import { getTask, resolveTaskId } from '../store/tasks.js';
+import { resolveTaskId, taskName } from '../store/tasks.js';
 import { err, out, printJson } from './output.js';
 import { isIdle } from '../scheduler/idle.js';
 import { installGracefulShutdown } from '../scheduler/shutdown.js';
@@ -40,7 +40,7 @@ function followRunStatus(engine: Engine, svc: SchedulerService, call: (name: str
     const to = String(e.payload.to);
     ended[to] = (ended[to] ?? 0) + 1;
     const why = e.payload.reason ? `  (${String(e.payload.reason).split('\n')[0]})` : '';
-    const name = e.taskId ? getTask(engine.db, e.taskId)?.name : undefined;
+    const name = e.taskId ? taskName(engine.db, e.taskId) : undefined;
     line.note(`${e.taskId ?? '-'}  ${to}${why}${name ? `  ${name}` : ''}`);
   };
   engine.events.on('event', onEvent);

@@ -9,11 +9,11 @@ import { teamTagOf } from '../orchestration/team-schema.js';
 import { pendingRedirect, takeRedirect } from '../tasks/controls.js';
 import { prep } from '../store/db.js';
 import { appendEvent } from '../store/events.js';
-import { getTask, updateTaskFields } from '../store/tasks.js';
+import { getTask, getTaskState, updateTaskFields } from '../store/tasks.js';
 import { followUpKey } from '../tasks/followup.js';
 import { unsealTask, unsealText } from '../tasks/secrets.js';
 import { resumeRequestOf, type ResumeRequest } from '../tasks/ops.js';
-import { transition } from '../tasks/state.js';
+import { move, transition } from '../tasks/state.js';
 import type { Task, TaskStatus } from '../tasks/types.js';
 import type { NormalizedEvent, WorkerAdapter, WorkerTurn } from '../workers/adapter.js';
 import { minimalEnv } from '../workers/env.js';
@@ -179,7 +179,7 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
     // into the completing transaction: three commits less. Meanwhile the task still reads `running`.
     const direct = task.verify.length > 0 || task.kind === 'plan';
     for (;;) {
-      const toVerifying = () => transition(engine.db, task.id, 'running', 'verifying', { reason: 'worker finished' });
+      const toVerifying = () => move(engine.db, task.id, 'running', 'verifying', { reason: 'worker finished' });
       if (direct) later.write(engine, toVerifying);
       else later.add(toVerifying);
       const changes = await inspectChanges(engine, task, ws, direct ? undefined : later.add);
@@ -197,19 +197,19 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
         throw new StopTask('failed', 'verification_failed', `verification failed${repairsLeft <= 0 ? '' : ' and the worker has no session to repair in'}:\n${failures.slice(-2000)}`);
       }
       repairsLeft--;
-      engine.write(() => transition(engine.db, task.id, 'verifying', 'running', { reason: 'auto-repair: verification failed', event: { repairsLeft } }));
+      engine.write(() => move(engine.db, task.id, 'verifying', 'running', { reason: 'auto-repair: verification failed', event: { repairsLeft } }));
       turn = await runWorkerTurn(ctx, adapter, { ...sessionTurn, prompt: buildRepairPrompt(failures.slice(-8000)), resumeSessionId: turn.sessionId }, 'running', later);
     }
 
     const parsed = parseResult(task.kind, turn.finalText);
     if (task.kind === 'plan' && !parsed.schemaValid) throw new StopTask('failed', 'invalid_plan', `the planner's answer is not a valid plan: ${parsed.problem}`);
     later.write(engine, () => {
-      const done = transition(engine.db, task.id, 'verifying', 'completed', {
+      move(engine.db, task.id, 'verifying', 'completed', {
         reason: parsed.schemaValid ? 'verified' : `verified; result not schema-valid (${parsed.problem})`,
         fields: { result: parsed.result, schemaValid: parsed.schemaValid, pid: null },
       });
       endAttempt(engine, task, 'completed', null);
-      if (task.kind === 'plan' && ctx.onPlan) ctx.onPlan(done, parsed.result);
+      if (task.kind === 'plan' && ctx.onPlan) ctx.onPlan(getTask(engine.db, task.id)!, parsed.result);
     });
     return 'completed';
   } catch (err) {
@@ -329,7 +329,7 @@ async function runWorkerTurn(ctx: RunContext, adapter: WorkerAdapter, turn: Work
     rawLogPath: join(turn.runDir, 'stdout.jsonl'),
     onSpawn: (pid, startTime) => {
       later.write(engine, () => {
-        if (from === 'starting') transition(engine.db, id, 'starting', 'running', { reason: 'worker spawned', fields: { pid, pidStart: startTime }, event: { pid } });
+        if (from === 'starting') move(engine.db, id, 'starting', 'running', { reason: 'worker spawned', fields: { pid, pidStart: startTime }, event: { pid } });
         else updateTaskFields(engine.db, id, { pid, pidStart: startTime });
         prep(engine.db, 'UPDATE attempts SET status = ?, pid = ?, pid_start = ? WHERE task_id = ? AND attempt = ?').run('running', pid, startTime, id, turn.task.attempt);
       });
@@ -337,9 +337,9 @@ async function runWorkerTurn(ctx: RunContext, adapter: WorkerAdapter, turn: Work
     onEvents: (events) => persistEvents(engine, id, events.map((e) => (e.type === 'worker.started' ? { ...e, runDir: turn.runDir } : e))),
   });
   if (result.aborted) throw abortError(result.aborted);
-  if (from === 'starting' && getTask(engine.db, id)?.status === 'starting') {
+  if (from === 'starting' && getTaskState(engine.db, id)?.status === 'starting') {
     // The worker ended before its spawn was recorded as running (very fast process); record it now.
-    later.write(engine, () => transition(engine.db, id, 'starting', 'running', { reason: 'worker spawned' }));
+    later.write(engine, () => move(engine.db, id, 'starting', 'running', { reason: 'worker spawned' }));
   }
   const denied = checkTurnForInput(engine, turn, result);
   if (denied !== null) {

@@ -159,6 +159,11 @@ export function getTaskState(db: Db, id: string): { status: Task['status']; atte
   return (prep(db, 'SELECT status, attempt FROM tasks WHERE id = ?').get(id) as { status: Task['status']; attempt: number } | undefined) ?? null;
 }
 
+/** A task's name alone (a status line naming what ended), or null. */
+export function taskName(db: Db, id: string): string | null {
+  return (prep(db, 'SELECT name FROM tasks WHERE id = ?').get(id) as { name: string } | undefined)?.name ?? null;
+}
+
 /** The depth of a team member (metadata.team set), or null for any other task: one indexed row, no full read. */
 export function teamMemberDepth(db: Db, id: string): number | null {
   const r = prep(db, "SELECT depth FROM tasks WHERE id = ? AND json_extract(metadata, '$.team') IS NOT NULL").get(id) as { depth: number } | undefined;

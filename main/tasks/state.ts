@@ -53,6 +53,12 @@ export interface TransitionOptions {
  * transitive dependent that has not started is blocked in the same transaction.
  */
 export function transition(db: Db, id: string, from: TaskStatus | readonly TaskStatus[], to: TaskStatus, opts: TransitionOptions = {}): Task {
+  move(db, id, from, to, opts);
+  return requireTask(db, id);
+}
+
+/** {@link transition} for a caller that needs nothing back (the runner's hot path: no full task read). */
+export function move(db: Db, id: string, from: TaskStatus | readonly TaskStatus[], to: TaskStatus, opts: TransitionOptions = {}): void {
   const froms = (Array.isArray(from) ? from : [from]) as TaskStatus[];
   for (const f of froms) {
     if (!canTransition(f, to)) throw new AppError('illegal_transition', `task ${id}: cannot go from ${f} to ${to}`, { from: f, to });
@@ -73,7 +79,6 @@ export function transition(db: Db, id: string, from: TaskStatus | readonly TaskS
   }
   appendEvent(db, id, 'task.status', { from: froms.length === 1 ? froms[0] : froms, to, ...(opts.reason ? { reason: opts.reason } : {}), ...opts.event }, now);
   if (FAILED_ENDS.has(to)) blockDependents(db, id, to, opts.reason);
-  return requireTask(db, id);
 }
 
 /**
