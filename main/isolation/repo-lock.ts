@@ -116,10 +116,14 @@ export async function withLockFile<T>(path: string, what: string, fn: (held: Hel
   });
 }
 
+/** This process's start time: the same for its whole life, so read once (it was a /proc read per lock). */
+let ownStart: string | null | undefined;
+
 async function acquire(path: string, what: string, timeoutMs: number): Promise<string> {
+  if (ownStart === undefined) ownStart = processStartTime(process.pid);
   const owner: LockOwner = {
     pid: process.pid,
-    start: processStartTime(process.pid),
+    start: ownStart,
     host: hostname(),
     token: newToken(12),
     at: Date.now(),
