@@ -1,4 +1,5 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { getTask } from '../../main/store/tasks.js';
@@ -28,9 +29,27 @@ function spawnerOf(leader: number): number | null {
 
 const HELLO_BLOB = 'b6fc4c620b67d95f953a5c1c1230aaab5db5a1b0'; // git hash-object of "hello"
 
-describe.skipIf(!linux)('spawner helper, in process', () => {
+/** python3 on PATH that can run the Python helper (3.8 or later), else why not. */
+const python = spawnSync('python3', ['-I', '-S', '-c', 'import sys; assert sys.version_info >= (3, 8)'], { stdio: 'ignore' });
+const pythonMissing = python.status === 0 ? null : `python3 ${python.error ? 'is not on PATH' : 'is older than 3.8'}`;
+// CI installs python3: there the Python helper must be tested, not skipped.
+if (pythonMissing && process.env.CI === 'true') throw new Error(`the Python spawner helper cannot be tested: ${pythonMissing}`);
+if (pythonMissing) process.stdout.write(`runner.spawner: the Python helper's tests are skipped: ${pythonMissing}\n`);
+
+describe.skipIf(!linux).each([
+  { kind: 'python' as const, skip: pythonMissing !== null },
+  { kind: 'node' as const, skip: false },
+])('spawner helper ($kind), in process', ({ kind, skip }) => {
   const t = tempDir('lw-spawner-');
   const repo = makeRepo(join(t.dir, 'repo'));
+  const before = process.env.LIGHTWORKER_SPAWNER;
+  beforeEach(() => {
+    process.env.LIGHTWORKER_SPAWNER = kind;
+  });
+  afterEach(() => {
+    if (before === undefined) delete process.env.LIGHTWORKER_SPAWNER;
+    else process.env.LIGHTWORKER_SPAWNER = before;
+  });
   afterEach(() => vi.restoreAllMocks());
   // Each test gets the modules fresh: a process starts its helper once.
   beforeEach(() => vi.resetModules());
@@ -53,13 +72,15 @@ describe.skipIf(!linux)('spawner helper, in process', () => {
     return end.then((e) => ({ ...e, out, err }));
   };
 
-  it('forks trees and git: the parent is the helper, each tree in its own group with its identity, output and exit codes come back', async () => {
+  it.skipIf(skip)('forks trees and git: the parent is the helper, each tree in its own group with its identity, output and exit codes come back', async () => {
     const { spawner, lifecycle, git } = await load();
     spawner.useSpawner();
     const seen: { pid: number; start: string | null; pgrp: number }[] = [];
     const end = await ppidTree(lifecycle, (pid, start) => seen.push({ pid, start, pgrp: statOf(pid).pgrp }));
     const helper = spawner.spawnerPid()!;
     expect(helper).toBeGreaterThan(0);
+    expect(spawner.spawnerKind()).toBe(kind);
+    expect(cmdline(helper)).toContain(kind === 'python' ? 'spawner-helper.py' : 'spawner-helper.mjs');
     expect(statOf(helper).ppid).toBe(process.pid);
     expect(end.out.trim()).toBe(String(helper)); // forked by the helper, not by this process
     expect(end.err.trim()).toBe('oops');
@@ -72,9 +93,16 @@ describe.skipIf(!linux)('spawner helper, in process', () => {
     expect(failed.exitCode).not.toBe(0);
     const missing = await lifecycle.runTree('/no/such/program', [], { cwd: t.dir, env: {}, graceMs: 100 });
     expect(missing.spawnError).toMatch(/ENOENT/);
+    // Output larger than a pipe holds, and input written to the process, come through whole.
+    const big = await git.gitTry(repo, ['hash-object', '--stdin'], { input: 'x'.repeat(300_000) });
+    expect(big.stdout.trim()).toMatch(/^[0-9a-f]{40}$/);
+    let out = '';
+    const cat = await lifecycle.runTree('sh', ['-c', 'head -c 500000 /dev/zero | tr "\\0" y; kill -TERM $$'], { cwd: t.dir, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, graceMs: 100, onStdout: (b) => (out += b.toString()) });
+    expect(out.length).toBe(500_000);
+    expect(cat.exitSignal).toBe('SIGTERM');
   });
 
-  it('falls back to forking here when the helper dies: what it had not started yet runs, nothing is lost', async () => {
+  it.skipIf(skip)('falls back to forking here when the helper dies: what it had not started yet runs, nothing is lost', async () => {
     const { spawner, lifecycle, git } = await load();
     const notes = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
     spawner.useSpawner();
@@ -91,6 +119,32 @@ describe.skipIf(!linux)('spawner helper, in process', () => {
     expect(spawner.spawnerPid()).toBeNull();
     const after = await ppidTree(lifecycle);
     expect(after.out.trim()).toBe(String(process.pid));
+  });
+});
+
+describe.skipIf(!linux)('choosing the spawner helper', () => {
+  const t = tempDir('lw-spawner-kind-');
+  const path = process.env.PATH;
+  beforeEach(() => vi.resetModules());
+  afterEach(() => {
+    process.env.PATH = path;
+    vi.restoreAllMocks();
+  });
+
+  it('a python3 that cannot run the helper gives way to the Node helper before anything started', async () => {
+    // A python3 first on PATH that fails at once, as a broken or too old one would.
+    const bin = join(t.dir, 'bin');
+    mkdirSync(bin, { recursive: true });
+    writeFileSync(join(bin, 'python3'), '#!/bin/sh\necho "not this python" >&2\nexit 1\n');
+    chmodSync(join(bin, 'python3'), 0o755);
+    process.env.PATH = `${bin}:${path}`;
+    vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    const spawner = await import('../../main/runner/spawner.js');
+    const git = await import('../../main/isolation/git-exec.js');
+    spawner.useSpawner();
+    expect(await git.git(t.dir, ['hash-object', '--stdin'], { input: 'hello' })).toBe(HELLO_BLOB);
+    expect(spawner.spawnerKind()).toBe('node');
+    expect(cmdline(spawner.spawnerPid()!)).toContain('spawner-helper.mjs');
   });
 });
 
@@ -121,7 +175,7 @@ describe.skipIf(!linux)('a leader and its spawner helper', () => {
     await until(() => status(task.id) === 'running' && Boolean(getTask(h.engine.db, task.id)!.pid), 20_000, 'the worker pid to be recorded');
     const worker = getTask(h.engine.db, task.id)!.pid!;
     const helper = statOf(worker).ppid;
-    expect(cmdline(helper)).toMatch(/spawner-helper\.mjs/);
+    expect(cmdline(helper)).toMatch(pythonMissing ? /spawner-helper\.mjs/ : /spawner-helper\.py/);
     expect(statOf(helper).ppid).toBe(leader.pid);
     expect(statOf(worker).pgrp).toBe(worker); // its own process group, as before
     expect(spawnerOf(leader.pid!)).toBe(helper);
