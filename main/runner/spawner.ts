@@ -79,10 +79,19 @@ interface HelperKind {
 /**
  * The helpers to try, in order. Python first where its file is there: its subprocess starts a process with vfork,
  * 0.15 ms of this helper's CPU against 0.7 ms for Node's fork, paid for every worker turn and git call (issue 13).
- * `python3` is found on PATH and run isolated (-I: no user site, no environment variables; -S: no site module).
+ * python3 (pythonCommand) runs isolated (-I: no user site, no environment variables; -S: no site module).
  * A helper that cannot run (no python3, an exit before it says ready) gives way to the next one; Node's always
  * can. `LIGHTWORKER_SPAWNER=node` or `=python` chooses one.
  */
+/**
+ * The python3 to run: `LIGHTWORKER_PYTHON`, else the system's own where it is (a version manager's shim on
+ * PATH, e.g. pyenv's, costs 80 ms of CPU in shell scripts before Python starts), else `python3` on PATH.
+ */
+export function pythonCommand(): string {
+  if (process.env.LIGHTWORKER_PYTHON) return process.env.LIGHTWORKER_PYTHON;
+  return ['/usr/bin/python3', '/usr/local/bin/python3', '/opt/homebrew/bin/python3'].find((p) => existsSync(p)) ?? 'python3';
+}
+
 /** What python3 needs to be found and run (a pyenv shim reads HOME): PATH, HOME, a UTF-8 locale; nothing else. */
 function pythonEnv(): Record<string, string> {
   const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8' };
@@ -93,7 +102,7 @@ function pythonEnv(): Record<string, string> {
 function helperKinds(): HelperKind[] {
   const choice = process.env.LIGHTWORKER_SPAWNER;
   const node: HelperKind = { name: 'node', command: process.execPath, args: [...HELPER_FLAGS, HELPER], env: process.versions.electron ? { ELECTRON_RUN_AS_NODE: '1' } : {}, cwd: dirname(HELPER) };
-  const python: HelperKind = { name: 'python', command: 'python3', args: ['-I', '-S', HELPER_PY], env: pythonEnv(), cwd: dirname(HELPER_PY) };
+  const python: HelperKind = { name: 'python', command: pythonCommand(), args: ['-I', '-S', HELPER_PY], env: pythonEnv(), cwd: dirname(HELPER_PY) };
   if (choice === 'node') return [node];
   if (choice === 'python') return [python];
   return existsSync(HELPER_PY) ? [python, node] : [node];

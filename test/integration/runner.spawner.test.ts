@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { pythonCommand } from '../../main/runner/spawner.js';
 import { getTask } from '../../main/store/tasks.js';
 import { startCli } from '../helpers/cli.js';
 import { makeHome, makeRepo, tempDir, type TestHome } from '../helpers/env.js';
@@ -29,9 +30,9 @@ function spawnerOf(leader: number): number | null {
 
 const HELLO_BLOB = 'b6fc4c620b67d95f953a5c1c1230aaab5db5a1b0'; // git hash-object of "hello"
 
-/** python3 on PATH that can run the Python helper (3.8 or later), else why not. */
-const python = spawnSync('python3', ['-I', '-S', '-c', 'import sys; assert sys.version_info >= (3, 8)'], { stdio: 'ignore' });
-const pythonMissing = python.status === 0 ? null : `python3 ${python.error ? 'is not on PATH' : 'is older than 3.8'}`;
+/** The python3 the helper would run, able to run it (3.8 or later), else why not. */
+const python = spawnSync(pythonCommand(), ['-I', '-S', '-c', 'import sys; assert sys.version_info >= (3, 8)'], { stdio: 'ignore' });
+const pythonMissing = python.status === 0 ? null : `${pythonCommand()} ${python.error ? 'is not there' : 'is older than 3.8'}`;
 // CI installs python3: there the Python helper must be tested, not skipped.
 if (pythonMissing && process.env.CI === 'true') throw new Error(`the Python spawner helper cannot be tested: ${pythonMissing}`);
 if (pythonMissing) process.stdout.write(`runner.spawner: the Python helper's tests are skipped: ${pythonMissing}\n`);
@@ -124,20 +125,23 @@ describe.skipIf(!linux).each([
 
 describe.skipIf(!linux)('choosing the spawner helper', () => {
   const t = tempDir('lw-spawner-kind-');
-  const path = process.env.PATH;
+  const before = process.env.LIGHTWORKER_SPAWNER;
   beforeEach(() => vi.resetModules());
   afterEach(() => {
-    process.env.PATH = path;
+    delete process.env.LIGHTWORKER_PYTHON;
+    if (before === undefined) delete process.env.LIGHTWORKER_SPAWNER;
+    else process.env.LIGHTWORKER_SPAWNER = before;
     vi.restoreAllMocks();
   });
 
   it('a python3 that cannot run the helper gives way to the Node helper before anything started', async () => {
-    // A python3 first on PATH that fails at once, as a broken or too old one would.
+    delete process.env.LIGHTWORKER_SPAWNER;
+    // A python3 that fails at once, as a broken or too old one would.
     const bin = join(t.dir, 'bin');
     mkdirSync(bin, { recursive: true });
     writeFileSync(join(bin, 'python3'), '#!/bin/sh\necho "not this python" >&2\nexit 1\n');
     chmodSync(join(bin, 'python3'), 0o755);
-    process.env.PATH = `${bin}:${path}`;
+    process.env.LIGHTWORKER_PYTHON = join(bin, 'python3');
     vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
     const spawner = await import('../../main/runner/spawner.js');
     const git = await import('../../main/isolation/git-exec.js');
