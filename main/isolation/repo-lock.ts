@@ -1,6 +1,6 @@
-import { closeSync, openSync, readFileSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, linkSync, lstatSync, openSync, readdirSync, readFileSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { AppError } from '../core/errors.js';
 import { newToken } from '../core/ids.js';
 import { isSameProcess, processStartTime, sleep } from '../runner/process.js';
@@ -12,6 +12,14 @@ import { commonGitDir } from './git-exec.js';
  * Choice: a lock file `lightworker.lock` in the repository's common git dir, created with O_EXCL and
  * holding `{pid, start, host, token}`. It lives with the repository (not the home), so two homes — or a
  * CLI and the desktop app — working on one repository exclude each other too.
+ *
+ * Taking it creates no file: each process keeps one owner file per lock beside it
+ * (`lightworker.lock.<pid>-<start>`, the holder's JSON rewritten per take) and hard-links it as the lock, which
+ * fails when the lock exists just as O_EXCL does; giving it back unlinks the link if it is still ours (same
+ * inode). A new file per take was the costliest system call of a leader's drain on a file system that scans
+ * recently freed inodes (issue 13). The owner files go when their process exits, or with a stale lock, or by
+ * the next process's first take when their process is gone. A file system without hard links gets the
+ * O_EXCL file.
  *
  * Stale detection: a lock whose holder is on this host and is no longer the same process (PID gone, or
  * PID recycled: start time differs) is stale. Breaking it happens under a second, tiny O_EXCL file
@@ -104,14 +112,14 @@ export async function withLockFile<T>(path: string, what: string, fn: (held: Hel
   const within = opts.within;
   if (within && within.path === path && live.has(within)) return fn(within);
   return inLocalTurn(path, opts.timeoutMs ?? 120_000, async (leftMs) => {
-    const token = await acquire(path, what, leftMs);
+    const take = await acquire(path, what, leftMs);
     const held: HeldLock = { path };
     live.add(held);
     try {
       return await fn(held);
     } finally {
       live.delete(held);
-      release(path, token);
+      release(path, take);
     }
   });
 }
@@ -119,7 +127,83 @@ export async function withLockFile<T>(path: string, what: string, fn: (held: Hel
 /** This process's start time: the same for its whole life, so read once (it was a /proc read per lock). */
 let ownStart: string | null | undefined;
 
-async function acquire(path: string, what: string, timeoutMs: number): Promise<string> {
+/** A take of the lock: the owner token, and the inode of the owner file linked as the lock (null: an O_EXCL file). */
+interface Take {
+  token: string;
+  ino: number | null;
+}
+
+/** This process's owner file per lock path (written and linked per take), or false where hard links fail. */
+const ownerFiles = new Map<string, string | false>();
+let ownerCleanup = false;
+
+const OWNER_FILE = /^(.*)\.(\d+)-(\d+|x)$/;
+
+function ownerFileOf(path: string): string | false {
+  let file = ownerFiles.get(path);
+  if (file !== undefined) return file;
+  file = `${path}.${process.pid}-${ownStart ?? 'x'}`;
+  ownerFiles.set(path, file);
+  sweepOwnerFiles(path);
+  if (!ownerCleanup) {
+    ownerCleanup = true;
+    process.on('exit', () => {
+      for (const f of ownerFiles.values()) if (f) unlinkQuietly(f);
+    });
+  }
+  return file;
+}
+
+/** Owner files beside `path` whose process (on this host) is gone: left by a process that was killed. */
+function sweepOwnerFiles(path: string): void {
+  let names: string[];
+  try {
+    names = readdirSync(dirname(path));
+  } catch {
+    return;
+  }
+  const base = basename(path);
+  for (const name of names) {
+    const m = OWNER_FILE.exec(name);
+    if (!m || m[1] !== base || Number(m[2]) === process.pid) continue;
+    const file = join(dirname(path), name);
+    const o = readOwner(file);
+    if (o && o.host === hostname() && !isSameProcess(o.pid, o.start)) unlinkQuietly(file);
+  }
+}
+
+function unlinkQuietly(file: string): void {
+  try {
+    unlinkSync(file);
+  } catch {
+    // already gone
+  }
+}
+
+/** Take the lock once: link this process's owner file as the lock (or O_EXCL-create it); false when it is held. */
+function tryTake(path: string, owner: LockOwner): Take | null {
+  const body = JSON.stringify(owner);
+  const file = ownerFileOf(path);
+  if (file) {
+    try {
+      writeFileSync(file, body, { mode: 0o644 });
+      linkSync(file, path);
+      return { token: owner.token, ino: lstatSync(file).ino };
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'EEXIST') return null;
+      if (!['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'EXDEV', 'ENOSYS', 'EMLINK'].includes(code ?? '')) {
+        throw new AppError('git_failed', `cannot create repository lock ${path}: ${(err as Error).message}`);
+      }
+      // No hard links here: the O_EXCL file from now on.
+      unlinkQuietly(file);
+      ownerFiles.set(path, false);
+    }
+  }
+  return tryCreate(path, body) ? { token: owner.token, ino: null } : null;
+}
+
+async function acquire(path: string, what: string, timeoutMs: number): Promise<Take> {
   if (ownStart === undefined) ownStart = processStartTime(process.pid);
   const owner: LockOwner = {
     pid: process.pid,
@@ -132,7 +216,8 @@ async function acquire(path: string, what: string, timeoutMs: number): Promise<s
   const deadline = Date.now() + timeoutMs;
   let delay = 5;
   for (;;) {
-    if (tryCreate(path, JSON.stringify(owner))) return owner.token;
+    const take = tryTake(path, owner);
+    if (take) return take;
     breakIfStale(path);
     if (Date.now() > deadline) {
       const holder = readOwner(path);
@@ -193,7 +278,11 @@ function breakIfStale(path: string): void {
   if (!tryCreate(breaker, String(process.pid))) return;
   try {
     const o = readOwner(path);
-    if (isStale(o, path)) unlinkSync(path);
+    if (isStale(o, path)) {
+      unlinkSync(path);
+      // Its holder's owner file (a linked lock) goes with it.
+      if (o) unlinkQuietly(`${path}.${o.pid}-${o.start ?? 'x'}`);
+    }
   } catch {
     // the lock vanished meanwhile: the next create attempt decides
   } finally {
@@ -205,12 +294,19 @@ function breakIfStale(path: string): void {
   }
 }
 
-function release(path: string, token: string): void {
-  const o = readOwner(path);
-  if (o?.token !== token) return; // someone judged us stale and took over; not ours to delete
-  try {
-    unlinkSync(path);
-  } catch {
-    // already gone
+function release(path: string, take: Take): void {
+  if (take.ino !== null) {
+    // Still the link to our owner file? Else someone judged us stale and took over: not ours to delete.
+    let ino: number;
+    try {
+      ino = lstatSync(path).ino;
+    } catch {
+      return;
+    }
+    if (ino === take.ino) unlinkQuietly(path);
+    return;
   }
+  const o = readOwner(path);
+  if (o?.token !== take.token) return; // someone judged us stale and took over; not ours to delete
+  unlinkQuietly(path);
 }

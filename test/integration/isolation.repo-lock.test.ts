@@ -1,10 +1,14 @@
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, lstatSync, readdirSync, readFileSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { repoLockPath, withRepoLock, type HeldLock } from '../../main/isolation/repo-lock.js';
+import { processStartTime } from '../../main/runner/process.js';
 import { makeRepo, tempDir } from '../helpers/env.js';
+
+/** The owner files beside a lock (`lightworker.lock.<pid>-<start>`). */
+const ownerFiles = (path: string) => readdirSync(dirname(path)).filter((n) => n.startsWith(`${basename(path)}.`) && !n.endsWith('.break'));
 
 const RUN_TS = fileURLToPath(new URL('../../bin/run-ts.js', import.meta.url));
 const HOLD = fileURLToPath(new URL('../fixtures/isolation/hold-repo-lock.ts', import.meta.url));
@@ -43,6 +47,26 @@ describe('repository lock', () => {
     const path = await repoLockPath(repo);
     expect(JSON.parse(readFileSync(path, 'utf8')).what).toBe('fixture');
     expect(await withRepoLock(repo, 'after crash', async () => JSON.parse(readFileSync(path, 'utf8')).pid)).toBe(process.pid);
+    expect(existsSync(path)).toBe(false);
+    // The dead holder's owner file went with its lock; this process's own stays until it exits.
+    expect(ownerFiles(path)).toEqual([`lightworker.lock.${process.pid}-${processStartTime(process.pid)}`]);
+  });
+
+  it('takes the lock without creating a file per take, and sweeps the owner file of a process killed after it gave the lock back', async () => {
+    const t = tempDir();
+    cleanup = t.cleanup;
+    const repo = makeRepo(join(t.dir, 'repo'));
+    const path = await repoLockPath(repo);
+    const h = await holder([repo, 'release-then-die']);
+    expect(await h.exited).toBe('SIGKILL');
+    expect(existsSync(path)).toBe(false);
+    expect(ownerFiles(path)).toHaveLength(1); // left by the killed process
+    const inodes = new Set<number>();
+    for (let i = 0; i < 3; i++) await withRepoLock(repo, 'take', async () => void inodes.add(lstatSync(path).ino));
+    // The first take swept the dead process's file; every take linked this process's one owner file.
+    expect(ownerFiles(path)).toEqual([`lightworker.lock.${process.pid}-${processStartTime(process.pid)}`]);
+    expect(inodes.size).toBe(1);
+    expect(lstatSync(join(dirname(path), ownerFiles(path)[0])).ino).toBe([...inodes][0]);
     expect(existsSync(path)).toBe(false);
   });
 
