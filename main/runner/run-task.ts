@@ -15,7 +15,7 @@ import { unsealTask, unsealText } from '../tasks/secrets.js';
 import { resumeRequestOf, type ResumeRequest } from '../tasks/ops.js';
 import { move, transition } from '../tasks/state.js';
 import type { Task, TaskStatus } from '../tasks/types.js';
-import type { NormalizedEvent, WorkerAdapter, WorkerTurn } from '../workers/adapter.js';
+import type { NormalizedEvent, ThreadUsage, WorkerAdapter, WorkerTurn } from '../workers/adapter.js';
 import { minimalEnv } from '../workers/env.js';
 import { resolveAdapter } from '../workers/registry.js';
 import { resolveRoute } from '../workers/routing.js';
@@ -323,6 +323,7 @@ function sessionRunDir(engine: Engine, taskId: string, sessionId: string): strin
 async function runWorkerTurn(ctx: RunContext, adapter: WorkerAdapter, turn: WorkerTurn, from: 'starting' | 'running', later: Deferred, denials = 0): Promise<TurnResult> {
   const { engine } = ctx;
   const id = turn.task.id;
+  if (turn.resumeSessionId) turn = { ...turn, threadUsage: threadUsageOf(engine, id, turn.resumeSessionId) };
   const result = await runTurn(adapter, turn, {
     signal: ctx.signal,
     killGraceMs: ctx.killGraceMs,
@@ -359,6 +360,15 @@ async function runWorkerTurn(ctx: RunContext, adapter: WorkerAdapter, turn: Work
   }
   ctx.onWorkerOk?.(adapter.name);
   return result;
+}
+
+/** The session's totals its last turn reported (a `worker.usage` event with `thread`), for a resumed turn. */
+function threadUsageOf(engine: Engine, taskId: string, session: string): ThreadUsage | null {
+  const rows = engine.db
+    .prepare(`SELECT payload FROM events WHERE task_id = ? AND type = 'worker.usage' AND json_extract(payload, '$.thread.thread') = ? ORDER BY seq DESC LIMIT 1`)
+    .all(taskId, session) as { payload: string }[];
+  const t = rows.length ? (JSON.parse(rows[0].payload) as { thread?: ThreadUsage }).thread : undefined;
+  return t && typeof t.input === 'number' ? t : null;
 }
 
 function persistEvents(engine: Engine, id: string, events: NormalizedEvent[]): void {

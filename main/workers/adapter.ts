@@ -89,6 +89,16 @@ export interface WorkerTurn {
   permissionServer?: { command: string; args: string[]; env: Record<string, string> };
   /** What the worker authenticates with (main/workers/credentials.ts); absent: auto, from this process's env. */
   auth?: TurnAuth;
+  /** A resumed turn: the session's totals recorded by its last turn (the runner reads them from the log). */
+  threadUsage?: ThreadUsage | null;
+}
+
+/** A session's token totals as its CLI last reported them (Codex reports them cumulative across `exec resume`). */
+export interface ThreadUsage {
+  thread: string;
+  input: number;
+  cached: number;
+  output: number;
 }
 
 export interface SpawnSpec {
@@ -105,7 +115,16 @@ export type NormalizedEvent =
   | { type: 'worker.started'; sessionId: string | null; model?: string | null }
   | { type: 'worker.message'; text: string }
   | { type: 'worker.tool'; name: string; status: 'started' | 'completed' | 'failed'; input?: unknown; output?: string }
-  | { type: 'worker.usage'; inputTokens: number; cachedTokens: number; outputTokens: number; model?: string | null; costUsd?: number | null }
+  | {
+      type: 'worker.usage';
+      inputTokens: number;
+      cachedTokens: number;
+      outputTokens: number;
+      model?: string | null;
+      costUsd?: number | null;
+      /** CLIs whose usage is cumulative per session (Codex): the session and its totals so far, for the next turn. */
+      thread?: ThreadUsage;
+    }
   | { type: 'worker.completed'; text: string | null }
   | { type: 'worker.failed'; message: string; rateLimited?: boolean };
 

@@ -159,31 +159,23 @@ interface Usage {
 }
 
 /**
- * `turn.completed.usage` is cumulative for the thread across `exec resume`; the last cumulative
- * figures per thread are kept in CODEX_HOME so each turn reports only its own tokens.
+ * `turn.completed.usage` is cumulative for the thread across `exec resume`: each turn reports only its own
+ * tokens by subtracting the totals of the thread's previous turn. Those travel in the usage event
+ * (`thread`), and the runner hands them to the resumed turn (`turn.threadUsage`): no file per turn.
+ * Sessions recorded before kept them in CODEX_HOME/lightworker-usage.json, still read for them.
  */
-function usageLedger(turn: WorkerTurn) {
-  const file = join(codexHome(turn), 'lightworker-usage.json');
-  const read = (): Record<string, Usage> => {
+function previousUsage(turn: WorkerTurn, thread: string): Usage {
+  const t = turn.threadUsage;
+  if (t && t.thread === thread) return { input: t.input, cached: t.cached, output: t.output };
+  if (turn.resumeSessionId === thread) {
     try {
-      return JSON.parse(readFileSync(file, 'utf8')) as Record<string, Usage>;
+      const legacy = (JSON.parse(readFileSync(join(codexHome(turn), 'lightworker-usage.json'), 'utf8')) as Record<string, Usage>)[thread];
+      if (legacy) return legacy;
     } catch {
-      return {};
+      // none: a fresh thread, or totals lost with the event
     }
-  };
-  return {
-    previous: (thread: string): Usage => read()[thread] ?? { input: 0, cached: 0, output: 0 },
-    save: (thread: string, u: Usage) => {
-      const all = read();
-      all[thread] = u;
-      try {
-        mkdirSync(codexHome(turn), { recursive: true });
-        writeFileSync(file, JSON.stringify(all));
-      } catch {
-        // Only the next resumed turn's subtraction depends on it; never lose this turn's usage event.
-      }
-    },
-  };
+  }
+  return { input: 0, cached: 0, output: 0 };
 }
 
 function createParser(turn: WorkerTurn): StreamParser {
@@ -191,7 +183,6 @@ function createParser(turn: WorkerTurn): StreamParser {
   let lastMessage: string | null = null;
   let failure: string | null = null;
   let lastError: string | null = null;
-  const ledger = usageLedger(turn);
   const str = (v: unknown) => (typeof v === 'string' ? v : v === undefined ? undefined : JSON.stringify(v));
 
   function item(kind: 'started' | 'completed', it: Record<string, unknown>): NormalizedEvent[] {
@@ -227,10 +218,18 @@ function createParser(turn: WorkerTurn): StreamParser {
         case 'turn.completed': {
           const u = (e.usage ?? {}) as Record<string, number>;
           const now: Usage = { input: u.input_tokens ?? 0, cached: u.cached_input_tokens ?? 0, output: u.output_tokens ?? 0 };
-          const prev = sessionId ? ledger.previous(sessionId) : { input: 0, cached: 0, output: 0 };
-          if (sessionId) ledger.save(sessionId, now);
+          const prev = sessionId ? previousUsage(turn, sessionId) : { input: 0, cached: 0, output: 0 };
           const delta = (a: number, b: number) => Math.max(0, a - b);
-          return [{ type: 'worker.usage', inputTokens: delta(now.input, prev.input), cachedTokens: delta(now.cached, prev.cached), outputTokens: delta(now.output, prev.output), model: turn.model }];
+          return [
+            {
+              type: 'worker.usage',
+              inputTokens: delta(now.input, prev.input),
+              cachedTokens: delta(now.cached, prev.cached),
+              outputTokens: delta(now.output, prev.output),
+              model: turn.model,
+              ...(sessionId ? { thread: { thread: sessionId, ...now } } : {}),
+            },
+          ];
         }
         case 'turn.failed': {
           const err = (e.error ?? {}) as Record<string, unknown>;

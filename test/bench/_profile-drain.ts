@@ -26,6 +26,7 @@ for (let b = 0; b < N / 4; b++) {
 }
 const prof = process.env.NO_PROF ? [] : ['--cpu-prof', `--cpu-prof-dir=${out}`, '--cpu-prof-interval=200'];
 const t = performance.now();
+const t0Wall = Date.now();
 const wrap = process.env.LW_WRAP?.split(' ').filter(Boolean) ?? [];
 const leader = spawn(wrap[0] ?? process.execPath, [...wrap.slice(1), ...(wrap.length ? [process.execPath] : []),...leaderExecArgv([]), ...(process.env.LW_LEADER_FLAGS?.split(' ').filter(Boolean) ?? []), ...prof, BIN, 'run', '--until-idle'], { env: { ...process.env, LIGHTWORKER_HOME: h.home, LIGHTWORKER_NO_BUILD_CHECK: '1' }, stdio: process.env.LEADER_STDIO === 'inherit' ? 'inherit' : 'ignore' });
 let hwm = 0;
@@ -70,6 +71,16 @@ const timer = setInterval(() => {
 await exited(leader);
 clearInterval(timer);
 process.stdout.write(`drain ${N}: ${((performance.now() - t) / 1000).toFixed(2)} s, leader CPU ${cpu} ms (user ${userMs}, ${(cpu / N).toFixed(1)} ms/task incl. start), peak RSS ${(hwm / 1024).toFixed(1)} MiB, private ${(anon / 1024).toFixed(1)} MiB; helper CPU ${helperCpu} ms, peak RSS ${(helperHwm / 1024).toFixed(1)} MiB\n`);
+{
+  const r = h.engine.db.prepare("SELECT MIN(ts) AS first, MAX(ts) AS last FROM events WHERE type = 'task.status'").get() as { first: number; last: number };
+  const claim = h.engine.db.prepare("SELECT MIN(ts) AS c FROM events WHERE type = 'task.status' AND json_extract(payload, '$.to') = 'starting'").get() as { c: number };
+  const rows = h.engine.db.prepare("SELECT task_id AS id, json_extract(payload, '$.to') AS st, ts FROM events WHERE type = 'task.status' ORDER BY seq").all() as { id: string; st: string; ts: number }[];
+  const per = new Map<string, Record<string, number>>();
+  for (const r2 of rows) per.set(r2.id, { ...(per.get(r2.id) ?? {}), [r2.st]: r2.ts });
+  const med = (f: (x: Record<string, number>) => number) => { const v = [...per.values()].map(f).filter((x) => Number.isFinite(x)).sort((a, b) => a - b); return v[Math.floor(v.length / 2)]; };
+  process.stdout.write(`per task p50: claim → spawned ${med((x) => x.running - x.starting)} ms, spawned → verifying ${med((x) => x.verifying - x.running)} ms, verifying → completed ${med((x) => x.completed - x.verifying)} ms, claim → completed ${med((x) => x.completed - x.starting)} ms\n`);
+  process.stdout.write(`timeline: start → first claim ${claim.c - t0Wall} ms, first claim → last end ${r.last - claim.c} ms, last end → exit ${Date.now() - r.last} ms (wall)\n`);
+}
 h.cleanup();
 const files = readdirSync(out).filter((f) => f.endsWith('.cpuprofile'));
 if (files.length) {

@@ -1,5 +1,7 @@
-import { writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { listEvents } from '../../main/store/events.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startSchedulerService } from '../../main/scheduler/service.js';
 import { waitTasks } from '../../main/scheduler/wait.js';
@@ -42,6 +44,54 @@ describe('a built-in worker with a configured command', () => {
     expect(codex.command).toMatch(/\/bash$/);
     // Still one worker named codex (not a linked one beside the built-in).
     expect((await h.call('list_workers')).workers.filter((w: { name: string }) => w.name === 'codex')).toHaveLength(1);
+  });
+
+  it('a repair turn resumes the Codex session and counts only its own tokens (the totals come from the first turn\'s event)', async () => {
+    h = makeHome();
+    // Codex reports a session's usage cumulative across `exec resume`: 1000 after the first turn, 1500 after the repair.
+    const fake = join(h.root, 'cumulative-codex.sh');
+    writeFileSync(
+      fake,
+      [
+        '#!/bin/bash',
+        '[[ "$1" == "--version" ]] && { echo "codex-cli 0.0.0-cumulative"; exit 0; }',
+        'out=""; prev=""; resumed=0',
+        'for a in "$@"; do case "$prev" in -o) out="$a" ;; esac; [[ "$a" == resume ]] && resumed=1; prev="$a"; done',
+        'if ((resumed)); then u=\'{"input_tokens":1500,"cached_input_tokens":1200,"output_tokens":80}\'; else u=\'{"input_tokens":1000,"cached_input_tokens":900,"output_tokens":50}\'; fi',
+        'echo \'{"type":"thread.started","thread_id":"th-repair"}\'',
+        'echo "{\\"type\\":\\"turn.completed\\",\\"usage\\":$u}"',
+        '[[ -n "$out" ]] && printf \'%s\' \'{"summary":"done","files_changed":[],"notes":null}\' > "$out"',
+        'exit 0',
+        '',
+      ].join('\n'),
+    );
+    chmodSync(fake, 0o755);
+    h.configure(`[workers.codex]\ncommand = [${JSON.stringify(fake)}]\nauth = "none"\n[verify]\nauto_repair = 1\n`);
+    // Fails once (the first turn), passes after the repair turn.
+    const once = join(h.root, 'verified-once');
+    const { task } = await h.call('delegate_task', {
+      objective: 'fix it',
+      kind: 'execute',
+      workspace: h.repo,
+      worker: 'codex',
+      verify: [['sh', '-c', `test -f ${once} || { touch ${once}; exit 1; }`]],
+    });
+    await h.call('approve_task', { id: task.id });
+    const svc = await startSchedulerService(h.engine);
+    try {
+      await waitTasks(h.engine, [task.id], 60_000);
+    } finally {
+      await svc.stop();
+    }
+    const done = (await h.call('get_task', { id: task.id })).task;
+    expect(done.status).toBe('completed');
+    const turns = listEvents(h.engine.db, { taskId: task.id, types: ['worker.usage'] }).events.map((e) => [e.payload.inputTokens, e.payload.cachedTokens, e.payload.outputTokens]);
+    expect(turns).toEqual([
+      [1000, 900, 50],
+      [500, 300, 30],
+    ]);
+    expect(done.usage).toMatchObject({ inputTokens: 1500, cachedTokens: 1200, outputTokens: 80 });
+    expect(existsSync(join(h.engine.home.artifacts, task.id, 'attempt-1', 'codex-home', 'lightworker-usage.json'))).toBe(false);
   });
 
   it('a configured binary that is not there: the worker says why, and its task fails as worker_missing', async () => {

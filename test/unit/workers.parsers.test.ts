@@ -3,7 +3,7 @@ import type { NormalizedEvent, WorkerAdapter, WorkerTurn } from '../../main/work
 import { claudeCodeAdapter } from '../../main/workers/claude-code.js';
 import { codexAdapter } from '../../main/workers/codex.js';
 import { DEAD_REGISTRY, opencodeAdapter } from '../../main/workers/opencode.js';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { minimalEnv } from '../../main/workers/env.js';
 import { tempDir } from '../helpers/env.js';
@@ -36,12 +36,21 @@ describe('codex stream parser', () => {
     ]);
     expect(first[0]).toEqual({ type: 'worker.started', sessionId: 'th-1', model: 'm' });
     expect(first).toContainEqual({ type: 'worker.tool', name: 'shell', status: 'failed', input: 'ls', output: 'x\n' });
-    expect(first.at(-1)).toMatchObject({ type: 'worker.usage', inputTokens: 28307, cachedTokens: 18688, outputTokens: 64 });
-    const second = feed(codexAdapter, turn({ resumeSessionId: 'th-1' }), [
+    const usage = first.at(-1)!;
+    expect(usage).toMatchObject({ type: 'worker.usage', inputTokens: 28307, cachedTokens: 18688, outputTokens: 64, thread: { thread: 'th-1', input: 28307, cached: 18688, output: 64 } });
+    // The resumed turn gets the totals the runner read back from that event.
+    const threadUsage = usage.type === 'worker.usage' ? usage.thread : undefined;
+    const second = feed(codexAdapter, turn({ resumeSessionId: 'th-1', threadUsage }), [
       { type: 'thread.started', thread_id: 'th-1' },
       { type: 'turn.completed', usage: { input_tokens: 37924, cached_input_tokens: 28224, output_tokens: 77 } },
     ]);
-    expect(second.at(-1)).toMatchObject({ type: 'worker.usage', inputTokens: 9617, cachedTokens: 9536, outputTokens: 13 });
+    expect(second.at(-1)).toMatchObject({ type: 'worker.usage', inputTokens: 9617, cachedTokens: 9536, outputTokens: 13, thread: { thread: 'th-1', input: 37924 } });
+    // Nothing is written per turn any more; a session recorded before (totals in CODEX_HOME) still subtracts.
+    expect(existsSync(join(tmp.dir, 'codex-home', 'lightworker-usage.json'))).toBe(false);
+    mkdirSync(join(tmp2.dir, 'codex-home'), { recursive: true });
+    writeFileSync(join(tmp2.dir, 'codex-home', 'lightworker-usage.json'), JSON.stringify({ 'th-old': { input: 100, cached: 50, output: 10 } }));
+    const legacy = feed(codexAdapter, turn({ resumeSessionId: 'th-old', runDir: tmp2.dir }), [{ type: 'turn.completed', usage: { input_tokens: 150, cached_input_tokens: 90, output_tokens: 15 } }]);
+    expect(legacy.at(-1)).toMatchObject({ type: 'worker.usage', inputTokens: 50, cachedTokens: 40, outputTokens: 5 });
   });
 
   it('turns a 429 failure into rate_limited', async () => {
