@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   RATE_LIMIT_PATTERN, type NormalizedEvent, type SpawnSpec, type StreamParser, type TurnOutcome, type WorkerAdapter, type WorkerInfo, type WorkerTurn,
@@ -78,14 +78,13 @@ function providerTable(name: string, baseUrl: string, key: { envKey?: string; he
  * Credentials (credentials.ts): `login` stages the user's auth.json in CODEX_HOME for the turn; `env`
  * passes the key as CODEX_API_KEY (what `codex exec` reads; OPENAI_API_KEY is mapped to it); a gateway
  * gets its key in `key_env`. The shell Codex runs sees none of them (shell_environment_policy.exclude),
- * runs as a non-login shell (allow_login_shell=false) with HOME = a private empty folder: no user rc file.
+ * runs as a non-login shell (allow_login_shell=false) with HOME = an empty folder (emptyHome): no user rc file.
  */
 async function buildSpawn(turn: WorkerTurn): Promise<SpawnSpec> {
   const cli = requireCliCommand('codex', 'codex', turn.command);
   const home = codexHome(turn);
-  const shellHome = join(turn.runDir, 'home');
   mkdirSync(home, { recursive: true });
-  mkdirSync(shellHome, { recursive: true });
+  const shellHome = emptyHome(turn);
   rmSync(lastMessagePath(turn), { force: true });
   const auth = authOfTurn('codex', turn);
   const env: Record<string, string> = { ...turn.baseEnv, HOME: shellHome, CODEX_HOME: home };
@@ -125,6 +124,32 @@ async function buildSpawn(turn: WorkerTurn): Promise<SpawnSpec> {
   // `--` so a prompt that starts with "-" is never read as an option.
   args.push('--', prompt.user);
   return { command: cli.bin, args: [...cli.prefix, ...args], env, cwd: turn.workdir, release };
+}
+
+/**
+ * HOME for the shell Codex runs: an empty folder, so no rc file is read. With a shareDir, one read-only
+ * folder for every turn (`empty-home`), checked to be an empty directory before each: a turn then makes no
+ * folder (issue 13). Found not empty (or not a plain directory), this turn gets its own under runDir, as
+ * every turn did before. What a turn's shell may write is the CLI's sandbox's business either way.
+ */
+function emptyHome(turn: WorkerTurn): string {
+  if (turn.shareDir) {
+    const dir = join(turn.shareDir, 'empty-home');
+    try {
+      if (lstatSync(dir).isDirectory() && readdirSync(dir).length === 0) return dir;
+    } catch {
+      try {
+        mkdirSync(turn.shareDir, { recursive: true });
+        mkdirSync(dir, { mode: 0o555 });
+        return dir;
+      } catch {
+        // made meanwhile, or cannot be: checked again next turn; this one gets its own
+      }
+    }
+  }
+  const own = join(turn.runDir, 'home');
+  mkdirSync(own, { recursive: true });
+  return own;
 }
 
 /**

@@ -112,7 +112,9 @@ export async function describeRealCli(s: CliSuite): Promise<void> {
       const a = await play(s.adapter, first);
       expect(a.result.ok).toBe(true);
       expect(a.result.sessionId).toBeTruthy();
-      const b = await play(s.adapter, { ...first, prompt: 'Follow up. [[script:resume]]', resumeSessionId: a.result.sessionId });
+      // As the runner does: the session's totals from the first turn's usage event go with the follow-up.
+      const threadUsage = a.events.flatMap((e) => (e.type === 'worker.usage' && e.thread ? [e.thread] : [])).at(-1) ?? null;
+      const b = await play(s.adapter, { ...first, prompt: 'Follow up. [[script:resume]]', resumeSessionId: a.result.sessionId, threadUsage });
       expect(b.result.error).toBeUndefined();
       expect(b.result.sessionId).toBe(a.result.sessionId);
       expect(b.result.finalText).toContain('Second answer, same session.');

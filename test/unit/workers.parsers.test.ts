@@ -3,7 +3,7 @@ import type { NormalizedEvent, WorkerAdapter, WorkerTurn } from '../../main/work
 import { claudeCodeAdapter } from '../../main/workers/claude-code.js';
 import { codexAdapter } from '../../main/workers/codex.js';
 import { DEAD_REGISTRY, opencodeAdapter } from '../../main/workers/opencode.js';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { minimalEnv } from '../../main/workers/env.js';
 import { tempDir } from '../helpers/env.js';
@@ -140,7 +140,23 @@ describe('argv and environment', () => {
     expect(JSON.parse(readFileSync(a, 'utf8'))).toEqual(schema);
     const other = fileOf((await codexAdapter.buildSpawn(turn({ resultSchema: { type: 'array' }, shareDir }))).args);
     expect(other).not.toBe(a);
-    expect(readdirSync(shareDir).sort()).toEqual([a, other].map((f) => f.slice(shareDir.length + 1)).sort());
+    expect(readdirSync(shareDir).filter((f) => f.endsWith('.json')).sort()).toEqual([a, other].map((f) => f.slice(shareDir.length + 1)).sort());
+  });
+
+  it('codex: the shell gets one shared, empty, read-only HOME; a turn finding it not empty gets its own', async () => {
+    const shareDir = join(tmp2.dir, 'share-home');
+    const runDir = join(tmp2.dir, 'run-home');
+    const first = await codexAdapter.buildSpawn(turn({ shareDir, runDir }));
+    const shared = join(shareDir, 'empty-home');
+    expect(first.env.HOME).toBe(shared);
+    expect(statSync(shared).mode & 0o777).toBe(0o555);
+    expect((await codexAdapter.buildSpawn(turn({ shareDir, runDir }))).env.HOME).toBe(shared);
+    expect(existsSync(join(runDir, 'home'))).toBe(false);
+    chmodSync(shared, 0o755);
+    writeFileSync(join(shared, '.bashrc'), 'echo planted\n');
+    const own = await codexAdapter.buildSpawn(turn({ shareDir, runDir }));
+    expect(own.env.HOME).toBe(join(runDir, 'home'));
+    expect(readdirSync(own.env.HOME)).toEqual([]);
   });
   it('claude-code: isolated HOME, permission mode by sandbox, base URL without /v1', async () => {
     const ro = await claudeCodeAdapter.buildSpawn(turn({ gateway, sandbox: 'read-only' }));
