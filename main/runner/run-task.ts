@@ -183,9 +183,12 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
       if (direct) later.write(engine, toVerifying);
       else later.add(toVerifying);
       const changes = await inspectChanges(engine, task, ws, direct ? undefined : later.add);
-      later.add(() =>
-        appendEvent(engine.db, task.id, 'task.changes', { changedFiles: changes.changedFiles.slice(0, 200), empty: changes.empty, violations: changes.violations, diff: changes.diffArtifact }),
-      );
+      // A read-only task's changes.inspected already says all of it (nothing changed, or the violations).
+      if (task.kind === 'execute') {
+        later.add(() =>
+          appendEvent(engine.db, task.id, 'task.changes', { changedFiles: changes.changedFiles.slice(0, 200), empty: changes.empty, violations: changes.violations, diff: changes.diffArtifact }),
+        );
+      }
       if (direct || !changes.ok) later.write(engine, () => undefined);
       if (!changes.ok) throw new StopTask('failed', 'boundary_violation', `changes outside the task's boundary: ${changes.violations.join(', ')}`);
       checkAbort(ctx);
