@@ -22,12 +22,25 @@ export function leaderExecArgv(execArgv: readonly string[] = process.execArgv): 
 }
 
 /**
+ * The environment of a leader LightWorker starts itself: the parent's, without a task's tree marker, and
+ * without NODE_EXTRA_CA_CERTS unless the leader may open TLS connections (a PostgreSQL store): Node 20 parses
+ * that file, with every bundled root certificate, at startup whether or not anything uses TLS (50 ms of each
+ * start on the test machine, issue 13), and a leader on SQLite talks to no server. Workers never see it either
+ * way (they get a minimal environment).
+ */
+export function leaderEnv(env: NodeJS.ProcessEnv, opts: { tls: boolean }): NodeJS.ProcessEnv {
+  const out = withoutTreeMarker(env);
+  if (!opts.tls) delete out.NODE_EXTRA_CA_CERTS;
+  return out;
+}
+
+/**
  * Start a detached `lightworker run --until-idle` for this home, with output appended to
  * `<home>/logs/runner.log`. Used by short-lived faces (an MCP session inside `claude -p` or `codex
  * exec`) so that the work they queue outlives them. Re-runs the CLI entry this process was started
  * with (source checkout, packaged bundle, or ELECTRON_RUN_AS_NODE alike). Returns the child's pid.
  */
-export function spawnBackgroundRunner(home: HomePaths, entry: string = process.argv[1]): number | null {
+export function spawnBackgroundRunner(home: HomePaths, entry: string = process.argv[1], opts: { tls: boolean } = { tls: true }): number | null {
   const log = openSync(join(home.logs, 'runner.log'), 'a', 0o600);
   try {
     const child = spawn(process.execPath, [...leaderExecArgv(), entry, '--home', home.root, 'run', '--until-idle'], {
@@ -35,7 +48,7 @@ export function spawnBackgroundRunner(home: HomePaths, entry: string = process.a
       stdio: ['ignore', log, log],
       cwd: home.root,
       // Not part of the task whose agent may have started this MCP session: no tree marker.
-      env: withoutTreeMarker(process.env),
+      env: leaderEnv(process.env, opts),
       windowsHide: true,
     });
     child.on('error', () => undefined);

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { COMMANDS } from '../../main/commands/index.js';
 import { runCommand } from '../../main/commands/table.js';
 import { loadConfig } from '../../main/core/config.js';
-import { leaderExecArgv } from '../../main/scheduler/background.js';
+import { leaderEnv, leaderExecArgv } from '../../main/scheduler/background.js';
 import { BIN } from '../helpers/cli.js';
 import { makeHome } from '../helpers/env.js';
 import { exited } from '../helpers/procs.js';
@@ -28,7 +28,7 @@ const prof = process.env.NO_PROF ? [] : ['--cpu-prof', `--cpu-prof-dir=${out}`, 
 const t = performance.now();
 const t0Wall = Date.now();
 const wrap = process.env.LW_WRAP?.split(' ').filter(Boolean) ?? [];
-const leader = spawn(wrap[0] ?? process.execPath, [...wrap.slice(1), ...(wrap.length ? [process.execPath] : []),...leaderExecArgv([]), ...(process.env.LW_LEADER_FLAGS?.split(' ').filter(Boolean) ?? []), ...prof, BIN, 'run', '--until-idle'], { env: { ...process.env, LIGHTWORKER_HOME: h.home, LIGHTWORKER_NO_BUILD_CHECK: '1' }, stdio: process.env.LEADER_STDIO === 'inherit' ? 'inherit' : 'ignore' });
+const leader = spawn(wrap[0] ?? process.execPath, [...wrap.slice(1), ...(wrap.length ? [process.execPath] : []),...leaderExecArgv([]), ...(process.env.LW_LEADER_FLAGS?.split(' ').filter(Boolean) ?? []), ...prof, BIN, 'run', '--until-idle'], { env: { ...leaderEnv(process.env, { tls: false }), LIGHTWORKER_HOME: h.home, LIGHTWORKER_NO_BUILD_CHECK: '1' }, stdio: process.env.LEADER_STDIO === 'inherit' ? 'inherit' : 'ignore' });
 let hwm = 0;
 let anon = 0;
 let cpu = 0;

@@ -15,7 +15,7 @@ import { runCommand } from '../../main/commands/table.js';
 import { loadConfig } from '../../main/core/config.js';
 import { waitTasks } from '../../main/scheduler/wait.js';
 import { listEvents } from '../../main/store/events.js';
-import { leaderExecArgv } from '../../main/scheduler/background.js';
+import { leaderEnv, leaderExecArgv } from '../../main/scheduler/background.js';
 import { BIN, startCli } from '../helpers/cli.js';
 import { makeHome, tempDir, type TestHome } from '../helpers/env.js';
 import { exited, until } from '../helpers/procs.js';
@@ -161,8 +161,9 @@ const call = (h: TestHome, name: string, input: unknown) => runCommand(COMMANDS,
 
 /** A leader as LightWorker starts one in the background for an MCP session (its V8 flags included). */
 function startLeader(args: string[], h: TestHome): ChildProcess {
-  // As installed: the bundle is current (ensureBuild in run()), so no source-hash check at each start.
-  const env = { ...process.env, LIGHTWORKER_HOME: h.home, LIGHTWORKER_NO_BUILD_CHECK: '1' };
+  // As installed: the bundle is current (ensureBuild in run()), so no source-hash check at each start; the
+  // environment LightWorker gives a background leader on this SQLite home.
+  const env = { ...leaderEnv(process.env, { tls: false }), LIGHTWORKER_HOME: h.home, LIGHTWORKER_NO_BUILD_CHECK: '1' };
   return spawn(process.execPath, [...leaderExecArgv([]), BIN, ...args], { env, stdio: 'ignore' });
 }
 

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { prepareWorkspace } from '../../main/isolation/workspace.js';
@@ -98,20 +98,35 @@ describe('a sweep kills only its own tree', () => {
 });
 
 describe('LightWorker’s own background runner', () => {
-  it('started from inside a task (an agent’s MCP session) does not carry the task marker, so a task sweep spares it', async () => {
+  it('started from inside a task (an agent’s MCP session) does not carry the task marker, so a task sweep spares it; no extra CA file on SQLite', async () => {
     h = makeHome();
     const script = join(h.root, 'dump-env.mjs');
     const out = join(h.root, 'env.json');
     writeFileSync(script, `import { writeFileSync } from 'node:fs'; writeFileSync(${JSON.stringify(out)}, JSON.stringify(process.env));`);
     const marker = treeMarkerEnv(h.engine.home.root, '01TASKOFTHEAGENT', 1);
-    Object.assign(process.env, marker);
-    try {
-      spawnBackgroundRunner(h.engine.home, script);
-    } finally {
-      for (const k of Object.keys(marker)) delete process.env[k];
-    }
-    await until(() => existsSync(out) && readFileSync(out, 'utf8').endsWith('}'), 20_000, 'the runner to start');
-    const env = JSON.parse(readFileSync(out, 'utf8')) as Record<string, string>;
+    const ca = process.env.NODE_EXTRA_CA_CERTS;
+    const started = (tls: boolean) => {
+      rmSync(out, { force: true });
+      Object.assign(process.env, marker, { NODE_EXTRA_CA_CERTS: '/etc/ssl/certs/ca-certificates.crt' });
+      try {
+        spawnBackgroundRunner(h!.engine.home, script, { tls });
+      } finally {
+        for (const k of Object.keys(marker)) delete process.env[k];
+        if (ca === undefined) delete process.env.NODE_EXTRA_CA_CERTS;
+        else process.env.NODE_EXTRA_CA_CERTS = ca;
+      }
+    };
+    const envOf = async () => {
+      await until(() => existsSync(out) && readFileSync(out, 'utf8').endsWith('}'), 20_000, 'the runner to start');
+      return JSON.parse(readFileSync(out, 'utf8')) as Record<string, string>;
+    };
+    started(false);
+    const env = await envOf();
     expect(Object.keys(env).filter((k) => k in marker)).toEqual([]);
+    // On SQLite it opens no TLS connection: Node need not parse the extra CA file at its start.
+    expect(env.NODE_EXTRA_CA_CERTS).toBeUndefined();
+    expect(env.PATH).toBe(process.env.PATH);
+    started(true);
+    expect((await envOf()).NODE_EXTRA_CA_CERTS).toBe('/etc/ssl/certs/ca-certificates.crt');
   });
 });
