@@ -1,5 +1,10 @@
 import { defineConfig } from 'vitest/config';
 
+// The suites open no TLS connection (loopback only), and start node processes by the hundred: Node 20 parses
+// NODE_EXTRA_CA_CERTS, with every bundled root certificate, at the start of each one (about 50 ms on the test
+// machine, where the variable is set). The workers forked from here inherit this environment.
+delete process.env.NODE_EXTRA_CA_CERTS;
+
 /**
  * The store-level and scheduler suites, run a second time with every test home on PostgreSQL (one
  * parametrised suite, not a copy: test/helpers/env.ts `makeHome` picks the store), plus the fleet tests,
