@@ -53,7 +53,9 @@ if (modules.some((m) => ISSUE_13_TARGETS.some((row) => row.from[0] === m))) {
     const v = pick(results, row.from);
     const also = row.also ? pick(results, row.also) : undefined;
     const before = pick(previous, row.from);
-    const met = typeof v !== 'number' ? '?' : (row.lowerIsBetter ?? true) ? (v <= row.target ? 'met' : 'NOT met') : v >= row.target ? 'met' : 'NOT met';
+    const meets = (x: number) => ((row.lowerIsBetter ?? true) ? x <= row.target : x >= row.target);
+    const judged = row.alsoTargeted && typeof also === 'number' ? [v, also] : [v];
+    const met = judged.some((x) => typeof x !== 'number') ? '?' : judged.every((x) => meets(x as number)) ? 'met' : 'NOT met';
     const ours = `${fmt(v)}${also !== undefined ? ` / ${fmt(also)}` : ''} ${row.unit}`;
     return [row.figure, row.python, `≤ ${row.target.toLocaleString('en')} ${row.unit}`, ours, met, before === undefined ? '' : `(${fmt(before)})`];
   });
