@@ -60,11 +60,11 @@ function flagsTag() {
 }
 
 /** Save the cache (whole file, then rename: parallel runs may race) and drop other builds' caches. */
-function writeCache(script, file, bundle, data = script.createCachedData()) {
+function writeCache(script, file, bundle) {
   try {
     mkdirSync(dirname(file), { recursive: true });
     const tmp = `${file}.${process.pid}.tmp`;
-    writeFileSync(tmp, data);
+    writeFileSync(tmp, script.createCachedData());
     renameSync(tmp, file);
     const current = buildPrefixOf(bundle);
     for (const old of readdirSync(dirname(file))) {
@@ -98,17 +98,6 @@ function runCached(bundle, cacheDir) {
     importModuleDynamically: vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER,
   });
   if (cacheFile && (!cachedData || script.cachedDataRejected)) process.once('exit', () => writeCache(script, cacheFile, bundle));
-  else if (cacheFile) {
-    // A cache holds the functions compiled by the run that wrote it: one written by a short call (or a leader
-    // with nothing to do) leaves every later leader compiling the task-running code again, ~0.5 ms of CPU per
-    // task over a 200-task drain (issue 13). A process that ran tasks (the runner sets REFRESH_CODE_CACHE)
-    // rewrites it at exit when it now holds a tenth more.
-    process.once('exit', () => {
-      if (!globalThis[Symbol.for('lightworker.refreshCodeCache')]) return;
-      const data = script.createCachedData();
-      if (data.length > cachedData.length * 1.1) writeCache(script, cacheFile, bundle, data);
-    });
-  }
   const mod = new Module(bundle, null);
   mod.filename = bundle;
   mod.paths = Module._nodeModulePaths(dirname(bundle));

@@ -44,9 +44,6 @@ export interface RunContext {
   onPlan?: (task: Task, result: unknown) => void;
 }
 
-/** Read by bin/lightworker.js at exit: a process that ran tasks refreshes the bundle's code cache. */
-const REFRESH_CODE_CACHE = Symbol.for('lightworker.refreshCodeCache');
-
 const ABORT_STATUS: Record<string, TaskStatus> = { timeout: 'timed_out', cancel: 'cancelled', shutdown: 'cancelled', leader_lost: 'orphaned' };
 const TEXT_CAP = 4000;
 
@@ -229,8 +226,6 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
     budget.dispose();
     await finishWorkspace(engine, task, ws);
     trimHeap();
-    // This process compiled the task-running code: bin/lightworker.js may refresh its code cache at exit.
-    (globalThis as Record<symbol, unknown>)[REFRESH_CODE_CACHE] = true;
   }
 }
 

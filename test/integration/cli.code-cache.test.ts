@@ -82,27 +82,4 @@ describe('CLI code cache', () => {
     expect(statSync(join(cacheDir, plainFile)).mtimeMs).toBe(plainWritten);
     expect(statSync(join(cacheDir, flagged)).mtimeMs).toBe(flaggedWritten);
   });
-
-  it('a leader that ran tasks leaves a cache that holds their code; one with nothing to do leaves it as it is', async () => {
-    const flags = ['--max-semi-space-size=3'];
-    const repo = makeRepo(join(t.dir, 'repo-leader'));
-    // A short call writes this flag set's cache: start-up code only.
-    const before = new Set(cacheFiles());
-    expect((await run(pkg, home, ['tasks', '--json'], flags)).code).toBe(0);
-    const file = cacheFiles().find((f) => !before.has(f))!;
-    const small = statSync(join(cacheDir, file)).size;
-    const submit = await run(pkg, home, ['submit', '--json', '--worker', 'mock', '-k', 'explore', '-w', repo, 'look around']);
-    expect(submit.code, submit.stderr).toBe(0);
-    const ran = await run(pkg, home, ['run', '--until-idle', '--quiet'], flags);
-    expect(ran.code, ran.stderr).toBe(0);
-    const id = (JSON.parse(submit.stdout) as { task: { id: string } }).task.id;
-    expect((JSON.parse((await run(pkg, home, ['show', id, '--json'])).stdout) as { task: { status: string } }).task.status).toBe('completed');
-    const after = statSync(join(cacheDir, file));
-    expect(after.size).toBeGreaterThan(small * 1.1);
-    // Idle: nothing ran, nothing rewritten.
-    expect((await run(pkg, home, ['run', '--until-idle', '--quiet'], flags)).code).toBe(0);
-    expect(statSync(join(cacheDir, file)).mtimeMs).toBe(after.mtimeMs);
-    expect((await run(pkg, home, ['tasks', '--json'], flags)).code).toBe(0);
-    expect(statSync(join(cacheDir, file)).mtimeMs).toBe(after.mtimeMs);
-  });
 });
