@@ -47,6 +47,14 @@ export function effectiveRoute(config: Config, t: Pick<Task, 'worker' | 'model' 
   return { model, effort };
 }
 
+/** The hash of a kind's result schema: the schema is fixed per kind, so hashed once per process. */
+const schemaHashes = new Map<TaskKind, string>();
+function schemaHashOf(kind: TaskKind): string {
+  let h = schemaHashes.get(kind);
+  if (h === undefined) schemaHashes.set(kind, (h = sha256(canonicalJson(resultJsonSchema(kind)))));
+  return h;
+}
+
 export function cohortComponents(config: Config, db: Db | null, t: CohortTask): CohortComponents {
   const contract = profileContract(config, t.profile);
   const gw = t.gateway ? config.gateways[t.gateway] : undefined;
@@ -62,7 +70,7 @@ export function cohortComponents(config: Config, db: Db | null, t: CohortTask): 
     contractHash: contract ? sha256(contract) : null,
     protocol: PROMPT_PROTOCOL,
     role: t.kind,
-    schemaHash: sha256(canonicalJson(resultJsonSchema(t.kind))),
+    schemaHash: schemaHashOf(t.kind),
     sandbox: sandboxFor(t.kind),
     packHash: pack?.hash ?? (t.contextPack ? `unresolved:${t.contextPack}` : null),
     // Where the cache lives: the endpoint and account (key variable name), not the key.
