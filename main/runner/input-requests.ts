@@ -26,7 +26,7 @@ export const MAX_DENIALS_PER_ATTEMPT = 3;
  * person throws WaitForInput; one it denies at once returns the message to send back into the same
  * session (the worker continues without it); null when the turn simply ended.
  */
-export function checkTurnForInput(engine: Engine, turn: WorkerTurn, result: TurnResult): string | null {
+export function checkTurnForInput(engine: Engine, turn: WorkerTurn, result: TurnResult, write: <T>(fn: () => T) => T = (fn) => engine.write(fn)): string | null {
   const { task } = turn;
   const pending = pendingRequestOf(engine.db, task.id);
   if (pending && pending.attempt === task.attempt) throw new WaitForInput(pending);
@@ -37,10 +37,10 @@ export function checkTurnForInput(engine: Engine, turn: WorkerTurn, result: Turn
   const d = decideRequest(engine.config, current, turn.workdir, ask);
   const sessionId = result.sessionId ?? current.sessionId;
   if (d.decision === 'deny') {
-    engine.write(() => recordDenied(engine.db, current, { ...ask, sessionId }, d.reason));
+    write(() => recordDenied(engine.db, current, { ...ask, sessionId }, d.reason));
     return `LightWorker denied your ${ask.kind === 'permission' ? 'permission request' : 'question'} (${d.reason}). Do not ask for it again: continue without it, and finish with the result contract (escalation null), saying in it what is missing.`;
   }
-  throw new WaitForInput(engine.write(() => openRequest(engine.db, engine.config, current, { ...ask, sessionId })));
+  throw new WaitForInput(write(() => openRequest(engine.db, engine.config, current, { ...ask, sessionId })));
 }
 
 /** End the attempt in waiting_input (the runner's half of the request; answering continues it). */

@@ -59,29 +59,46 @@ class StopTask extends Error {
  * end that comes before any such transaction (a failed spawn, a cancel) writes them in its own.
  */
 class Deferred {
-  private fns: (() => void)[] = [];
-  readonly add = (fn: () => void): void => {
-    this.fns.push(fn);
+  private fns: { fn: () => void; record: boolean }[] = [];
+  /**
+   * `record`: a record of what happened (events, the prompt) that must be written even when a state move
+   * deferred with it can no longer be (someone else moved the task): see flush.
+   */
+  readonly add = (fn: () => void, opts: { record?: boolean } = {}): void => {
+    this.fns.push({ fn, record: opts.record ?? true });
   };
+
+  /** `fn` in a transaction, after what is deferred (ordered after it): a writer for code that takes one. */
+  readonly writer = (engine: Engine) => <T>(fn: () => T): T => this.write(engine, fn);
 
   write<T>(engine: Engine, fn: () => T): T {
     const fns = this.fns;
     const out = engine.write(() => {
-      for (const f of fns) f();
+      for (const f of fns) f.fn();
       return fn();
     });
     this.fns = [];
     return out;
   }
 
-  /** Write what is still deferred (ends other than completion); a task someone else moved keeps their state. */
+  /**
+   * Write what is still deferred (ends other than completion). When a deferred state move fails (the task was
+   * moved by someone else, whose state stands), the records alone are written: nothing the worker did is lost.
+   */
   flush(engine: Engine): void {
     if (!this.fns.length) return;
     try {
       this.write(engine, () => undefined);
     } catch (err) {
-      this.fns = [];
       if (!isAppError(err)) throw err;
+      const records = this.fns.filter((f) => f.record);
+      this.fns = [];
+      if (!records.length) return;
+      try {
+        engine.write(() => records.forEach((f) => f.fn()));
+      } catch (e) {
+        if (!isAppError(e)) throw e;
+      }
     }
   }
 }
@@ -181,7 +198,7 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
     for (;;) {
       const toVerifying = () => move(engine.db, task.id, 'running', 'verifying', { reason: 'worker finished' });
       if (direct) later.write(engine, toVerifying);
-      else later.add(toVerifying);
+      else later.add(toVerifying, { record: false });
       const changes = await inspectChanges(engine, task, ws, direct ? undefined : later.add);
       // A read-only task's changes.inspected already says all of it (nothing changed, or the violations).
       if (task.kind === 'execute') {
@@ -326,11 +343,20 @@ function sessionRunDir(engine: Engine, taskId: string, sessionId: string): strin
 async function runWorkerTurn(ctx: RunContext, adapter: WorkerAdapter, turn: WorkerTurn, from: 'starting' | 'running', later: Deferred, denials = 0): Promise<TurnResult> {
   const { engine } = ctx;
   const id = turn.task.id;
-  if (turn.resumeSessionId) turn = { ...turn, threadUsage: threadUsageOf(engine, id, turn.resumeSessionId) };
+  const withRunDir = (events: NormalizedEvent[]) => events.map((e) => (e.type === 'worker.started' ? { ...e, runDir: turn.runDir } : e));
+  if (turn.resumeSessionId) {
+    // The session's totals may still be in the previous turn's deferred events: written first.
+    later.write(engine, () => undefined);
+    turn = { ...turn, threadUsage: threadUsageOf(engine, id, turn.resumeSessionId) };
+  }
   const result = await runTurn(adapter, turn, {
     signal: ctx.signal,
     killGraceMs: ctx.killGraceMs,
     rawLogPath: join(turn.runDir, 'stdout.jsonl'),
+    // Live events in batches of up to 20 ms; those still held when the worker exits ride with the task's
+    // next transaction (for a fast worker: its completion), one commit less (issue 13).
+    eventBatchMs: 20,
+    deferTrailing: true,
     onSpawn: (pid, startTime) => {
       later.write(engine, () => {
         if (from === 'starting') move(engine.db, id, 'starting', 'running', { reason: 'worker spawned', fields: { pid, pidStart: startTime }, event: { pid } });
@@ -338,20 +364,26 @@ async function runWorkerTurn(ctx: RunContext, adapter: WorkerAdapter, turn: Work
         prep(engine.db, 'UPDATE attempts SET status = ?, pid = ?, pid_start = ? WHERE task_id = ? AND attempt = ?').run('running', pid, startTime, id, turn.task.attempt);
       });
     },
-    onEvents: (events) => persistEvents(engine, id, events.map((e) => (e.type === 'worker.started' ? { ...e, runDir: turn.runDir } : e))),
+    onEvents: (events) => persistEvents(engine, id, withRunDir(events)),
   });
-  if (result.aborted) throw abortError(result.aborted);
+  const trailing = withRunDir(result.trailing);
+  const keepTrailing = () => trailing.length && later.add(() => writeEvents(engine, id, trailing));
+  if (result.aborted) {
+    keepTrailing();
+    throw abortError(result.aborted);
+  }
   if (from === 'starting' && getTaskState(engine.db, id)?.status === 'starting') {
     // The worker ended before its spawn was recorded as running (very fast process); record it now.
     later.write(engine, () => move(engine.db, id, 'starting', 'running', { reason: 'worker spawned' }));
   }
-  const denied = checkTurnForInput(engine, turn, result);
+  keepTrailing();
+  const denied = checkTurnForInput(engine, turn, result, later.writer(engine));
   if (denied !== null) {
     if (denials >= MAX_DENIALS_PER_ATTEMPT) throw new StopTask('failed', 'request_denied', `the worker kept asking for what the policy denies (${denials} denials this attempt)`);
     return runWorkerTurn(ctx, adapter, { ...turn, prompt: denied, resumeSessionId: result.sessionId }, 'running', later, denials + 1);
   }
   // Redirected while this turn ran: the next turn of the same session gets the new objective.
-  if (result.ok && result.sessionId && pendingRedirect(engine.db, id) !== null && engine.write(() => takeRedirect(engine.db, id))) {
+  if (result.ok && result.sessionId && pendingRedirect(engine.db, id) !== null && later.write(engine, () => takeRedirect(engine.db, id))) {
     const latest = unsealTask(engine.db, engine.home.root, getTask(engine.db, id)!);
     return runWorkerTurn(ctx, adapter, { ...turn, prompt: buildRedirectPrompt(latest.objective), resumeSessionId: result.sessionId }, 'running', later, denials);
   }
@@ -375,25 +407,28 @@ function threadUsageOf(engine: Engine, taskId: string, session: string): ThreadU
 }
 
 function persistEvents(engine: Engine, id: string, events: NormalizedEvent[]): void {
-  engine.write(() => {
-    let input = 0;
-    let cached = 0;
-    let output = 0;
-    let cost: number | null = null;
-    for (const e of events) {
-      appendEvent(engine.db, id, e.type, eventPayload(e));
-      if (e.type === 'worker.started' && e.sessionId) updateTaskFields(engine.db, id, { sessionId: e.sessionId });
-      if (e.type === 'worker.usage') {
-        input += e.inputTokens;
-        cached += e.cachedTokens;
-        output += e.outputTokens;
-        if (typeof e.costUsd === 'number') cost = (cost ?? 0) + e.costUsd;
-      }
+  engine.write(() => writeEvents(engine, id, events));
+}
+
+/** A turn's events and the token counts they carry, in the caller's transaction. */
+function writeEvents(engine: Engine, id: string, events: NormalizedEvent[]): void {
+  let input = 0;
+  let cached = 0;
+  let output = 0;
+  let cost: number | null = null;
+  for (const e of events) {
+    appendEvent(engine.db, id, e.type, eventPayload(e));
+    if (e.type === 'worker.started' && e.sessionId) updateTaskFields(engine.db, id, { sessionId: e.sessionId });
+    if (e.type === 'worker.usage') {
+      input += e.inputTokens;
+      cached += e.cachedTokens;
+      output += e.outputTokens;
+      if (typeof e.costUsd === 'number') cost = (cost ?? 0) + e.costUsd;
     }
-    if (input || cached || output || cost !== null) {
-      prep(engine.db, 'UPDATE tasks SET input_tokens = input_tokens + ?, cached_tokens = cached_tokens + ?, output_tokens = output_tokens + ?, cost_usd = CASE WHEN CAST(? AS REAL) IS NULL THEN cost_usd ELSE COALESCE(cost_usd, 0) + ? END WHERE id = ?').run(input, cached, output, cost, cost, id);
-    }
-  });
+  }
+  if (input || cached || output || cost !== null) {
+    prep(engine.db, 'UPDATE tasks SET input_tokens = input_tokens + ?, cached_tokens = cached_tokens + ?, output_tokens = output_tokens + ?, cost_usd = CASE WHEN CAST(? AS REAL) IS NULL THEN cost_usd ELSE COALESCE(cost_usd, 0) + ? END WHERE id = ?').run(input, cached, output, cost, cost, id);
+  }
 }
 
 const ABORT_MESSAGE: Record<string, string> = {

@@ -11,8 +11,15 @@ export interface RunTurnOptions {
   signal: AbortSignal;
   /** Called once the process exists, with its identity (for the task row: crash recovery). */
   onSpawn?: (pid: number, startTime: string | null) => void;
-  /** Normalized events, batched: at most one call per event-loop turn. */
+  /** Normalized events, batched: at most one call per event-loop turn (or per `eventBatchMs`). */
   onEvents?: (events: NormalizedEvent[]) => void;
+  /**
+   * Hold events up to this long before handing them over (fewer, larger batches; 0: next event-loop turn).
+   * With `deferTrailing`, what is still held when the process exits is returned as `trailing` instead, for
+   * the caller to write with its next transaction (a fast worker's whole stream rides with its completion).
+   */
+  eventBatchMs?: number;
+  deferTrailing?: boolean;
   /** SIGTERM → SIGKILL grace, in ms. */
   killGraceMs: number;
   /** Where to keep the redacted raw stdout (capped); none when omitted. */
@@ -27,6 +34,8 @@ export interface TurnResult extends TurnOutcome {
   /** Why the turn was stopped from outside, when it was. */
   aborted: string | null;
   pid: number;
+  /** Events not handed to onEvents (`deferTrailing`): the caller writes them. */
+  trailing: NormalizedEvent[];
 }
 
 /**
@@ -90,13 +99,20 @@ export async function runTurn(adapter: WorkerAdapter, turn: WorkerTurn, opts: Ru
 
   let pending: NormalizedEvent[] = [];
   let flushQueued = false;
-  const flush = () => {
-    flushQueued = false;
-    raw?.flush();
+  let eventTimer: NodeJS.Timeout | null = null;
+  const handOver = () => {
+    if (eventTimer) clearTimeout(eventTimer);
+    eventTimer = null;
     if (!pending.length) return;
     const batch = pending;
     pending = [];
     opts.onEvents?.(batch);
+  };
+  const flush = () => {
+    flushQueued = false;
+    raw?.flush();
+    if (!opts.eventBatchMs) handOver();
+    else if (pending.length && !eventTimer) eventTimer = setTimeout(handOver, opts.eventBatchMs);
   };
   const queueFlush = () => {
     if (flushQueued) return;
@@ -144,15 +160,21 @@ export async function runTurn(adapter: WorkerAdapter, turn: WorkerTurn, opts: Ru
   }
   splitter.push(stdout.end());
   splitter.end();
-  flush();
+  raw?.flush();
   raw?.close();
+  let trailing: NormalizedEvent[] = [];
+  if (opts.deferTrailing) {
+    if (eventTimer) clearTimeout(eventTimer);
+    trailing = pending;
+    pending = [];
+  } else handOver();
   const { exitCode: code, exitSignal: sig, pid, aborted } = end;
 
   const tail = redactText(stderrTail.toString());
   if (end.spawnError || pid <= 0) {
     const message = `cannot start ${spec.command}: ${end.spawnError ?? 'spawn failed'}`;
-    return { ok: false, finalText: null, sessionId: null, error: { code: 'worker_failed', message }, exitCode: null, exitSignal: null, stderrTail: tail, aborted, pid };
+    return { ok: false, finalText: null, sessionId: null, error: { code: 'worker_failed', message }, exitCode: null, exitSignal: null, stderrTail: tail, aborted, pid, trailing };
   }
   const outcome = await parser.finish(code, tail);
-  return { ...outcome, exitCode: code, exitSignal: sig, stderrTail: tail, aborted, pid };
+  return { ...outcome, exitCode: code, exitSignal: sig, stderrTail: tail, aborted, pid, trailing };
 }
