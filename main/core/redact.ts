@@ -161,20 +161,36 @@ export function redactValue<T>(value: T): T {
 
 const SECRET_KEY = /^(?:.*[_-])?(?:password|passwd|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|authorization)$/i;
 
+/**
+ * Copy on write: a value with nothing to redact comes back as it is (most event payloads: a leader redacts
+ * ten per task, and copying every one of them was a good part of its garbage, issue 13).
+ */
 function redactDeep(value: unknown, depth: number): unknown {
   if (depth > 64) return value;
   if (typeof value === 'string') return redactText(value);
-  if (Array.isArray(value)) return value.map((v) => redactDeep(v, depth + 1));
-  if (value && typeof value === 'object') {
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
-      if (typeof v === 'string' && v.length > 0 && SECRET_KEY.test(k)) {
-        out[k] = REDACTED;
-      } else {
-        out[k] = redactDeep(v, depth + 1);
-      }
+  if (Array.isArray(value)) {
+    let out: unknown[] | null = null;
+    for (let i = 0; i < value.length; i++) {
+      const v: unknown = value[i];
+      const r = redactDeep(v, depth + 1);
+      if (out === null && r !== v) out = value.slice(0, i);
+      if (out !== null) out.push(r);
     }
-    return out;
+    return out ?? value;
+  }
+  if (value && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>);
+    let out: Record<string, unknown> | null = null;
+    for (let i = 0; i < entries.length; i++) {
+      const [k, v] = entries[i];
+      const r = typeof v === 'string' && v.length > 0 && SECRET_KEY.test(k) ? REDACTED : redactDeep(v, depth + 1);
+      if (out === null && r !== v) {
+        out = {};
+        for (let j = 0; j < i; j++) out[entries[j][0]] = entries[j][1];
+      }
+      if (out !== null) out[k] = r;
+    }
+    return out ?? value;
   }
   return value;
 }

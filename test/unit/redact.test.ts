@@ -59,6 +59,17 @@ describe('redaction', () => {
     expect(v.usage.input_tokens).toBe(10);
     expect(v.list[0]).toBe(REDACTED);
   });
+
+  it('copies only what it changes: a clean value comes back as it is, and the original is never altered', () => {
+    const clean = { type: 'worker.usage', input: 10, nested: { a: ['x', 'y'], b: null } };
+    expect(redactValue(clean)).toBe(clean);
+    const dirty = { keep: { a: 1 }, list: ['fine', 'sk-ant-api03-abcdefghijklmnopqrstu'], api_key: 'opaque-value' };
+    const out = redactValue(dirty);
+    expect(out).not.toBe(dirty);
+    expect(out).toEqual({ keep: { a: 1 }, list: ['fine', REDACTED], api_key: REDACTED });
+    expect(out.keep).toBe(dirty.keep); // untouched parts are shared, not copied
+    expect(dirty).toEqual({ keep: { a: 1 }, list: ['fine', 'sk-ant-api03-abcdefghijklmnopqrstu'], api_key: 'opaque-value' });
+  });
 });
 
 describe('value-based redaction', () => {
