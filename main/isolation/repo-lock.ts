@@ -172,6 +172,14 @@ function sweepOwnerFiles(path: string): void {
   }
 }
 
+function sameInode(a: string, b: string): boolean {
+  try {
+    return lstatSync(a).ino === lstatSync(b).ino;
+  } catch {
+    return false;
+  }
+}
+
 function unlinkQuietly(file: string): void {
   try {
     unlinkSync(file);
@@ -181,7 +189,7 @@ function unlinkQuietly(file: string): void {
 }
 
 /** Take the lock once: link this process's owner file as the lock (or O_EXCL-create it); false when it is held. */
-function tryTake(path: string, owner: LockOwner): Take | null {
+function tryTake(path: string, owner: LockOwner, again = true): Take | null {
   const body = JSON.stringify(owner);
   const file = ownerFileOf(path);
   if (file) {
@@ -191,7 +199,15 @@ function tryTake(path: string, owner: LockOwner): Take | null {
       return { token: owner.token, ino: lstatSync(file).ino };
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'EEXIST') return null;
+      if (code === 'EEXIST') {
+        // Held through this process's own owner file, though no one here holds it (takes of a path are one at
+        // a time in a process): a give-back that failed. Not a lock anyone holds: take it again.
+        if (again && sameInode(path, file)) {
+          unlinkQuietly(path);
+          return tryTake(path, owner, false);
+        }
+        return null;
+      }
       if (!['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'EXDEV', 'ENOSYS', 'EMLINK'].includes(code ?? '')) {
         throw new AppError('git_failed', `cannot create repository lock ${path}: ${(err as Error).message}`);
       }

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, lstatSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, linkSync, lstatSync, readdirSync, readFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -67,6 +67,10 @@ describe('repository lock', () => {
     expect(ownerFiles(path)).toEqual([`lightworker.lock.${process.pid}-${processStartTime(process.pid)}`]);
     expect(inodes.size).toBe(1);
     expect(lstatSync(join(dirname(path), ownerFiles(path)[0])).ino).toBe([...inodes][0]);
+    expect(existsSync(path)).toBe(false);
+    // A give-back that failed leaves the lock linked to this process's own owner file: the next take heals it.
+    linkSync(join(dirname(path), ownerFiles(path)[0]), path);
+    expect(await withRepoLock(repo, 'after a failed give-back', async () => 'taken', { timeoutMs: 2000 })).toBe('taken');
     expect(existsSync(path)).toBe(false);
   });
 
