@@ -17,9 +17,8 @@ let server: TestPostgres | null = null;
 type Listeners = Record<'beforeExit' | 'exit', Set<unknown>>;
 const listenersNow = (): Listeners => ({ beforeExit: new Set(process.listeners('beforeExit')), exit: new Set(process.listeners('exit')) });
 function dropExitHooks(before: Listeners): void {
-  for (const event of ['beforeExit', 'exit'] as const) {
-    for (const l of process.listeners(event)) if (!before[event].has(l)) process.off(event, l as (code: number) => void);
-  }
+  for (const l of process.listeners('beforeExit')) if (!before.beforeExit.has(l)) process.off('beforeExit', l);
+  for (const l of process.listeners('exit')) if (!before.exit.has(l)) process.off('exit', l);
 }
 
 export default async function setup(): Promise<() => Promise<void>> {
