@@ -1,0 +1,107 @@
+import { isAppError } from '../core/errors.js';
+import type { Engine } from '../engine.js';
+import { prep } from '../store/db.js';
+import { appendEvent } from '../store/events.js';
+import { updateTaskFields } from '../store/tasks.js';
+import type { NormalizedEvent, ThreadUsage } from '../workers/adapter.js';
+
+// What a task's run writes besides its state moves: the deferred writes of runner/run-task.ts, and a worker
+// turn's events with the token counts they carry.
+
+const TEXT_CAP = 4000;
+
+/**
+ * A task's writes that can ride in its next transaction (issue 13: a fast read-only task commits 3 times, not 7).
+ * `write` replays them, in order, first inside that transaction, and forgets them once it committed; an
+ * end that comes before any such transaction (a failed spawn, a cancel) writes them in its own.
+ */
+export class Deferred {
+  private fns: { fn: () => void; record: boolean }[] = [];
+  /**
+   * `record`: a record of what happened (events, the prompt) that must be written even when a state move
+   * deferred with it can no longer be (someone else moved the task): see flush.
+   */
+  readonly add = (fn: () => void, opts: { record?: boolean } = {}): void => {
+    this.fns.push({ fn, record: opts.record ?? true });
+  };
+
+  /** `fn` in a transaction, after what is deferred (ordered after it): a writer for code that takes one. */
+  readonly writer = (engine: Engine) => <T>(fn: () => T): T => this.write(engine, fn);
+
+  write<T>(engine: Engine, fn: () => T): T {
+    const fns = this.fns;
+    const out = engine.write(() => {
+      for (const f of fns) f.fn();
+      return fn();
+    });
+    this.fns = [];
+    return out;
+  }
+
+  /**
+   * Write what is still deferred (ends other than completion). When a deferred state move fails (the task was
+   * moved by someone else, whose state stands), the records alone are written: nothing the worker did is lost.
+   */
+  flush(engine: Engine): void {
+    if (!this.fns.length) return;
+    try {
+      this.write(engine, () => undefined);
+    } catch (err) {
+      if (!isAppError(err)) throw err;
+      const records = this.fns.filter((f) => f.record);
+      this.fns = [];
+      if (!records.length) return;
+      try {
+        engine.write(() => records.forEach((f) => f.fn()));
+      } catch (e) {
+        if (!isAppError(e)) throw e;
+      }
+    }
+  }
+}
+
+/** Keep events small: long text is cut, tool output trimmed. */
+function eventPayload(e: NormalizedEvent): Record<string, unknown> {
+  const { type: _t, ...rest } = e;
+  const out: Record<string, unknown> = { ...rest };
+  for (const k of ['text', 'output', 'message'] as const) {
+    const v = out[k];
+    if (typeof v === 'string' && v.length > TEXT_CAP) out[k] = v.slice(0, TEXT_CAP) + `… [${v.length - TEXT_CAP} more chars]`;
+  }
+  if (out.input !== undefined && JSON.stringify(out.input).length > TEXT_CAP) out.input = '[input too large]';
+  return out;
+}
+
+/** The session's totals its last turn reported (a `worker.usage` event with `thread`), for a resumed turn. */
+export function threadUsageOf(engine: Engine, taskId: string, session: string): ThreadUsage | null {
+  const row = prep(engine.db, `SELECT payload FROM events WHERE task_id = ? AND type = 'worker.usage' AND json_extract(payload, '$.thread.thread') = ? ORDER BY seq DESC LIMIT 1`).get(taskId, session) as
+    | { payload: string }
+    | undefined;
+  const t = row ? (JSON.parse(row.payload) as { thread?: ThreadUsage }).thread : undefined;
+  return t && typeof t.input === 'number' ? t : null;
+}
+
+export function persistEvents(engine: Engine, id: string, events: NormalizedEvent[]): void {
+  engine.write(() => writeEvents(engine, id, events));
+}
+
+/** A turn's events and the token counts they carry, in the caller's transaction. */
+export function writeEvents(engine: Engine, id: string, events: NormalizedEvent[]): void {
+  let input = 0;
+  let cached = 0;
+  let output = 0;
+  let cost: number | null = null;
+  for (const e of events) {
+    appendEvent(engine.db, id, e.type, eventPayload(e));
+    if (e.type === 'worker.started' && e.sessionId) updateTaskFields(engine.db, id, { sessionId: e.sessionId });
+    if (e.type === 'worker.usage') {
+      input += e.inputTokens;
+      cached += e.cachedTokens;
+      output += e.outputTokens;
+      if (typeof e.costUsd === 'number') cost = (cost ?? 0) + e.costUsd;
+    }
+  }
+  if (input || cached || output || cost !== null) {
+    prep(engine.db, 'UPDATE tasks SET input_tokens = input_tokens + ?, cached_tokens = cached_tokens + ?, output_tokens = output_tokens + ?, cost_usd = CASE WHEN CAST(? AS REAL) IS NULL THEN cost_usd ELSE COALESCE(cost_usd, 0) + ? END WHERE id = ?').run(input, cached, output, cost, cost, id);
+  }
+}
