@@ -11,10 +11,11 @@ export function isAlive(pid: number): boolean {
   }
 }
 
-export async function until(cond: () => boolean | Promise<boolean>, timeoutMs: number, what: string, everyMs = 50): Promise<void> {
+/** Poll `cond` until true; on timeout throw naming `what` (a function: described then, not when the wait began). */
+export async function until(cond: () => boolean | Promise<boolean>, timeoutMs: number, what: string | (() => string), everyMs = 50): Promise<void> {
   const start = Date.now();
   while (!(await cond())) {
-    if (Date.now() - start > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    if (Date.now() - start > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${typeof what === 'function' ? what() : what}`);
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }

@@ -112,6 +112,33 @@ function peakActive(ids: string[]): number {
   return peak;
 }
 
+/**
+ * What the fleet looks like now, for a timeout's message: task counts, the runners' rows and processes
+ * (exit, stderr tail), and every PostgreSQL session of LightWorker that is not idle (what it waits on).
+ */
+function fleetState(ids: string[]): string {
+  const counts: Record<string, number> = {};
+  for (const s of Object.values(statuses(ids))) counts[s] = (counts[s] ?? 0) + 1;
+  const now = Date.now();
+  const rows = laptop.db.prepare(`SELECT host, state, pid, expires_at FROM runners ORDER BY started_at`).all() as { host: string; state: string; pid: number; expires_at: number }[];
+  let sessions = '';
+  try {
+    const act = laptop.db
+      .prepare(`SELECT pid, state, wait_event_type AS wt, wait_event AS we, left(query, 100) AS q FROM pg_stat_activity WHERE application_name LIKE 'lightworker/%' AND state <> 'idle' AND pid <> pg_backend_pid()`)
+      .all() as { pid: number; state: string; wt: string | null; we: string | null; q: string }[];
+    sessions = act.map((a) => `${a.pid} ${a.state} ${a.wt ?? ''}/${a.we ?? ''} ${a.q}`).join('; ');
+  } catch (err) {
+    sessions = `(pg_stat_activity: ${(err as Error).message})`;
+  }
+  const procs = Object.entries(runners).map(([n, c]) => `${n} pid ${c.pid} exit ${c.exitCode ?? c.signalCode ?? 'running'}: ${stderrOf[n]().slice(-400)}`);
+  return [
+    `statuses ${JSON.stringify(counts)}`,
+    `runners ${rows.map((r) => `${r.host}/${r.pid}/${r.state}/expires ${r.expires_at - now} ms`).join(', ')}`,
+    `processes ${procs.join(' | ')}`,
+    `busy sessions ${sessions || 'none'}`,
+  ].join('\n');
+}
+
 /** Where each task was placed: the runner's host and the workspace it mapped to. */
 function placements(ids: string[]): Map<string, { host: string; workspace: string; runner: string }[]> {
   const rows = laptop.db.prepare(`SELECT task_id, payload FROM events WHERE type = 'fleet.placed' AND task_id IN (SELECT value FROM json_each(?))`).all(JSON.stringify(ids)) as {
@@ -156,7 +183,7 @@ describe('a fleet of runners on one PostgreSQL', () => {
     const [docs] = await submit('docs', 1, {});
     for (const name of ['host-a', 'host-b', 'host-c']) startRunner(name);
     const all = [...api, ...web];
-    await until(() => Object.values(statuses(all)).every((s) => s === 'completed'), 240_000, `500 tasks to complete (${Object.entries(runners).map(([n]) => `${n}: ${stderrOf[n]().slice(-300)}`).join(' | ')})`, 250);
+    await until(() => Object.values(statuses(all)).every((s) => s === 'completed'), 240_000, () => `500 tasks to complete\n${fleetState(all)}`, 250);
 
     // Exactly once: one worker run per task, one placement per task.
     const lines = logLines();
@@ -201,7 +228,7 @@ describe('a fleet of runners on one PostgreSQL', () => {
   it('kill -9 of one runner: its running tasks are orphaned after its lease expires, the others keep going, and a restart on its host kills what it left', async () => {
     // Each worker leaves an escaped descendant (own session, ignores SIGTERM), as real agents' tools can.
     const ids = await submit('api', 6, { sleep_ms: 30_000, escape: true });
-    await until(() => Object.values(statuses(ids)).filter((s) => s === 'running').length === 6, 30_000, 'six long tasks (the repository limit) to run on a and b');
+    await until(() => Object.values(statuses(ids)).filter((s) => s === 'running').length === 6, 30_000, () => `six long tasks (the repository limit) to run on a and b\n${fleetState(ids)}`);
     const placed = placements(ids);
     const onA = ids.filter((id) => placed.get(id)![0].host === 'host-a');
     const onB = ids.filter((id) => placed.get(id)![0].host === 'host-b');
@@ -233,7 +260,7 @@ describe('a fleet of runners on one PostgreSQL', () => {
 
   it('a runner cut off longer than its lease (SIGSTOP) is lost; when it wakes it finds out, kills its own workers and joins again as a new runner', async () => {
     const ids = await submit('api', 6, { sleep_ms: 30_000, escape: true });
-    await until(() => Object.values(statuses(ids)).filter((s) => s === 'running').length === 6, 30_000, 'six long tasks to run on a and b');
+    await until(() => Object.values(statuses(ids)).filter((s) => s === 'running').length === 6, 30_000, () => `six long tasks to run on a and b\n${fleetState(ids)}`);
     const placed = placements(ids);
     const onB = ids.filter((id) => placed.get(id)![0].host === 'host-b');
     expect(onB.length).toBeGreaterThan(0);

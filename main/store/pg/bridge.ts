@@ -111,13 +111,12 @@ export class PgBridge {
     if (this.closed) throw new AppError('unavailable', `the PostgreSQL store ${this.opts.label} is closed`);
     Atomics.store(this.flag, 0, 0);
     this.port.postMessage(msg);
-    const woke = Atomics.wait(this.flag, 0, 0, timeoutMs);
-    const got = receiveMessageOnPort(this.port);
+    const got = awaitReply(this.port, this.flag, timeoutMs);
     if (!got) {
       // The connection is in an unknown state now (a late answer would be taken for the next call's).
       this.closed = true;
       void this.worker.terminate();
-      throw new AppError('unavailable', `the PostgreSQL store ${this.opts.label} did not answer within ${Math.round(timeoutMs / 1000)} s (${woke})`);
+      throw new AppError('unavailable', `the PostgreSQL store ${this.opts.label} did not answer within ${Math.round(timeoutMs / 1000)} s`);
     }
     const reply = got.message as { ok: boolean; rows?: Record<string, unknown>[]; count?: number; error?: { message: string; code?: string; detail?: string } };
     if (!reply.ok) {
@@ -132,3 +131,29 @@ export class PgBridge {
     return reply;
   }
 }
+
+/**
+ * Block until the thread's answer to the call just posted is on `port`, or `timeoutMs` passed (undefined).
+ *
+ * The thread answers with postMessage, then sets the flag, then notifies. Being woken is no proof of an
+ * answer: when the previous call saw the flag already set ('not-equal') and returned, that call's notify
+ * can still be on its way, and it wakes this call's wait before its answer exists. Under load (a thread
+ * descheduled between the store and the notify) that happened, and the bridge took it for a timeout and
+ * closed the store for good. So only a message on the port ends the wait.
+ */
+export function awaitReply(port: MessagePort, flag: Int32Array, timeoutMs: number): { message: unknown } | undefined {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    const got = receiveMessageOnPort(port);
+    if (got) return got;
+    const left = deadline - performance.now();
+    if (left <= 0) return undefined;
+    // A set flag without a message would make wait return at once, forever: clear it, then look again (an
+    // answer posted before the clear is seen below; one posted after it sets the flag and notifies).
+    Atomics.store(flag, 0, 0);
+    const late = receiveMessageOnPort(port);
+    if (late) return late;
+    Atomics.wait(flag, 0, 0, left);
+  }
+}
+
