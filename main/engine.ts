@@ -113,11 +113,16 @@ export class Engine {
 
   private checkDataVersion(): void {
     if (this.closed) return;
-    const v = this.db.pragma('data_version', { simple: true }) as number;
-    if (v !== this.dataVersion) {
-      this.dataVersion = v;
-      this.flush();
-      this.events.emit('external');
+    try {
+      const v = this.db.pragma('data_version', { simple: true }) as number;
+      if (v !== this.dataVersion) {
+        this.dataVersion = v;
+        this.flush();
+        this.publish('external');
+      }
+    } catch {
+      // Called from a timer, where a throw crashes the process: the store failed this look (a PostgreSQL
+      // outage; the scheduler's beat reports it), and the next poll looks again.
     }
   }
 
@@ -192,12 +197,34 @@ export class Engine {
       this.recheckSoon(RETRY_MS);
       return;
     }
-    for (const e of events) this.events.emit('event', e);
+    for (const e of events) this.publish('event', e);
     // A sequence number below the newest one read is not committed yet (PostgreSQL hands them out
     // before commit): look again shortly, so its event is published when its transaction commits.
     if (this.cursor.waiting) this.recheckSoon(GAP_RECHECK_MS);
-    this.events.emit('change');
+    this.publish('change');
   }
+
+  /**
+   * Emit to each listener on its own. These run from timers: a listener that throws (one reading the store
+   * while PostgreSQL is unreachable) must neither crash the process nor keep the other listeners from the
+   * event. Its error is printed as a process warning, once per message.
+   */
+  private publish(name: 'event' | 'change' | 'external', ...args: unknown[]): void {
+    // rawListeners: a `once` listener's wrapper, which removes itself when called.
+    for (const listener of this.events.rawListeners(name)) {
+      try {
+        (listener as (...a: unknown[]) => void)(...args);
+      } catch (err) {
+        const message = `a '${name}' listener failed: ${err instanceof Error ? err.message : String(err)}`;
+        if (!this.warned.has(message) && this.warned.size < 100) {
+          this.warned.add(message);
+          process.emitWarning(message);
+        }
+      }
+    }
+  }
+
+  private readonly warned = new Set<string>();
 
   private recheckSoon(ms: number): void {
     if (this.gapTimer || this.closed) return;

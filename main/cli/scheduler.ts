@@ -58,6 +58,20 @@ function followRunStatus(engine: Engine, svc: SchedulerService, call: (name: str
   };
 }
 
+/**
+ * A scheduler that cannot work says why (the store unreachable…) and when it works again. When the store
+ * closed for good (its connection stopped answering) nothing here can work: stop, killing what runs, then
+ * `stopped` (exit non-zero, so a supervisor or the person starts `again` once the store answers).
+ */
+export function sayTrouble(svc: SchedulerService, say: (text: string) => void, again: string, stopped: () => void): void {
+  svc.on('trouble', (message: string) => say(`cannot ${svc.scheduler ? 'keep leading' : 'lead'}: ${message}; retrying`));
+  svc.on('recovered', () => say('working again'));
+  svc.once('fatal', (e: Error) => {
+    say(`stopping: ${e.message}; start \`${again}\` again once the store answers (another runner or the next start orphans what this one ran)`);
+    void svc.stop({ killNow: true }).catch(() => undefined).finally(stopped);
+  });
+}
+
 /** A commander parser for an option given in seconds (≥ 0); bad input names the option (exit 2). */
 export function seconds(name: string) {
   return (v: string) => {
@@ -125,7 +139,11 @@ export function registerSchedulerCommands(program: Command): void {
           // A task this process still runs is not over until its runner returns: after its end status is
           // stored it releases its workspace, and only then does its team take the next step.
           const onChange = () => {
-            if (o.untilIdle && svc.runningTasks().length === 0 && isIdle(engine.db)) finish(0);
+            try {
+              if (o.untilIdle && svc.runningTasks().length === 0 && isIdle(engine.db)) finish(0);
+            } catch {
+              // the store failed this look (the beat says so); the next event or poll looks again
+            }
           };
           engine.events.on('change', onChange);
           // Catches idleness that no event announces (e.g. an empty queue at start).
@@ -147,9 +165,12 @@ export function registerSchedulerCommands(program: Command): void {
               process.exit(1);
             }, DEADLINE_SLACK_MS).unref();
           }, Math.max(0, o.timeout * 1000 - process.uptime() * 1000)) : null;
+          sayTrouble(svc, say, 'lightworker run', () => finish(1));
           onChange();
         });
-        await svc.stop();
+        // After a fatal store error the stop already failed to record what it ended: that was said above.
+        const stopFailed = await svc.stop().then(() => null, (e: unknown) => e);
+        if (stopFailed && exitCode === 0) throw stopFailed;
         stopStatus();
         process.exitCode = exitCode;
       });

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { globals } from '../cli/context.js';
-import { seconds } from '../cli/scheduler.js';
+import { sayTrouble, seconds } from '../cli/scheduler.js';
 import { err, out } from '../cli/output.js';
 import { AppError } from '../core/errors.js';
 import { Engine } from '../engine.js';
@@ -76,6 +76,10 @@ export function registerServeCommand(program: Command): void {
             shutdown.dispose();
             done(c);
           },
+        });
+        sayTrouble(svc, err, 'lightworker serve', () => {
+          shutdown.dispose();
+          done(1);
         });
       });
       err('stopping …');

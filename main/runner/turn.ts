@@ -100,19 +100,27 @@ export async function runTurn(adapter: WorkerAdapter, turn: WorkerTurn, opts: Ru
   let pending: NormalizedEvent[] = [];
   let flushQueued = false;
   let eventTimer: NodeJS.Timeout | null = null;
-  const handOver = () => {
+  // `later`: called from a timer, where a throw would crash the process. A batch the store refused then
+  // (unreachable for a moment) goes back in front and is written with the next one, or with the turn's end,
+  // where a store still failing fails the turn as any write would.
+  const handOver = (later = false) => {
     if (eventTimer) clearTimeout(eventTimer);
     eventTimer = null;
     if (!pending.length) return;
     const batch = pending;
     pending = [];
-    opts.onEvents?.(batch);
+    try {
+      opts.onEvents?.(batch);
+    } catch (err) {
+      if (!later) throw err;
+      pending = batch.concat(pending);
+    }
   };
   const flush = () => {
     flushQueued = false;
     raw?.flush();
-    if (!opts.eventBatchMs) handOver();
-    else if (pending.length && !eventTimer) eventTimer = setTimeout(handOver, opts.eventBatchMs);
+    if (!opts.eventBatchMs) handOver(true);
+    else if (pending.length && !eventTimer) eventTimer = setTimeout(() => handOver(true), opts.eventBatchMs);
   };
   const queueFlush = () => {
     if (flushQueued) return;

@@ -16,6 +16,8 @@ interface Running {
   name: string;
   worker: string;
   rootId: string;
+  /** The attempt it runs (its processes carry this attempt's marker). */
+  attempt: number;
   controller: AbortController;
   timer: NodeJS.Timeout;
   done: Promise<TaskStatus>;
@@ -159,8 +161,13 @@ export class Scheduler extends EventEmitter {
   async killNow(): Promise<void> {
     const trees: Tree[] = [];
     for (const r of this.running.values()) {
-      const t = getTask(this.engine.db, r.id);
-      if (t) trees.push({ pid: t.pid && t.pid > 0 ? t.pid : -1, startTime: t.pidStart, marker: treeMarkerEnv(this.engine.home.root, t.id, t.attempt) });
+      let t: ReturnType<typeof getTask> = null;
+      try {
+        t = getTask(this.engine.db, r.id);
+      } catch {
+        // The store is gone (the reason for killing now, often): the attempt's marker still finds its processes.
+      }
+      trees.push({ pid: t?.pid && t.pid > 0 ? t.pid : -1, startTime: t?.pidStart ?? null, marker: treeMarkerEnv(this.engine.home.root, r.id, t?.attempt ?? r.attempt) });
     }
     if (trees.length) await sweepTrees(trees, 0);
   }
@@ -293,7 +300,7 @@ export class Scheduler extends EventEmitter {
         this.wake();
         return status;
       });
-    this.running.set(id, { id, name: task?.name ?? id, worker, rootId, controller, timer, done: settled });
+    this.running.set(id, { id, name: task?.name ?? id, worker, rootId, attempt: task?.attempt ?? 0, controller, timer, done: settled });
   }
 
   private isRateLimited(id: string): boolean {

@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import { AppError } from '../core/errors.js';
 import { newToken } from '../core/ids.js';
 import type { Engine } from '../engine.js';
 import { isPostgres, writeTx } from '../store/db.js';
@@ -73,7 +74,10 @@ const ANCHOR_EVERY_MS = 10_000;
  * take over once the leader's lease expires or its process is provably dead. On takeover, tasks of the
  * old leader are recovered as orphaned (their process trees killed) before anything new is claimed.
  * Emits 'status' whenever role or counts change, 'leader' / 'standby' on role changes, 'task.ended'
- * (id, status) after each run of this process, 'drained' once a drain() left nothing running.
+ * (id, status) after each run of this process, 'drained' once a drain() left nothing running, 'trouble'
+ * (message) when beats keep failing (the store unreachable) and 'recovered' when one works again, 'fatal'
+ * (error) when the store is closed for good (its connection thread stopped answering): nothing this process
+ * does can work any more, so it should stop and say why.
  */
 export async function startSchedulerService(engine: Engine, opts: ServiceOptions = {}): Promise<SchedulerService> {
   const svc = new Service(engine, opts);
@@ -119,7 +123,7 @@ class Service extends EventEmitter implements SchedulerService {
     if (this.stopped) return;
     const every = this.scheduler ? Math.max(100, Math.floor(this.ttl / 3)) : (this.opts.standbyPollMs ?? 250);
     // A failed beat (the store unreachable for a moment) is retried at the next one, never an unhandled rejection.
-    this.timer = setTimeout(() => void this.tick().catch(() => undefined).finally(() => this.schedule()), every);
+    this.timer = setTimeout(() => void this.tick().catch((err) => this.trouble(err)).finally(() => this.schedule()), every);
     this.timer.unref();
   }
 
@@ -130,8 +134,8 @@ class Service extends EventEmitter implements SchedulerService {
       let ok = false;
       try {
         ok = this.fleet ? renewRunner(this.engine.db, this.holder, this.ttl) : renewLease(this.engine.db, this.holder, this.ttl);
-      } catch {
-        ok = false; // database busy: try again next beat; the lease has slack
+      } catch (err) {
+        this.trouble(err); // database busy: try again next beat; the lease has slack
         return;
       }
       if (!ok) await this.loseLeadership();
@@ -140,8 +144,9 @@ class Service extends EventEmitter implements SchedulerService {
           sweepExpiredRequests(this.engine);
           if (this.fleet) await this.recoverLostRunners();
           this.anchorIfDue();
-        } catch {
-          // database busy: the next beat sweeps again
+          this.fine();
+        } catch (err) {
+          this.trouble(err); // database busy: the next beat sweeps again
         }
       }
       return;
@@ -158,7 +163,9 @@ class Service extends EventEmitter implements SchedulerService {
     let won = false;
     try {
       won = this.fleet ? this.joinFleet(this.fleet) : tryAcquireLease(this.engine.db, this.holder, this.ttl);
-    } catch {
+      if (!won) this.fine();
+    } catch (err) {
+      this.trouble(err);
       won = false;
     }
     if (!won) return;
@@ -189,13 +196,42 @@ class Service extends EventEmitter implements SchedulerService {
       if (this.opts.paused) this.scheduler.pause();
       this.emit('leader');
       this.emit('status', this.status());
-    } catch {
+      this.fine();
+    } catch (err) {
       // Recovery failed this beat (the store dropped a connection, a busy file): try again next beat; in a
       // fleet under a new runner id (this one's row expires unused).
       if (this.fleet) this.leaseLost = true;
+      this.trouble(err);
     } finally {
       this.becoming = false;
     }
+  }
+
+  private failedBeats = 0;
+  private troubleSaid: string | null = null;
+
+  /**
+   * A beat failed. One failure is routine (a busy file, a dropped connection replaced at the next call);
+   * the second in a row is said ('trouble', once per distinct message), so a runner that cannot work is
+   * never silent. A store closed for good is 'fatal' at once.
+   */
+  private trouble(err: unknown): void {
+    const message = err instanceof Error ? err.message : String(err);
+    if (err instanceof AppError && err.details?.closed) {
+      this.emit('fatal', err);
+      return;
+    }
+    if (++this.failedBeats < 2 || message === this.troubleSaid) return;
+    this.troubleSaid = message;
+    if (this.listenerCount('trouble')) this.emit('trouble', message);
+  }
+
+  /** A beat worked: a trouble said before is over. */
+  private fine(): void {
+    this.failedBeats = 0;
+    if (this.troubleSaid === null) return;
+    this.troubleSaid = null;
+    this.emit('recovered');
   }
 
   private anchoredAtSeq = -1;

@@ -53,6 +53,7 @@ export class PgBridge {
   private readonly port: MessagePort;
   private readonly flag: Int32Array;
   private closed = false;
+  private closedBecause: string | null = null;
   onNotify: (() => void) | null = null;
   /** The LISTEN connection dropped (notifications stop until `listen()` again). */
   onListenLost: (() => void) | null = null;
@@ -108,7 +109,7 @@ export class PgBridge {
   }
 
   private call(msg: Record<string, unknown>, timeoutMs = this.opts.timeoutMs): unknown {
-    if (this.closed) throw new AppError('unavailable', `the PostgreSQL store ${this.opts.label} is closed`);
+    if (this.closed) throw new AppError('unavailable', this.closedBecause ?? `the PostgreSQL store ${this.opts.label} is closed`, { closed: true });
     Atomics.store(this.flag, 0, 0);
     this.port.postMessage(msg);
     const got = awaitReply(this.port, this.flag, timeoutMs);
@@ -116,7 +117,9 @@ export class PgBridge {
       // The connection is in an unknown state now (a late answer would be taken for the next call's).
       this.closed = true;
       void this.worker.terminate();
-      throw new AppError('unavailable', `the PostgreSQL store ${this.opts.label} did not answer within ${Math.round(timeoutMs / 1000)} s`);
+      // Every later call says why the store is gone, not just that it is closed.
+      this.closedBecause = `the PostgreSQL store ${this.opts.label} did not answer within ${Math.round(timeoutMs / 1000)} s`;
+      throw new AppError('unavailable', this.closedBecause, { closed: true });
     }
     const reply = got.message as { ok: boolean; rows?: Record<string, unknown>[]; count?: number; error?: { message: string; code?: string; detail?: string } };
     if (!reply.ok) {

@@ -60,18 +60,33 @@ const CONNECT_TIMEOUT_MS = 10_000;
 const CALL_TIMEOUT_MS = 120_000;
 
 /**
+ * How long one store call may block before the store counts as gone for this process (its runner then
+ * stops and says so): LIGHTWORKER_PG_CALL_TIMEOUT_MS, else 120 s. Bad values are refused, naming the variable.
+ */
+export function callTimeoutMs(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.LIGHTWORKER_PG_CALL_TIMEOUT_MS;
+  if (raw === undefined || raw === '') return CALL_TIMEOUT_MS;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1000) {
+    throw new AppError('invalid_input', `LIGHTWORKER_PG_CALL_TIMEOUT_MS: expected whole milliseconds of at least 1000, got ${JSON.stringify(raw)}`, { key: 'LIGHTWORKER_PG_CALL_TIMEOUT_MS' });
+  }
+  return n;
+}
+
+/**
  * Open the PostgreSQL store and bring its schema up to date (one migrator at a time, by advisory lock).
  * `homeRoot`: the home this process runs from, whose `secret.key` seals redacted texts (tasks/secrets.ts);
  * a SQLite store finds it beside its file.
  */
 export function openPgDb(target: StoreTarget, homeRoot?: string): PgDb {
   const channel = `lightworker_${target.schema}`;
+  const timeoutMs = callTimeoutMs();
   const bridge = new PgBridge({
     // The schema in the application name: a DBA (or a test) tells one fleet's connections from another's.
     cfg: { connectionString: target.url, application_name: `lightworker/${target.schema}`, connectionTimeoutMillis: CONNECT_TIMEOUT_MS },
     schemaIdent: `"${target.schema}"`,
     channelIdent: `"${channel}"`,
-    timeoutMs: CALL_TIMEOUT_MS,
+    timeoutMs,
     label: target.label,
   });
   try {
