@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join, sep } from 'node:path';
 import { newId, newToken } from '../core/ids.js';
 import type { Engine } from '../engine.js';
@@ -62,7 +62,7 @@ export function snapshotsRoot(engine: Engine): string {
   return join(engine.home.root, 'snapshots');
 }
 
-function storeOf(engine: Engine, repo: string): string {
+export function storeOf(engine: Engine, repo: string): string {
   return join(snapshotsRoot(engine), repoKey(repo), 'store.git');
 }
 
@@ -151,7 +151,14 @@ async function sourceState(engine: Engine, repo: string): Promise<SourceState> {
   try {
     const userIndex = join(await ownGitDir(repo), 'index');
     const hasIndex = existsSync(userIndex);
-    if (hasIndex) copyFileSync(userIndex, index);
+    if (hasIndex) {
+      copyFileSync(userIndex, index);
+      // The copy keeps the index's times: git hashes an entry again when its file is not older than the index
+      // ("racily clean"). With the copy's own, later mtime a file rewritten at the same size within the second
+      // of the user's last `git add` matched its old stat, and the snapshot held the old content.
+      const st = statSync(userIndex);
+      utimesSync(index, st.atime, st.mtime);
+    }
     // Two names: not `--verify` (one name only). Fails on an unborn HEAD: no parent then.
     const [heads, addedFast] = await Promise.all([
       gitTry(repo, ['rev-parse', '--quiet', 'HEAD^{commit}', 'HEAD^{tree}']),
