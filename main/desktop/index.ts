@@ -33,6 +33,8 @@ let win: BrowserWindow | null = null;
 let tray: Tray | null = null;
 let engine: Engine;
 let scheduler: SchedulerService;
+/** What keeps the scheduler from working (its store unreachable, or stopped), shown in the tray; null when fine. */
+let trouble: string | null = null;
 /** Notifications stay referenced until done: a collected one ignores its click. */
 const notifications = createNotificationKeeper();
 /** Set once the OS shuts down or logs out: quitting then asks nothing. */
@@ -61,11 +63,16 @@ function show(hash?: string): void {
 
 function refreshTray(): void {
   if (!tray) return;
-  const s = scheduler.status();
-  const state = computeTrayState(s);
+  let s: ReturnType<SchedulerService['status']> | null = null;
+  try {
+    s = scheduler.status();
+  } catch {
+    // the store cannot be read now: the tray shows the trouble the scheduler reported
+  }
+  const state = computeTrayState(s, trouble);
   tray.setImage(nativeImage.createFromPath(res(`tray-${state.icon}.png`)));
   tray.setToolTip(state.tooltip);
-  const menu = buildTrayMenu(state, s.paused, s.awaitingApproval, {
+  const menu = buildTrayMenu(state, s?.paused ?? false, s?.awaitingApproval ?? 0, {
     openConsole: () => show('#/tasks'),
     openApprovals: () => show('#/inbox'),
     togglePause: () => {
@@ -120,6 +127,20 @@ async function start(): Promise<void> {
   tray = new Tray(nativeImage.createFromPath(res('tray-idle.png')));
   tray.on('click', () => show());
   scheduler.on('status', () => refreshTray());
+  // A scheduler that cannot work says so in the tray, as `run` and `serve` do on stderr.
+  scheduler.on('trouble', (message: string) => {
+    trouble = `cannot schedule: ${message}; retrying`;
+    refreshTray();
+  });
+  scheduler.on('recovered', () => {
+    trouble = null;
+    refreshTray();
+  });
+  scheduler.once('fatal', (e: Error) => {
+    trouble = `stopped scheduling: ${e.message}; restart LightWorker once the store answers`;
+    void scheduler.stop({ killNow: true }).catch(() => undefined);
+    refreshTray();
+  });
   refreshTray();
   show('#/tasks');
 

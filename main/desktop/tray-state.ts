@@ -1,6 +1,6 @@
 import type { SchedulerStatus } from '../http/scheduler-link.js';
 
-export type TrayKind = 'idle' | 'running' | 'approval' | 'paused' | 'standby';
+export type TrayKind = 'idle' | 'running' | 'approval' | 'paused' | 'standby' | 'trouble';
 
 export interface TrayState {
   kind: TrayKind;
@@ -13,9 +13,18 @@ export interface TrayState {
 
 /**
  * What the tray shows for a scheduler status. Approval wins over running (a person is needed), paused
- * and standby are said explicitly so a quiet icon is never mistaken for "nothing to do".
+ * and standby are said explicitly so a quiet icon is never mistaken for "nothing to do". `trouble` (the
+ * scheduler cannot work: its store is unreachable, or it stopped) wins over all of them, with the
+ * attention icon, and its text first.
  */
-export function computeTrayState(s: (Pick<SchedulerStatus, 'role' | 'paused' | 'running' | 'awaitingApproval' | 'queued'> & { waitingInput?: number }) | null): TrayState {
+export function computeTrayState(
+  s: (Pick<SchedulerStatus, 'role' | 'paused' | 'running' | 'awaitingApproval' | 'queued'> & { waitingInput?: number }) | null,
+  trouble: string | null = null,
+): TrayState {
+  if (trouble) {
+    const summary = trouble.length > 200 ? `${trouble.slice(0, 199)}…` : trouble;
+    return { kind: 'trouble', icon: 'approval', tooltip: `LightWorker — ${summary}`, summary };
+  }
   if (!s) return { kind: 'idle', icon: 'idle', tooltip: 'LightWorker — starting', summary: 'starting' };
   const parts: string[] = [];
   if (s.running) parts.push(`running ${s.running}`);

@@ -20,6 +20,14 @@ describe('tray state', () => {
     expect(computeTrayState({ ...base, paused: true, queued: 5 })).toMatchObject({ kind: 'paused', tooltip: 'LightWorker — paused · queued 5' });
     expect(computeTrayState({ ...base, role: 'standby' }).tooltip).toContain('standby');
   });
+  it('a scheduler that cannot work shows its trouble first, with the attention icon, even when the status cannot be read', () => {
+    const said = 'cannot schedule: cannot reach the PostgreSQL store postgres://lw@db:5432/lw (schema fleet): connect ECONNREFUSED; retrying';
+    expect(computeTrayState({ ...base, running: 2 }, said)).toMatchObject({ kind: 'trouble', icon: 'approval', tooltip: `LightWorker — ${said}`, summary: said });
+    expect(computeTrayState(null, said).kind).toBe('trouble');
+    expect(computeTrayState(null, 'x'.repeat(500)).summary).toHaveLength(200);
+    // Fine again: back to the counts.
+    expect(computeTrayState({ ...base, running: 2 }, null)).toMatchObject({ kind: 'running' });
+  });
   it('menu offers every action and flips pause/resume', () => {
     const calls: string[] = [];
     const actions = Object.fromEntries(['openConsole', 'openApprovals', 'togglePause', 'runDoctor', 'copyMcpConfig', 'quit'].map((k) => [k, () => calls.push(k)])) as never;
