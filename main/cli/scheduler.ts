@@ -60,15 +60,15 @@ function followRunStatus(engine: Engine, svc: SchedulerService, call: (name: str
 
 /**
  * A scheduler that cannot work says why (the store unreachable…) and when it works again. When the store
- * closed for good (its connection stopped answering) nothing here can work: stop, killing what runs, then
- * `stopped` (exit non-zero, so a supervisor or the person starts `again` once the store answers).
+ * closed for good (its connection stopped answering) the service stops itself, killing what runs; once it
+ * has, `stopped` (exit non-zero, so a supervisor or the person starts `again` once the store answers).
  */
 export function sayTrouble(svc: SchedulerService, say: (text: string) => void, again: string, stopped: () => void): void {
   svc.on('trouble', (message: string) => say(`cannot ${svc.scheduler ? 'keep leading' : 'lead'}: ${message}; retrying`));
   svc.on('recovered', () => say('working again'));
   svc.once('fatal', (e: Error) => {
     say(`stopping: ${e.message}; start \`${again}\` again once the store answers (another runner or the next start orphans what this one ran)`);
-    void svc.stop({ killNow: true }).catch(() => undefined).finally(stopped);
+    void svc.stop().catch(() => undefined).finally(stopped);
   });
 }
 

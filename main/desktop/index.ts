@@ -136,9 +136,9 @@ async function start(): Promise<void> {
     trouble = null;
     refreshTray();
   });
+  // The service has stopped itself, killing what ran.
   scheduler.once('fatal', (e: Error) => {
     trouble = `stopped scheduling: ${e.message}; restart LightWorker once the store answers`;
-    void scheduler.stop({ killNow: true }).catch(() => undefined);
     refreshTray();
   });
   refreshTray();

@@ -68,19 +68,12 @@ export function registerServeCommand(program: Command): void {
       if (o.open) openBrowser(server.loginUrl, engine.home.root);
       const svc = scheduler;
       const code = await new Promise<number>((done) => {
-        const shutdown = installGracefulShutdown({
-          svc,
-          say: err,
-          drainTimeoutMs: o.drainTimeout !== undefined ? o.drainTimeout * 1000 : null,
-          onStopped: (c) => {
-            shutdown.dispose();
-            done(c);
-          },
-        });
-        sayTrouble(svc, err, 'lightworker serve', () => {
+        const stopped = (c: number) => {
           shutdown.dispose();
-          done(1);
-        });
+          done(c);
+        };
+        const shutdown = installGracefulShutdown({ svc, say: err, drainTimeoutMs: o.drainTimeout !== undefined ? o.drainTimeout * 1000 : null, onStopped: stopped });
+        sayTrouble(svc, err, 'lightworker serve', () => stopped(1));
       });
       err('stopping …');
       await server.close();

@@ -100,10 +100,10 @@ export async function runTurn(adapter: WorkerAdapter, turn: WorkerTurn, opts: Ru
   let pending: NormalizedEvent[] = [];
   let flushQueued = false;
   let eventTimer: NodeJS.Timeout | null = null;
-  // `later`: called from a timer, where a throw would crash the process. A batch the store refused then
-  // (unreachable for a moment) goes back in front and is written with the next one, or with the turn's end,
-  // where a store still failing fails the turn as any write would.
-  const handOver = (later = false) => {
+  // `fromTimer`: a throw there would crash the process. A batch the store refused then (unreachable for a
+  // moment) goes back in front and is written with the next one, or with the turn's end, where a store
+  // still failing fails the turn as any write would.
+  const handOver = (fromTimer = false) => {
     if (eventTimer) clearTimeout(eventTimer);
     eventTimer = null;
     if (!pending.length) return;
@@ -112,7 +112,7 @@ export async function runTurn(adapter: WorkerAdapter, turn: WorkerTurn, opts: Ru
     try {
       opts.onEvents?.(batch);
     } catch (err) {
-      if (!later) throw err;
+      if (!fromTimer) throw err;
       pending = batch.concat(pending);
     }
   };

@@ -76,8 +76,8 @@ const ANCHOR_EVERY_MS = 10_000;
  * Emits 'status' whenever role or counts change, 'leader' / 'standby' on role changes, 'task.ended'
  * (id, status) after each run of this process, 'drained' once a drain() left nothing running, 'trouble'
  * (message) when beats keep failing (the store unreachable) and 'recovered' when one works again, 'fatal'
- * (error) when the store is closed for good (its connection thread stopped answering): nothing this process
- * does can work any more, so it should stop and say why.
+ * (error) when the store is closed for good (its connection thread stopped answering): the service then
+ * stops itself, killing what runs, and the face says why (and exits, where it is a command).
  */
 export async function startSchedulerService(engine: Engine, opts: ServiceOptions = {}): Promise<SchedulerService> {
   const svc = new Service(engine, opts);
@@ -213,11 +213,14 @@ class Service extends EventEmitter implements SchedulerService {
   /**
    * A beat failed. One failure is routine (a busy file, a dropped connection replaced at the next call);
    * the second in a row is said ('trouble', once per distinct message), so a runner that cannot work is
-   * never silent. A store closed for good is 'fatal' at once.
+   * never silent. A store closed for good is 'fatal' at once: the service stops, killing what runs (nothing
+   * here can record or watch it any more), and every face only says so (`svc.stop()` awaits that stop).
    */
   private trouble(err: unknown): void {
     const message = err instanceof Error ? err.message : String(err);
     if (err instanceof AppError && err.details?.closed) {
+      if (this.stopping) return;
+      void this.stop({ killNow: true }).catch(() => undefined);
       this.emit('fatal', err);
       return;
     }
