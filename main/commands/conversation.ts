@@ -4,7 +4,9 @@ import { MAX_OBJECTIVE_BYTES, TASK_ID, noNul } from '../tasks/schema.js';
 import { pauseTask, redirectTask, rejectTask, resumeTask, reverifyTask } from '../tasks/controls.js';
 import { allWorkerNames } from '../workers/registry.js';
 import { AppError } from '../core/errors.js';
-import { defineCommand, FACE_LABELS } from './table.js';
+import { getTask } from '../store/tasks.js';
+import { authorityOf, defineCommand, FACE_LABELS, requirePersonOrAllowed } from './table.js';
+import { withApproval } from './tasks.js';
 
 /** Talking to a task after it started (issue 15): follow-ups and the controls around a run. */
 export const followUpCommand = defineCommand({
@@ -22,8 +24,10 @@ export const followUpCommand = defineCommand({
       const known = allWorkerNames(ctx.engine);
       if (!known.includes(input.worker)) throw new AppError('invalid_input', `worker: unknown worker "${input.worker}" (known: ${known.join(', ')})`, { field: 'worker' });
     }
-    const task = ctx.engine.write(() => followUpTask(ctx.engine.db, ctx.engine.config, input.id, { message: input.message, worker: input.worker, by: FACE_LABELS[ctx.face] }));
-    return { task };
+    const task = ctx.engine.write(() =>
+      followUpTask(ctx.engine.db, ctx.engine.config, input.id, { message: input.message, worker: input.worker, by: FACE_LABELS[ctx.face], authority: authorityOf(ctx) }),
+    );
+    return { task, ...withApproval(ctx, [task]) };
   },
 });
 
@@ -67,7 +71,11 @@ export const redirectTaskCommand = defineCommand({
   description: "Replace a task's objective; a running worker gets it at its next turn.",
   input: z.strictObject({ id: TASK_ID, objective: noNul(z.string().min(1).max(MAX_OBJECTIVE_BYTES)) }),
   readOnly: false,
-  handler: (ctx, input) => ({ task: ctx.engine.write(() => redirectTask(ctx.engine.db, input.id, input.objective, FACE_LABELS[ctx.face])) }),
+  handler(ctx, input) {
+    // A new objective for a write is a new write: a person approved the old one, not this.
+    if (getTask(ctx.engine.db, input.id)?.kind === 'execute') requirePersonOrAllowed(ctx, 'redirecting an execute task');
+    return { task: ctx.engine.write(() => redirectTask(ctx.engine.db, input.id, input.objective, FACE_LABELS[ctx.face])) };
+  },
 });
 
 export const CONVERSATION_COMMANDS = [followUpCommand, pauseTaskCommand, resumeTaskCommand, rejectTaskCommand, reverifyTaskCommand, redirectTaskCommand];

@@ -7,7 +7,7 @@ import { chainReviews } from '../orchestration/review.js';
 import { createTasks } from '../tasks/create.js';
 import { MAX_OBJECTIVE_BYTES, noNul, TASK_ID, taskInputSchema } from '../tasks/schema.js';
 import { rootBudgetSchema } from '../tasks/budget.js';
-import { createContext, presentTask } from './tasks.js';
+import { createContext, presentTask, withApproval } from './tasks.js';
 import { getTaskDiff } from './isolation.js';
 import { defineCommand, inputError, runCommand, type CommandContext, type CommandDef } from './table.js';
 import { MAX_MEMBERS, MAX_ROUNDS, teamInputSchema } from '../orchestration/team-schema.js';
@@ -49,8 +49,9 @@ export const orchestrateGoal = defineCommand({
   readOnly: false,
   handler(ctx, input) {
     if (input.team) return startTeamForGoal(ctx, input, input.team);
+    const c = createContext(ctx);
     const [task] = ctx.engine.write(() =>
-      createTasks(createContext(ctx), [
+      createTasks(c, [
         {
           kind: 'plan',
           profile: 'planner',
@@ -68,7 +69,8 @@ export const orchestrateGoal = defineCommand({
         },
       ]),
     );
-    return { task: presentTask(ctx, task) };
+    // The plan's children inherit its mode: execute tasks of an agent's plan wait for a person.
+    return { task: presentTask(ctx, task), ...withApproval(ctx, [task], c.lowered) };
   },
 });
 
@@ -77,8 +79,9 @@ function startTeamForGoal(ctx: CommandContext, input: { goal: string; team?: unk
   const { goal, team: _t, worker: _w, ...shared } = input;
   const parsed = teamInputSchema.safeParse(Object.fromEntries(Object.entries({ ...shared, ...team, objective: goal }).filter(([, v]) => v !== undefined)));
   if (!parsed.success) throw inputError(parsed.error, 'orchestrate_goal.team');
-  const tasks = ctx.engine.write(() => createTeam(createContext(ctx), parsed.data));
-  return { task: presentTask(ctx, tasks[0]), team: { strategy: parsed.data.strategy, tasks: tasks.map((t) => t.id) } };
+  const c = createContext(ctx);
+  const tasks = ctx.engine.write(() => createTeam(c, parsed.data));
+  return { task: presentTask(ctx, tasks[0]), team: { strategy: parsed.data.strategy, tasks: tasks.map((t) => t.id) }, ...withApproval(ctx, tasks, c.lowered) };
 }
 
 export const delegateReviewed = defineCommand({
@@ -88,13 +91,13 @@ export const delegateReviewed = defineCommand({
   readOnly: false,
   handler(ctx, input) {
     const { review_by, ...task } = input;
+    const c = createContext(ctx);
     const out = ctx.engine.write(() => {
-      const c = createContext(ctx);
       const [exec] = createTasks(c, [{ ...task, kind: 'execute' }]);
       const [review] = chainReviews(c, [exec], review_by);
       return { task: exec, review };
     });
-    return { task: presentTask(ctx, out.task), review: presentTask(ctx, out.review) };
+    return { task: presentTask(ctx, out.task), review: presentTask(ctx, out.review), ...withApproval(ctx, [out.task, out.review], c.lowered) };
   },
 });
 
@@ -108,11 +111,13 @@ export const compareWorkers = defineCommand({
   readOnly: false,
   handler(ctx, input) {
     const { workers, review_by, ...task } = input;
-    const r = ctx.engine.write(() => createComparison(createContext(ctx), { task: { ...task, kind: 'execute' }, workers, reviewBy: review_by }));
+    const c = createContext(ctx);
+    const r = ctx.engine.write(() => createComparison(c, { task: { ...task, kind: 'execute' }, workers, reviewBy: review_by }));
     return {
       rootId: r.candidates[0].rootId,
       candidates: r.candidates.map((t) => presentTask(ctx, t)),
       reviews: r.reviews.map((t) => presentTask(ctx, t)),
+      ...withApproval(ctx, [...r.candidates, ...r.reviews], c.lowered),
     };
   },
 });

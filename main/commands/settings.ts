@@ -6,7 +6,7 @@ import { configProblems } from '../core/config-rules.js';
 import { AppError } from '../core/errors.js';
 import { editToml, isPlainObject } from '../core/toml-edit.js';
 import { DEFAULT_PRICES, effectivePrices } from '../tasks/cost.js';
-import { defineCommand } from './table.js';
+import { defineCommand, requirePersonOrAllowed } from './table.js';
 
 type Section = keyof typeof configSchema.shape;
 type Doc = Record<string, unknown>;
@@ -102,6 +102,8 @@ export const updateSettings = defineCommand({
   }),
   readOnly: false,
   handler(ctx, input) {
+    // The approval policy is the person's: an agent that could change settings could allow itself.
+    requirePersonOrAllowed(ctx, 'changing settings');
     const path = ctx.engine.home.config;
     const { text, raw } = readRaw(path);
     const before = configInForce(raw, ctx.engine.config);

@@ -55,9 +55,22 @@ export async function runCommand(table: ReadonlyMap<string, CommandDef>, ctx: Co
   return await cmd.handler(ctx, parsed.data);
 }
 
-/** Only a person approves or accepts, unless the user allowed MCP clients to. */
+/**
+ * Who the caller is, for anything that can start a write: an MCP client or a process a worker started
+ * (LIGHTWORKER_DEPTH ≥ 1) is an agent, unless the person set approvals.allow_mcp = true.
+ */
+export function authorityOf(ctx: CommandContext): 'person' | 'agent' {
+  if (ctx.engine.config.approvals.allow_mcp) return 'person';
+  return ctx.face === 'mcp' || ctx.depth > 0 ? 'agent' : 'person';
+}
+
+/** Where a person approves, for answers and refusals an agent reads. */
+export const HOW_A_PERSON_APPROVES = 'a person approves it: `lightworker approve ID`, the console or the tray (approvals.allow_mcp = true lets MCP clients and workers approve)';
+
+/** Only a person approves or accepts, unless the user allowed MCP clients (and workers) to. */
 export function requirePersonOrAllowed(ctx: CommandContext, what: string): void {
-  if (ctx.face === 'mcp' && !ctx.engine.config.approvals.allow_mcp) {
-    throw new AppError('forbidden', `${what} over MCP is disabled; a person approves in the desktop app or CLI (set approvals.allow_mcp = true to allow)`);
+  if (authorityOf(ctx) === 'agent') {
+    const who = ctx.face === 'mcp' ? 'over MCP' : `from a worker process (LIGHTWORKER_DEPTH=${ctx.depth})`;
+    throw new AppError('forbidden', `${what} ${who} is disabled; a person approves in the desktop app, the console or the CLI (set approvals.allow_mcp = true to allow)`);
   }
 }

@@ -14,7 +14,7 @@ import { STATUSES, type Task } from '../tasks/types.js';
 import { takeWithin } from './answer-budget.js';
 import { isPostgres } from '../store/db.js';
 import { fleetWaitingFor } from '../scheduler/fleet.js';
-import { defineCommand, FACE_LABELS, requirePersonOrAllowed, type CommandContext } from './table.js';
+import { authorityOf, defineCommand, FACE_LABELS, HOW_A_PERSON_APPROVES, requirePersonOrAllowed, type CommandContext } from './table.js';
 
 function byWho(ctx: CommandContext): string {
   return FACE_LABELS[ctx.face];
@@ -39,9 +39,35 @@ function upstreamApprovals(ctx: CommandContext, t: Task): string[] {
   return t.status === 'queued' || t.status === 'awaiting_approval' ? waitingOn(ctx.engine.db, t.id) : [];
 }
 
-/** What task creation needs from a command call, including the workers that can run. */
-export function createContext(ctx: CommandContext): CreateContext {
-  return { db: ctx.engine.db, config: ctx.engine.config, homeRoot: ctx.engine.home.root, depth: ctx.depth, knownWorkers: allWorkerNames(ctx.engine) };
+/** What task creation needs from a command call, including the workers that can run and who calls. */
+export function createContext(ctx: CommandContext): CreateContext & { lowered: string[] } {
+  return { db: ctx.engine.db, config: ctx.engine.config, homeRoot: ctx.engine.home.root, depth: ctx.depth, knownWorkers: allWorkerNames(ctx.engine), authority: authorityOf(ctx), lowered: [] };
+}
+
+/** Told to an agent whose writes wait for a person instead of running (absent for a person's calls). */
+export interface ApprovalNotice {
+  /** The tasks of this answer that wait for a person's approval. */
+  waiting: string[];
+  /** auto_execute was asked for (or inherited) and these tasks got auto_readonly instead. */
+  modeLowered?: { from: 'auto_execute'; to: 'auto_readonly'; tasks: string[] };
+  approvedBy: string;
+}
+
+/**
+ * The approval notice for an agent's answer: which of `tasks` wait for a person, which had their mode
+ * lowered (`lowered`, from createContext), and who approves. Undefined when nothing waits for a person.
+ */
+export function approvalNotice(ctx: CommandContext, tasks: Task[], lowered: string[] = []): ApprovalNotice | undefined {
+  if (authorityOf(ctx) !== 'agent') return undefined;
+  const waiting = tasks.filter((t) => t.status === 'awaiting_approval').map((t) => t.id);
+  if (!waiting.length && !lowered.length) return undefined;
+  return { waiting, ...(lowered.length ? { modeLowered: { from: 'auto_execute', to: 'auto_readonly', tasks: lowered } } : {}), approvedBy: HOW_A_PERSON_APPROVES };
+}
+
+/** `{ approval }` to spread into an answer, or nothing. */
+export function withApproval(ctx: CommandContext, tasks: Task[], lowered?: string[]): { approval?: ApprovalNotice } {
+  const approval = approvalNotice(ctx, tasks, lowered);
+  return approval ? { approval } : {};
 }
 
 export const delegateTask = defineCommand({
@@ -50,10 +76,9 @@ export const delegateTask = defineCommand({
   input: taskInputSchema,
   readOnly: false,
   handler(ctx, input) {
-    const [task] = ctx.engine.write(() =>
-      createTasks(createContext(ctx), [input]),
-    );
-    return { task: presentTask(ctx, task) };
+    const c = createContext(ctx);
+    const [task] = ctx.engine.write(() => createTasks(c, [input]));
+    return { task: presentTask(ctx, task), ...withApproval(ctx, [task], c.lowered) };
   },
 });
 
@@ -63,10 +88,9 @@ export const delegateBatch = defineCommand({
   input: batchInputSchema,
   readOnly: false,
   handler(ctx, input) {
-    const tasks = ctx.engine.write(() =>
-      createTasks(createContext(ctx), input.tasks),
-    );
-    return { tasks: tasks.map((t) => presentTask(ctx, t)) };
+    const c = createContext(ctx);
+    const tasks = ctx.engine.write(() => createTasks(c, input.tasks));
+    return { tasks: tasks.map((t) => presentTask(ctx, t)), ...withApproval(ctx, tasks, c.lowered) };
   },
 });
 
@@ -223,7 +247,8 @@ export const retryTaskCommand = defineCommand({
   readOnly: false,
   handler(ctx, input) {
     if (ctx.depth > ctx.engine.config.limits.max_depth) throw new AppError('forbidden', 'retry_task: delegation depth exceeded');
-    return { task: ctx.engine.write(() => retryTask(ctx.engine.db, ctx.engine.config, input.id, input.strategy, byWho(ctx))) };
+    const task = ctx.engine.write(() => retryTask(ctx.engine.db, ctx.engine.config, input.id, input.strategy, byWho(ctx), authorityOf(ctx)));
+    return { task, ...withApproval(ctx, [task]) };
   },
 });
 

@@ -7,7 +7,7 @@ import { cancelTeam, teamReport } from '../orchestration/team-report.js';
 import { teamInputSchema } from '../orchestration/team-schema.js';
 import { createTeam } from '../orchestration/teams.js';
 import { TASK_ID } from '../tasks/schema.js';
-import { createContext, presentTask } from './tasks.js';
+import { createContext, presentTask, withApproval } from './tasks.js';
 import { acceptTaskCommand } from './isolation.js';
 import { defineCommand, FACE_LABELS, requirePersonOrAllowed } from './table.js';
 
@@ -22,8 +22,9 @@ export const startTeam = defineCommand({
   input: teamInputSchema,
   readOnly: false,
   handler(ctx, input) {
-    const tasks = ctx.engine.write(() => createTeam(createContext(ctx), input));
-    return { strategy: input.strategy, rootId: tasks[0].rootId, tasks: tasks.map((t) => presentTask(ctx, t)) };
+    const c = createContext(ctx);
+    const tasks = ctx.engine.write(() => createTeam(c, input));
+    return { strategy: input.strategy, rootId: tasks[0].rootId, tasks: tasks.map((t) => presentTask(ctx, t)), ...withApproval(ctx, tasks, c.lowered) };
   },
 });
 
@@ -61,7 +62,7 @@ export const handoffTaskCommand = defineCommand({
   readOnly: false,
   handler(ctx, input) {
     const task = ctx.engine.write(() => handoffTask(createContext(ctx), input.id, input.worker, { by: FACE_LABELS[ctx.face], note: input.note }));
-    return { task: presentTask(ctx, task) };
+    return { task: presentTask(ctx, task), ...withApproval(ctx, [task]) };
   },
 });
 

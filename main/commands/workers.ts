@@ -77,6 +77,8 @@ export const linkWorker = defineCommand({
   }),
   readOnly: false,
   handler(ctx, input): { worker: LinkedWorkerSpec } {
+    // A linked command is run by later tasks: only a person says which programs run as workers.
+    requirePersonOrAllowed(ctx, 'linking a worker');
     if (BUILTIN_ADAPTERS.has(input.name)) throw new AppError('conflict', `name: "${input.name}" is a built-in worker`, { field: 'name' });
     const spec: LinkedWorkerSpec = { name: input.name, command: input.command_json, ...(input.resume_json ? { resume: input.resume_json } : {}), ...(input.max_concurrency ? { maxConcurrency: input.max_concurrency } : {}) };
     validateLinkedSpec(spec);

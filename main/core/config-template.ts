@@ -12,7 +12,7 @@ default_worker = "mock"   # worker used when a task names none
 
 [approvals]
 default_mode = "auto_readonly"  # plan_only | auto_readonly | auto_execute
-allow_mcp = false               # let MCP clients approve and accept (by default only a person can)
+allow_mcp = false               # let MCP clients and workers approve, accept and run auto_execute (by default only a person can)
 
 [limits]
 max_depth = 1                   # how deep a worker-started task may delegate (LIGHTWORKER_DEPTH)

@@ -161,7 +161,7 @@ const FIELD_HINTS: Record<string, string> = {
   workspace: 'absolute path in a git repository',
   objective: 'self-contained instructions',
   kind: 'default explore; only execute writes (in its own worktree)',
-  mode: 'approval needed by: plan_only all, auto_readonly (default) execute, auto_execute none',
+  mode: 'auto_readonly (default): execute tasks wait for a person; plan_only: every task waits',
   ref: 'batch-local name for depends_on',
   depends_on: 'task ids or batch refs to complete first',
   worker: 'codex, claude-code, opencode, mock or linked',
@@ -241,7 +241,7 @@ export function serverInstructions(tools: ToolSpec[]): string {
       '. workspace is an absolute path (a non-git folder is worked on in a copy).',
     'Follow with get_task' + (has.has('wait_tasks') ? ', wait_tasks (blocks up to 55 s until tasks settle or need approval)' : '') + ', list_tasks (summaries, cursor paging)' +
       (has.has('get_events') ? ', get_events (cursor paging)' : '') + (has.has('get_task_diff') ? ', get_task_diff' : '') + '; get_task has the full record.',
-    'Execute tasks wait for a person to approve unless mode is auto_execute; approve_task/accept_task over MCP are refused unless the user allowed it.',
+    'Execute tasks wait for a person to approve them (the answer says so, and where); approve_task and accept_task are for the person, not for you.',
   ];
   return lines.join('\n');
 }

@@ -42,7 +42,8 @@ export function expandPlan(db: Db, config: Config, homeRoot: string, planTask: T
     }));
     let children: Task[];
     try {
-      children = createTasks({ db, config, homeRoot, depth: planTask.depth }, inputs);
+      // The children take the planner's mode, settled (and lowered for an agent) when it was created.
+      children = createTasks({ db, config, homeRoot, depth: planTask.depth, authority: 'engine' }, inputs);
     } catch (e) {
       // createTasks names fields `tasks[i].x`; say they came from the planner's result.
       if (e instanceof AppError && e.code === 'invalid_input') throw new AppError('invalid_input', `result.${e.message}`, e.details);

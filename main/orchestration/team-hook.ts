@@ -6,7 +6,7 @@ import type { CreateContext } from '../tasks/create.js';
 import { advanceAllTeams, advanceTeam } from './team-driver.js';
 
 function contextOf(engine: Engine, depth: number): CreateContext {
-  return { db: engine.db, config: engine.config, homeRoot: engine.home.root, depth };
+  return { db: engine.db, config: engine.config, homeRoot: engine.home.root, depth, authority: 'engine' };
 }
 
 /**

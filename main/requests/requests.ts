@@ -99,7 +99,8 @@ export function answerRequest(db: Db, config: Config, taskId: string, a: AnswerI
   appendEvent(db, taskId, 'request.answered', { requestId: req.id, kind: req.kind, decision, by: a.by, remember: Boolean(a.remember), ...(text ? { answer: redactText(text).slice(0, 2000) } : {}) }, now);
   const before = resumeRequestOf(db, t)?.followUp?.spentMs ?? 0;
   const spentMs = before + Math.max(0, req.createdAt - (t.startedAt ?? req.createdAt));
-  const task = continueTask(db, config, t, { message: answerMessage(req, decision, text), by: a.by, strategy: 'answer', spentMs });
+  // An answer continues the run that was already approved; it releases no new write.
+  const task = continueTask(db, config, t, { message: answerMessage(req, decision, text), by: a.by, strategy: 'answer', spentMs, authority: 'engine' });
   return { task, request: getRequest(db, req.id)! };
 }
 

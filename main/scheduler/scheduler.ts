@@ -325,7 +325,7 @@ export class Scheduler extends EventEmitter {
   /** The rate-limited task itself becomes a new, recorded attempt (within the retry budget). */
   private requeueAfterRateLimit(id: string): void {
     try {
-      this.engine.write(() => retryTask(this.engine.db, this.engine.config, id, 'same', 'the scheduler (rate limit backoff)'));
+      this.engine.write(() => retryTask(this.engine.db, this.engine.config, id, 'same', 'the scheduler (rate limit backoff)', 'engine'));
     } catch {
       // Budget used up: the task stays failed with code rate_limited, for a person to retry.
     }

@@ -58,6 +58,8 @@ export function reverifyTask(db: Db, _config: Config, id: string, by: string): T
     strategy: 'reverify',
     reason: `reverify by ${by}`,
     resume: { sessionId: lastSessionOf(db, t), fromAttempt: t.attempt, interruptedBy: 'reverify', worktree: t.worktreePath, reverify: true },
+    // No worker turn: only the verify commands the task was created (and approved) with run again.
+    authority: 'engine',
     fields: { result: t.result, schemaValid: t.schemaValid },
   });
 }

@@ -15,7 +15,7 @@ import { stampOrigin } from './repo-identity.js';
 import type { ParsedTaskInput } from './schema.js';
 import { redactNewTask, sealSecrets } from './secrets.js';
 import { setRootBudget, type RootBudget } from './budget.js';
-import type { Task, TaskKind, TaskMode, TaskStatus } from './types.js';
+import type { Authority, Task, TaskKind, TaskMode, TaskStatus } from './types.js';
 
 /** Workflow types pre-fill priority and timeout (SPEC §7); explicit values win. */
 export const WORKFLOW_DEFAULTS = {
@@ -73,6 +73,13 @@ export interface CreateContext {
    * submit instead of failing at run time; internal callers (plan expansion) may leave it out.
    */
   knownWorkers?: readonly string[];
+  /**
+   * Who creates the tasks. An `agent` cannot release writes: a mode of auto_execute (asked for, inherited
+   * from a parent or the config default) becomes auto_readonly, so execute tasks wait for a person.
+   */
+  authority: Authority;
+  /** Filled with the ids of tasks whose auto_execute mode was lowered to auto_readonly, to tell the caller. */
+  lowered?: string[];
 }
 
 /**
@@ -111,6 +118,7 @@ export function createTasks(ctx: CreateContext, inputs: ParsedTaskInput[], opts:
   const batchRoot = ids[order[0]];
 
   const routedBy: (string | null)[] = [];
+  const lowered: (TaskMode | undefined)[] = [];
   const rows: NewTaskRow[] = inputs.map((t, i) => {
     const f = (name: string) => fieldOf(inputs, i, name);
     const workspace = resolveWorkspace(t.workspace, f('workspace'));
@@ -137,7 +145,12 @@ export function createTasks(ctx: CreateContext, inputs: ParsedTaskInput[], opts:
       throw new AppError('invalid_input', `${f('worker')}: unknown worker "${worker}" (known: ${ctx.knownWorkers.join(', ')})`, { field: f('worker') });
     }
     const defaults = t.type ? WORKFLOW_DEFAULTS[t.type] : PLAIN_DEFAULTS;
-    const mode = t.mode ?? parent?.mode ?? opts.defaultMode ?? config.approvals.default_mode;
+    const asked = t.mode ?? parent?.mode ?? opts.defaultMode ?? config.approvals.default_mode;
+    const mode = ctx.authority === 'agent' && asked === 'auto_execute' ? 'auto_readonly' : asked;
+    if (mode !== asked) {
+      lowered[i] = asked;
+      ctx.lowered?.push(ids[i]);
+    }
     const waits = needsApproval(mode, t.kind);
     const status: TaskStatus = waits ? 'awaiting_approval' : 'queued';
     const rootId =
@@ -188,6 +201,7 @@ export function createTasks(ctx: CreateContext, inputs: ParsedTaskInput[], opts:
     appendEvent(db, r.id, 'task.created', {
       name: r.name, kind: r.kind, status: r.status, worker: r.worker, mode: r.mode, rootId: r.rootId, dependsOn: r.dependsOn,
       ...(routedBy[i] ? { profile: r.profile, routedBy: routedBy[i] } : {}),
+      ...(lowered[i] ? { modeAsked: lowered[i], approvalBy: 'a person' } : {}),
     }, now);
   }
   return ids.map((id) => getTask(db, id)!);

@@ -8,7 +8,7 @@ import { closeRequest, pendingRequestOf } from '../store/requests.js';
 import { requireTask } from '../store/tasks.js';
 import { lastSessionOf, startNewAttempt, type ResumeRequest } from './ops.js';
 import { redactAndSeal } from './secrets.js';
-import type { Task, TaskStatus } from './types.js';
+import type { Authority, Task, TaskStatus } from './types.js';
 
 /** States a follow-up may continue: ended ones, a rejected change, and a task waiting for a person. */
 export const FOLLOWABLE: readonly TaskStatus[] = ['completed', 'failed', 'timed_out', 'cancelled', 'rejected', 'waiting_input'];
@@ -26,6 +26,8 @@ export interface FollowUpOptions {
   worker?: string;
   /** Who sent it, for the record ("the CLI", "the console", a team loop…). */
   by: string;
+  /** An `agent`'s follow-up to an execute task waits for a person's approval (it writes again). */
+  authority: Authority;
 }
 
 /**
@@ -56,7 +58,7 @@ export function followUpTask(db: Db, config: Config, id: string, opts: FollowUpO
       appendEvent(db, t.id, 'request.cancelled', { requestId: pending.id, reason: `superseded by a follow-up from ${opts.by}` });
     }
   }
-  return continueTask(db, config, t, { message, worker: opts.worker, by: opts.by, strategy: 'followup' });
+  return continueTask(db, config, t, { message, worker: opts.worker, by: opts.by, strategy: 'followup', authority: opts.authority });
 }
 
 export interface ContinueOptions {
@@ -67,6 +69,7 @@ export interface ContinueOptions {
   strategy: string;
   /** Time the earlier attempts of this run already used, for timeouts that pause while a task waits. */
   spentMs?: number;
+  authority: Authority;
 }
 
 /**
@@ -93,7 +96,7 @@ export function continueTask(db: Db, config: Config, t: Task, opts: ContinueOpti
   // Another worker routes its own model: an explicit model of the previous worker may not fit it.
   const fields = switching ? { worker: opts.worker, model: null } : undefined;
   const reason = `${opts.strategy === 'followup' ? 'follow-up' : opts.strategy} by ${opts.by}${switching ? ` (handed to ${opts.worker})` : ''}`;
-  const next = startNewAttempt(db, t, { strategy: opts.strategy, reason, resume, fields });
+  const next = startNewAttempt(db, t, { strategy: opts.strategy, reason, resume, fields, authority: opts.authority });
   if (switching) assignCohort(db, config, next);
   return next;
 }

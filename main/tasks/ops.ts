@@ -9,7 +9,7 @@ import { closeRequest, pendingRequestOf } from '../store/requests.js';
 import { requireTask, updateTaskFields, type TaskFieldUpdate } from '../store/tasks.js';
 import { needsApproval } from './create.js';
 import { releaseDependents, transition } from './state.js';
-import { ACTIVE, type Task, type TaskStatus } from './types.js';
+import { ACTIVE, type Authority, type Task, type TaskStatus } from './types.js';
 
 /** Approve a task waiting for a person: awaiting_approval → queued. Run inside a write transaction. */
 export function approveTask(db: Db, id: string, by: string): Task {
@@ -71,7 +71,7 @@ export function lastSessionOf(db: Db, t: Task): string | null {
  * timeout) continues the worker's native session in the same worktree and branch — the runner reads
  * that from the retry's `task.status` event (see resumeRequestOf).
  */
-export function retryTask(db: Db, config: Config, id: string, strategy: RetryStrategy, by: string): Task {
+export function retryTask(db: Db, config: Config, id: string, strategy: RetryStrategy, by: string, authority: Authority): Task {
   const t = requireTask(db, id);
   if (!RETRYABLE.includes(t.status)) {
     throw new AppError('illegal_transition', `task ${id} is ${t.status}; only failed, timed_out, cancelled or orphaned tasks can be retried`, { status: t.status });
@@ -106,7 +106,7 @@ export function retryTask(db: Db, config: Config, id: string, strategy: RetryStr
   const resume: ResumeRequest | null =
     strategy === 'resume' ? { sessionId: lastSessionOf(db, t), fromAttempt: t.attempt, interruptedBy: t.error?.code ?? t.status, worktree: t.kind === 'execute' ? t.worktreePath : null } : null;
   const event = changed ? { route: { profile: route.profile, worker: route.worker, effort: route.effort, model: route.model, gateway: route.gateway } } : undefined;
-  const next = startNewAttempt(db, t, { strategy, reason: `retry (${strategy}) by ${by}`, resume, event });
+  const next = startNewAttempt(db, t, { strategy, reason: `retry (${strategy}) by ${by}`, resume, event, authority });
   // A changed route is a different cache cohort: re-key it now so scheduling affinity sees it.
   assignCohort(db, config, next);
   return next;
@@ -116,15 +116,22 @@ export function retryTask(db: Db, config: Config, id: string, strategy: RetryStr
  * Move an ended task to its next attempt (queued, or awaiting approval when it was never approved and
  * its mode requires it) with the per-attempt fields cleared, record how (`strategy`, and the resume
  * request the runner reads back with resumeRequestOf), and release the dependents it had blocked.
- * Shared by retry and follow-up; runs in the caller's transaction.
+ * A new attempt of an execute task that an `agent` asks for writes again, so it waits for a person
+ * whatever its mode and earlier approval. Shared by retry and follow-up; runs in the caller's transaction.
  */
-export function startNewAttempt(db: Db, t: Task, opts: { strategy: string; reason: string; resume: ResumeRequest | null; fields?: TaskFieldUpdate; event?: Record<string, unknown> }): Task {
+export function startNewAttempt(
+  db: Db,
+  t: Task,
+  opts: { strategy: string; reason: string; resume: ResumeRequest | null; authority: Authority; fields?: TaskFieldUpdate; event?: Record<string, unknown> },
+): Task {
   const { resume } = opts;
-  const to: TaskStatus = t.approvedAt === null && needsApproval(t.mode, t.kind) ? 'awaiting_approval' : 'queued';
+  const agentWrite = opts.authority === 'agent' && t.kind === 'execute';
+  const to: TaskStatus = agentWrite || (t.approvedAt === null && needsApproval(t.mode, t.kind)) ? 'awaiting_approval' : 'queued';
   const next = transition(db, t.id, t.status, to, {
     reason: opts.reason,
-    event: { attempt: t.attempt + 1, strategy: opts.strategy, ...(resume ? { resume } : {}), ...opts.event },
+    event: { attempt: t.attempt + 1, strategy: opts.strategy, ...(resume ? { resume } : {}), ...(agentWrite ? { approvalBy: 'a person' } : {}), ...opts.event },
     fields: {
+      ...(agentWrite ? { approvedAt: null } : {}),
       attempt: t.attempt + 1, cancelRequested: false, errorCode: null, errorMessage: null, result: null, schemaValid: null,
       pid: null, pidStart: null, runnerId: null, startedAt: null, endedAt: null, sessionId: resume?.sessionId ?? null,
       ...opts.fields,

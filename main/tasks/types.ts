@@ -5,6 +5,15 @@ export type TaskMode = (typeof MODES)[number];
 export type ReasoningEffort = (typeof EFFORTS)[number];
 export type TaskType = 'chore' | 'feature' | 'hotfix' | 'refactor';
 
+/**
+ * Who asks for a change that can start a write. `person`: a person's face (CLI, console, desktop, a
+ * program of theirs), or an agent the person allowed with approvals.allow_mcp. `agent`: an MCP client or
+ * a process started by a worker (LIGHTWORKER_DEPTH ≥ 1) — its writes wait for a person's approval.
+ * `engine`: LightWorker continuing work whose mode and approval were settled when it was created (plan
+ * children, team rounds, answers to a worker's question, a rate-limit retry).
+ */
+export type Authority = 'person' | 'agent' | 'engine';
+
 export const STATUSES = [
   'awaiting_approval',
   'queued',

@@ -41,14 +41,17 @@ describe('teams over MCP: orchestrate_goal with `team`', () => {
     const { task, team } = ok.structuredContent;
     expect(team.strategy).toBe('implement_review');
     expect(team.tasks).toHaveLength(2);
-    expect(task).toMatchObject({ kind: 'execute', worker: 'mock', status: 'queued' });
+    // An MCP client's auto_execute is lowered: the team's first write waits for a person, and the answer says so.
+    expect(task).toMatchObject({ kind: 'execute', worker: 'mock', status: 'awaiting_approval', mode: 'auto_readonly' });
+    expect(ok.structuredContent.approval).toMatchObject({ waiting: [task.id], modeLowered: { from: 'auto_execute', to: 'auto_readonly' } });
     expect(task.metadata.team).toMatchObject({ strategy: 'implement_review', role: 'implement', rounds: 3 });
   });
 });
 
 describe('a team survives its leader', () => {
   it('a review that ended while no leader moved the team on gets its next round when the next leader starts', async () => {
-    h = await inMemory();
+    // The person let MCP clients release writes: the team runs without an approval step.
+    h = await inMemory({ configToml: '[approvals]\nallow_mcp = true\n' });
     // The reviewer: a linked script that approves once the diff it is shown has +v2.
     const script = join(h.dir, 'reviewer.mjs');
     writeFileSync(script, `const p = process.argv[2]; console.log(JSON.stringify(p.includes('+v2') ? { summary: 'ok', verdict: 'approve', issues: [] } : { summary: 'not yet', verdict: 'request_changes', issues: [{ file: 'v.txt', severity: 'high', message: 'make it v2' }] }));\n`);
@@ -80,7 +83,7 @@ describe('a team survives its leader', () => {
 
     // Idempotent: moving the ended team on again changes nothing.
     const n = listTasks(h.engine.db, {}).length;
-    expect(h.engine.write(() => advanceTeam({ db: h!.engine.db, config: h!.engine.config, homeRoot: h!.engine.home.root, depth: 0 }, reviewId))).toBeNull();
+    expect(h.engine.write(() => advanceTeam({ db: h!.engine.db, config: h!.engine.config, homeRoot: h!.engine.home.root, depth: 0, authority: 'engine' }, reviewId))).toBeNull();
     expect(listTasks(h.engine.db, {})).toHaveLength(n);
   });
 });
