@@ -2,6 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import vue from 'eslint-plugin-vue';
 import globals from 'globals';
+import layering from './eslint-rules/layering.js';
 
 export default tseslint.config(
   { ignores: ['node_modules/**', 'out/**', 'vscode-extension/out/**', 'dist/**', 'test-results/**', 'playwright-report/**'] },
@@ -36,6 +37,13 @@ export default tseslint.config(
       'no-restricted-imports': ['error', { paths: [{ name: 'electron', message: 'Only main/desktop/** may import electron.' }] }],
       'no-console': ['error', { allow: ['error', 'warn'] }],
     },
+  },
+  // The layers of main/ (eslint-rules/layering.js): an import against them is an error unless the baseline
+  // lists it, and the listed ones are warnings until they are moved.
+  {
+    files: ['main/**/*.{ts,mts,js,mjs}'],
+    plugins: { layering },
+    rules: { 'layering/layers': 'error', 'layering/layers-baseline': 'warn' },
   },
   {
     files: ['renderer/**/*.{ts,vue}'],

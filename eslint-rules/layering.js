@@ -1,0 +1,113 @@
+// The layers of main/, bottom to top: a folder may import itself and the folders of lower layers, never a
+// folder of its own layer or above (a type import counts: it is a dependency all the same). The target
+// arrangement is drawn in docs/architecture.md; imports that break it today are listed, file by file, in
+// layering-baseline.json, reported as warnings while they are moved away, and every other one is an error.
+import { readFileSync } from 'node:fs';
+import { dirname, relative, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const MAIN = resolve(REPO, 'main');
+
+/** Bottom to top. `engine` is main/engine.ts, `app` the composition root main/app.ts. */
+export const LAYERS = [
+  ['core'],
+  ['platform'],
+  ['store'],
+  ['tasks'],
+  ['cachelab'],
+  ['workers'],
+  ['requests'],
+  ['isolation'],
+  ['runner'],
+  ['scheduler'],
+  ['orchestration'],
+  ['engine'],
+  ['app'],
+  ['commands'],
+  ['cli', 'mcp', 'http', 'desktop', 'lib'],
+];
+
+/** Faces that sit on another face: `serve` (cli) and the desktop window start the HTTP console. */
+const PEERS = { cli: ['http'], desktop: ['http'] };
+
+const RANK = new Map(LAYERS.flatMap((names, i) => names.map((n) => [n, i])));
+
+/** The layer name of a file under main/ (its top folder, or the file's own name at the top), else null. */
+export function folderOf(file) {
+  const rel = relative(MAIN, resolve(file));
+  if (rel.startsWith('..') || rel === '') return null;
+  const parts = rel.split(sep);
+  return parts.length > 1 ? parts[0] : parts[0].replace(/\.[^.]+$/, '');
+}
+
+/** May a file of folder `from` import one of folder `to`? Unknown folders are refused, so a new one gets a layer. */
+export function mayImport(from, to) {
+  if (from === to) return true;
+  if (PEERS[from]?.includes(to)) return true;
+  const a = RANK.get(from);
+  const b = RANK.get(to);
+  return a !== undefined && b !== undefined && b < a;
+}
+
+/** `main/x/y.ts -> folder` keys of the imports the baseline allows for now. */
+export function loadBaseline() {
+  return new Set(JSON.parse(readFileSync(resolve(REPO, 'eslint-rules/layering-baseline.json'), 'utf8')).allowed);
+}
+
+export function baselineKey(file, to) {
+  return `${relative(REPO, resolve(file)).split(sep).join('/')} -> ${to}`;
+}
+
+/** Calls `found(node, from, to, listed)` for every import of a main/ file that goes against the layers. */
+function importsAgainstLayers(context, found) {
+  const file = context.filename;
+  const from = folderOf(file);
+  if (!from || !RANK.has(from)) return {};
+  const baseline = loadBaseline();
+  const check = (node, source) => {
+    if (typeof source !== 'string' || !source.startsWith('.')) return;
+    const to = folderOf(resolve(dirname(file), source));
+    if (to && !mayImport(from, to)) found(node, from, to, baseline.has(baselineKey(file, to)));
+  };
+  return {
+    ImportDeclaration: (n) => check(n, n.source.value),
+    ExportNamedDeclaration: (n) => n.source && check(n, n.source.value),
+    ExportAllDeclaration: (n) => check(n, n.source.value),
+    ImportExpression: (n) => n.source.type === 'Literal' && check(n, n.source.value),
+  };
+}
+
+const ORDER = LAYERS.map((l) => l.join('|')).join(' < ');
+
+/** An import against the layers that the baseline does not list; a folder without a layer. */
+const rule = {
+  meta: {
+    type: 'problem',
+    docs: { description: 'Imports between the folders of main/ follow the layers (docs/architecture.md).' },
+    schema: [],
+    messages: {
+      against: '{{from}}/ may not import {{to}}/ (layers, bottom to top: {{order}}); move the code down or pass it in.',
+      unknown: 'main/{{folder}} has no layer: give it one in eslint-rules/layering.js.',
+    },
+  },
+  create(context) {
+    const from = folderOf(context.filename);
+    if (from && !RANK.has(from)) return { Program: (node) => context.report({ node, messageId: 'unknown', data: { folder: from } }) };
+    return importsAgainstLayers(context, (node, f, to, listed) => {
+      if (!listed) context.report({ node, messageId: 'against', data: { from: f, to, order: ORDER } });
+    });
+  },
+};
+
+/** The imports the baseline lists, as warnings: today's drift stays visible until it is moved. */
+const baselineRule = {
+  meta: { type: 'suggestion', docs: rule.meta.docs, schema: [], messages: { listed: '{{from}}/ imports {{to}}/ against the layers (listed in eslint-rules/layering-baseline.json until it is moved).' } },
+  create(context) {
+    return importsAgainstLayers(context, (node, from, to, listed) => {
+      if (listed) context.report({ node, messageId: 'listed', data: { from, to } });
+    });
+  },
+};
+
+export default { rules: { layers: rule, 'layers-baseline': baselineRule } };
