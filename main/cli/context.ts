@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { COMMANDS } from '../commands/index.js';
 import { runCommand, type CommandContext } from '../commands/table.js';
 import { Engine } from '../engine.js';
+import { callerDepth } from '../core/caller-depth.js';
 
 export interface GlobalOptions {
   home?: string;
@@ -14,10 +15,6 @@ export function globals(cmd: Command): GlobalOptions {
   return root.opts<GlobalOptions>();
 }
 
-export function callerDepth(): number {
-  const d = Number(process.env.LIGHTWORKER_DEPTH ?? 0);
-  return Number.isInteger(d) && d >= 0 ? d : 0;
-}
 
 /** Open the home, run `fn` with a command caller, close. `onOpenError` answers instead when the home cannot be opened. */
 export async function withEngine<T>(

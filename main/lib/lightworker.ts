@@ -1,3 +1,4 @@
+import { callerDepth } from '../core/caller-depth.js';
 import { COMMANDS } from '../commands/index.js';
 import type { CommandName } from '../commands/names.js';
 import { runCommand, type CommandContext } from '../commands/table.js';
@@ -45,8 +46,7 @@ export class LightWorker {
     private readonly engine: Engine,
     private readonly service: SchedulerService | null,
   ) {
-    const depth = Number(process.env.LIGHTWORKER_DEPTH ?? 0);
-    this.ctx = { engine, face: 'library', depth: Number.isInteger(depth) && depth >= 0 ? depth : 0 };
+    this.ctx = { engine, face: 'library', depth: callerDepth() };
   }
 
   /** Open a home (created on first use) and, unless `lead: false`, start its scheduler in this process. */

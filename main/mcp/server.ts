@@ -1,3 +1,4 @@
+import { callerDepth } from '../core/caller-depth.js';
 import { z } from 'zod';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -30,10 +31,9 @@ export interface McpServerOptions {
   log?: (line: string) => void;
 }
 
-/** The caller depth this process was started with (LIGHTWORKER_DEPTH, 0 when unset or invalid). */
-export function depthFromEnv(value = process.env.LIGHTWORKER_DEPTH): number {
-  const d = Number(value ?? 0);
-  return Number.isInteger(d) && d >= 0 ? d : 0;
+/** The caller depth of this process: LIGHTWORKER_DEPTH, or a worker ancestor's (core/caller-depth.ts). */
+export function depthFromEnv(): number {
+  return callerDepth();
 }
 
 /**

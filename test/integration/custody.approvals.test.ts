@@ -132,6 +132,9 @@ const id = sub.code === 0 ? JSON.parse(sub.out).task.id : 'none';
 appendFileSync(${JSON.stringify(log)}, JSON.stringify({ step: 'approve', ...run('approve', id) }) + '\\n');
 appendFileSync(${JSON.stringify(log)}, JSON.stringify({ step: 'allow', ...run('settings', 'set', 'approvals.allow_mcp', 'true') }) + '\\n');
 appendFileSync(${JSON.stringify(log)}, JSON.stringify({ step: 'link', ...run('workers', 'link', 'evil', '--command-json', '["sh","-c","{prompt}"]') }) + '\\n');
+// The same approval with a cleared environment: still a worker's child.
+const bare = (() => { try { return { code: 0, out: execFileSync('env', ['-i', process.execPath, ${JSON.stringify(BIN)}, '--home', ${JSON.stringify(h.home)}, 'approve', id], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }) }; } catch (e) { return { code: e.status, out: String(e.stderr) }; } })();
+appendFileSync(${JSON.stringify(log)}, JSON.stringify({ step: 'bare-approve', ...bare }) + '\\n');
 console.log(JSON.stringify({ summary: 'done' }));
 `,
     );
@@ -150,6 +153,8 @@ console.log(JSON.stringify({ summary: 'done' }));
     expect(nested).toMatchObject({ status: 'awaiting_approval', mode: 'auto_readonly', depth: 1 });
     expect(steps.approve.code).not.toBe(0);
     expect(steps.approve.out).toMatch(/from a worker process \(LIGHTWORKER_DEPTH=1\) is disabled/);
+    expect(steps['bare-approve'].code).not.toBe(0);
+    expect(steps['bare-approve'].out).toMatch(/from a worker process \(LIGHTWORKER_DEPTH=1\) is disabled/);
     expect(steps.allow.code).not.toBe(0);
     expect(steps.link.code).not.toBe(0);
     expect(task(nested.id).status).toBe('awaiting_approval');
