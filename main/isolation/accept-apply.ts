@@ -59,11 +59,20 @@ async function blobsIn(repo: string, commit: string, files: Set<string>): Promis
   return out;
 }
 
+export interface TouchedSplit {
+  /** Index entry and file both at the content before or after the accept: safe to write. */
+  ours: string[];
+  /** The index entry is, the file is not (the user edited it since): only the index entry is ours. */
+  indexOnly: string[];
+  /** The index entry changed too (the user staged something): left entirely alone. */
+  changed: string[];
+}
+
 /**
  * Which touched paths are still as an interrupted accept left them — index entry and file each at the
- * content before or after it — and which someone changed since (those are never overwritten).
+ * content before or after it — and which someone changed since (a user's edit is never overwritten).
  */
-export async function splitTouched(repo: string, before: string, after: string, files: string[]): Promise<{ ours: string[]; changed: string[] }> {
+export async function splitTouched(repo: string, before: string, after: string, files: string[]): Promise<TouchedSplit> {
   const set = new Set(files);
   const [old, neu] = await Promise.all([blobsIn(repo, before, set), blobsIn(repo, after, set)]);
   const index = new Map<string, string>();
@@ -75,14 +84,22 @@ export async function splitTouched(repo: string, before: string, after: string, 
     index.set(path, stage === '0' ? blob : 'conflicted');
   }
   const disk = await hashOnDisk(repo, files);
-  const ours: string[] = [];
-  const changed: string[] = [];
+  const split: TouchedSplit = { ours: [], indexOnly: [], changed: [] };
   for (const f of files) {
     const allowed = new Set([old.get(f) ?? null, neu.get(f) ?? null]);
-    if (allowed.has(index.get(f) ?? null) && allowed.has(disk.get(f) ?? null)) ours.push(f);
-    else changed.push(f);
+    if (!allowed.has(index.get(f) ?? null)) split.changed.push(f);
+    else if (allowed.has(disk.get(f) ?? null)) split.ours.push(f);
+    else split.indexOnly.push(f);
   }
-  return { ours, changed };
+  return split;
+}
+
+/** Bring the touched paths of a checkout to `commit` as far as they are ours: files and index, or the index alone. */
+export async function syncTouched(repo: string, commit: string, split: TouchedSplit): Promise<string[]> {
+  await syncCheckout(repo, commit, split.ours);
+  if (split.indexOnly.length)
+    await git(repo, ['reset', '-q', commit, '--pathspec-from-file=-', '--pathspec-file-nul'], { input: split.indexOnly.join('\0'), ...OWN_GROUP });
+  return [...split.indexOnly, ...split.changed];
 }
 
 /** The blob each path's file would be (null: nothing there; a folder: never a blob). Links hash their target text, as git stores them. */

@@ -3,7 +3,7 @@ import { withSignalsHeld } from '../core/signal-hold.js';
 import type { Engine } from '../engine.js';
 import { appendEvent } from '../store/events.js';
 import { getTask } from '../store/tasks.js';
-import { currentBranch, isAncestor, markAccepted, splitTouched, syncCheckout } from './accept-apply.js';
+import { currentBranch, isAncestor, markAccepted, splitTouched, syncTouched } from './accept-apply.js';
 import { adoptJournal, closeJournal, interruptedJournals, isInterrupted, readJournal, type AcceptJournal } from './accept-journal.js';
 import { getAllocation } from './allocations.js';
 import { branchTip } from './branches.js';
@@ -18,8 +18,9 @@ import { removeWorktree } from './worktree.js';
  * - the branch is still at its old tip: nothing was applied — undone (paths a failed checkout step had
  *   written are put back); the task stays `completed` and can be accepted again;
  * - the branch is at the accept commit: finished — the touched paths of the checkout brought to it (only
- *   those still as the accept left them; one the user edited since is left alone and named), the task
- *   marked `accepted`, its worktree removed;
+ *   what is still as the accept left it; a user's edit since is left alone and named), the task
+ *   marked `accepted`, its worktree removed (a file the user edited since keeps the edit, its index entry
+ *   follows the branch);
  * - the branch moved on from the accept commit: the accept happened; marked `accepted`, nothing rewritten;
  * - the branch is elsewhere (reset, deleted): left as the user made it; the task stays `completed`.
  *
@@ -97,9 +98,7 @@ async function settle(engine: Engine, j: AcceptJournal): Promise<{ outcome: Reco
     // The ref never moved, or a failed checkout step had put it back: put back any path it had written.
     let leftAlone: string[] = [];
     if (followsRef && j.step !== 'journaled') {
-      const { ours, changed } = await splitTouched(j.repo, j.parent, j.newCommit, j.files);
-      await syncCheckout(j.repo, j.parent, ours);
-      leftAlone = changed;
+      leftAlone = await syncTouched(j.repo, j.parent, await splitTouched(j.repo, j.parent, j.newCommit, j.files));
     }
     record(engine, j, 'undone', leftAlone, 'nothing of it was applied; the task can be accepted again');
     return { outcome: 'undone', leftAlone };
@@ -107,9 +106,7 @@ async function settle(engine: Engine, j: AcceptJournal): Promise<{ outcome: Reco
   if (tip === j.newCommit) {
     let leftAlone: string[] = [];
     if (followsRef) {
-      const { ours, changed } = await splitTouched(j.repo, j.parent, j.newCommit, j.files);
-      await syncCheckout(j.repo, j.newCommit, ours);
-      leftAlone = changed;
+      leftAlone = await syncTouched(j.repo, j.newCommit, await splitTouched(j.repo, j.parent, j.newCommit, j.files));
     }
     markAccepted(engine, j, ' (finished after an interruption)');
     record(engine, j, 'finished', leftAlone, `the branch had moved to ${j.newCommit.slice(0, 12)}; its checkout was brought there`);
