@@ -1,6 +1,6 @@
 import { lstatSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Engine } from '../engine.js';
+import type { Db } from '../store/db.js';
 import { appendEvent } from '../store/events.js';
 import { getTask } from '../store/tasks.js';
 import { transition } from '../tasks/state.js';
@@ -130,11 +130,17 @@ export async function isAncestor(repo: string, ancestor: string, commit: string)
   return (await gitTry(repo, ['merge-base', '--is-ancestor', ancestor, commit])).exitCode === 0;
 }
 
+/** The store as the engine offers it: the connection, and one transaction that publishes its events. */
+export interface StoreAccess {
+  db: Db;
+  write<T>(fn: () => T): T;
+}
+
 /**
  * The accept's record: `completed` → `accepted` with its commit and branch. Null when the task is no
  * longer `completed` (already accepted: nothing to do; changed otherwise: not ours to move).
  */
-export function markAccepted(engine: Engine, j: AcceptJournal, note = ''): Task | null {
+export function markAccepted(engine: StoreAccess, j: AcceptJournal, note = ''): Task | null {
   return engine.write(() => {
     const task = getTask(engine.db, j.task);
     if (task?.status !== 'completed') return null;

@@ -1,9 +1,8 @@
 import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
-import { hostname } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { signalsArrived } from '../core/signal-hold.js';
-import type { Engine } from '../engine.js';
-import { isSameProcess, processStartTime, sleep } from '../runner/process.js';
+import { isProcessGone, processIdentity } from './repo-lock.js';
 
 /**
  * The journal of an accept in progress: one file per task under `<home>/accepts/`, written and synced to
@@ -48,12 +47,13 @@ export interface AcceptJournal {
 /** Journals this process is carrying out right now (an accept, or a recovery that adopted one). */
 const active = new Set<string>();
 
-export function journalDir(engine: Engine): string {
-  return join(engine.home.root, 'accepts');
+/** Where the journals of the home at `home` (its root folder) live. */
+export function journalDir(home: string): string {
+  return join(home, 'accepts');
 }
 
-function journalPath(engine: Engine, task: string): string {
-  return join(journalDir(engine), `${task}.json`);
+function journalPath(home: string, task: string): string {
+  return join(journalDir(home), `${task}.json`);
 }
 
 /** Write the file and its directory entry to disk before returning: a power cut keeps it or the previous one. */
@@ -84,35 +84,35 @@ function syncDir(dir: string): void {
 }
 
 /** Record an accept about to start (this process its owner), durably, before the repository is touched. */
-export function openJournal(engine: Engine, j: Omit<AcceptJournal, 'version' | 'step' | 'pid' | 'start' | 'host' | 'at'>): AcceptJournal {
-  mkdirSync(journalDir(engine), { recursive: true, mode: 0o700 });
+export function openJournal(home: string, j: Omit<AcceptJournal, 'version' | 'step' | 'pid' | 'start' | 'host' | 'at'>): AcceptJournal {
+  mkdirSync(journalDir(home), { recursive: true, mode: 0o700 });
   const full: AcceptJournal = { version: 1, ...j, step: 'journaled', ...owner() };
   active.add(j.task);
-  writeDurably(journalPath(engine, j.task), JSON.stringify(full));
+  writeDurably(journalPath(home, j.task), JSON.stringify(full));
   return full;
 }
 
 function owner(): Pick<AcceptJournal, 'pid' | 'start' | 'host' | 'at'> {
-  return { pid: process.pid, start: processStartTime(process.pid), host: hostname(), at: Date.now() };
+  return { ...processIdentity(), at: Date.now() };
 }
 
 /** Record that `step` is reached. */
-export function advanceJournal(engine: Engine, j: AcceptJournal, step: AcceptStep): void {
+export function advanceJournal(home: string, j: AcceptJournal, step: AcceptStep): void {
   j.step = step;
-  writeDurably(journalPath(engine, j.task), JSON.stringify(j));
+  writeDurably(journalPath(home, j.task), JSON.stringify(j));
 }
 
 /** Take over an interrupted accept's journal (the caller holds the repository lock). */
-export function adoptJournal(engine: Engine, j: AcceptJournal): void {
+export function adoptJournal(home: string, j: AcceptJournal): void {
   Object.assign(j, owner());
   active.add(j.task);
-  writeDurably(journalPath(engine, j.task), JSON.stringify(j));
+  writeDurably(journalPath(home, j.task), JSON.stringify(j));
 }
 
 /** The accept is over (done or undone): forget it. */
-export function closeJournal(engine: Engine, task: string): void {
-  rmSync(journalPath(engine, task), { force: true });
-  syncDir(journalDir(engine));
+export function closeJournal(home: string, task: string): void {
+  rmSync(journalPath(home, task), { force: true });
+  syncDir(journalDir(home));
   active.delete(task);
 }
 
@@ -121,9 +121,9 @@ export function leaveJournal(task: string): void {
   active.delete(task);
 }
 
-export function readJournal(engine: Engine, task: string): AcceptJournal | null {
+export function readJournal(home: string, task: string): AcceptJournal | null {
   try {
-    const j = JSON.parse(readFileSync(journalPath(engine, task), 'utf8')) as AcceptJournal;
+    const j = JSON.parse(readFileSync(journalPath(home, task), 'utf8')) as AcceptJournal;
     return j.version === 1 && j.task === task ? j : null;
   } catch {
     return null;
@@ -131,17 +131,17 @@ export function readJournal(engine: Engine, task: string): AcceptJournal | null 
 }
 
 /** Journals whose accept nobody is carrying out: their process ended (or is this one, no longer at it). */
-export function interruptedJournals(engine: Engine): AcceptJournal[] {
+export function interruptedJournals(home: string): AcceptJournal[] {
   let names: string[];
   try {
-    names = readdirSync(journalDir(engine));
+    names = readdirSync(journalDir(home));
   } catch {
     return [];
   }
   const found: AcceptJournal[] = [];
   for (const name of names) {
     if (!name.endsWith('.json')) continue;
-    const j = readJournal(engine, name.slice(0, -5));
+    const j = readJournal(home, name.slice(0, -5));
     if (j && isInterrupted(j)) found.push(j);
   }
   return found;
@@ -149,8 +149,7 @@ export function interruptedJournals(engine: Engine): AcceptJournal[] {
 
 export function isInterrupted(j: AcceptJournal): boolean {
   if (j.pid === process.pid) return !active.has(j.task);
-  if (j.host !== hostname()) return false; // another machine's process: never guess
-  return !isSameProcess(j.pid, j.start);
+  return isProcessGone(j);
 }
 
 /**

@@ -1,6 +1,5 @@
 import { existsSync } from 'node:fs';
 import { withSignalsHeld } from '../core/signal-hold.js';
-import type { Engine } from '../engine.js';
 import { appendEvent } from '../store/events.js';
 import { getTask } from '../store/tasks.js';
 import { currentBranch, isAncestor, markAccepted, splitTouched, syncTouched } from './accept-apply.js';
@@ -28,6 +27,9 @@ import { removeWorktree } from './worktree.js';
  * (the lock busy, git failing) is tried again by a later command.
  */
 
+/** The open home, as the steps below need it (what removing a worktree takes). */
+type Engine = Parameters<typeof removeWorktree>[0];
+
 export type RecoveryOutcome = 'finished' | 'undone' | 'abandoned';
 
 export interface Recovery {
@@ -42,7 +44,7 @@ const retryAfter = new Map<string, number>();
 
 /** Settle every interrupted accept of this home (or of one repository); returns what was settled. */
 export async function recoverInterruptedAccepts(engine: Engine, only?: { repo: string }): Promise<Recovery[]> {
-  const found = interruptedJournals(engine).filter((j) => !only || j.repo === only.repo);
+  const found = interruptedJournals(engine.home.root).filter((j) => !only || j.repo === only.repo);
   const done: Recovery[] = [];
   for (const j of found) {
     if ((retryAfter.get(j.task) ?? 0) > Date.now()) continue;
@@ -61,7 +63,7 @@ export async function recoverInterruptedAccepts(engine: Engine, only?: { repo: s
 async function recoverOne(engine: Engine, found: AcceptJournal): Promise<Recovery | null> {
   if (!existsSync(found.repo)) {
     record(engine, found, 'abandoned', [], `its repository ${found.repo} is gone`);
-    closeJournal(engine, found.task);
+    closeJournal(engine.home.root, found.task);
     return { task: found.task, outcome: 'abandoned', leftAlone: [] };
   }
   const settled = await withRepoLock(
@@ -69,9 +71,9 @@ async function recoverOne(engine: Engine, found: AcceptJournal): Promise<Recover
     `recover the interrupted accept of ${found.task}`,
     async () => {
       // Re-read under the lock: another process may have settled or adopted it meanwhile.
-      const j = readJournal(engine, found.task);
+      const j = readJournal(engine.home.root, found.task);
       if (!j || !isInterrupted(j)) return null;
-      adoptJournal(engine, j);
+      adoptJournal(engine.home.root, j);
       return { j, ...(await settle(engine, j)) };
     },
     { timeoutMs: 5_000 },
@@ -82,7 +84,7 @@ async function recoverOne(engine: Engine, found: AcceptJournal): Promise<Recover
     const alloc = getAllocation(engine.db, j.task);
     if (alloc && alloc.state !== 'released') await removeWorktree(engine, alloc, { reason: 'accepted', deleteBranch: false, snapshot: false });
   }
-  closeJournal(engine, j.task);
+  closeJournal(engine.home.root, j.task);
   return { task: j.task, outcome, leftAlone };
 }
 

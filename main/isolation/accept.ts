@@ -182,7 +182,7 @@ export async function acceptTask(engine: Engine, id: string, opts: AcceptOptions
     // next command), and a Ctrl-C or SIGTERM waits until the accept has settled.
     releaseSignals = holdSignals();
     const existed = (await branchTip(repo, target)) !== null;
-    const journal = openJournal(engine, {
+    const journal = openJournal(engine.home.root, {
       task: id,
       repo,
       branch: target,
@@ -202,11 +202,11 @@ export async function acceptTask(engine: Engine, id: string, opts: AcceptOptions
     if (fresh && fresh.state !== 'released')
       await removeWorktree(engine, fresh, { reason: 'accepted', deleteBranch: false, snapshot: false });
     if (outcome.journal) {
-      advanceJournal(engine, outcome.journal, 'cleaned');
+      advanceJournal(engine.home.root, outcome.journal, 'cleaned');
       await pauseForTest('cleaned');
     }
   } finally {
-    if (outcome.journal) closeJournal(engine, id);
+    if (outcome.journal) closeJournal(engine.home.root, id);
     releaseSignals?.();
   }
   return { task: outcome.accepted, commit: outcome.commit, branch: outcome.target, files: outcome.files };
@@ -234,30 +234,30 @@ async function applyJournaled(engine: Engine, j: AcceptJournal): Promise<Task> {
     await pauseForTest('journaled');
     if (!(await moveRef(repo, target, j.oldTip, j.newCommit, `lightworker: accept ${id}`))) {
       settled = true;
-      closeJournal(engine, id);
+      closeJournal(engine.home.root, id);
       throw new AppError('conflict', `branch ${target} changed while accepting ${id}; nothing was applied, try again`);
     }
-    advanceJournal(engine, j, 'ref');
+    advanceJournal(engine.home.root, j, 'ref');
     await pauseForTest('ref');
     if (j.onCheckout && j.files.length) {
       try {
         await syncCheckout(repo, j.newCommit, j.files);
       } catch (err) {
         // Put the branch and the (clean before) touched paths back as they were, then report.
-        advanceJournal(engine, j, 'undoing');
+        advanceJournal(engine.home.root, j, 'undoing');
         if (!(await moveRef(repo, target, j.newCommit, j.oldTip, `lightworker: undo accept ${id}`))) throw err;
         await syncCheckout(repo, j.parent, j.files);
         settled = true;
-        closeJournal(engine, id);
+        closeJournal(engine.home.root, id);
         throw new AppError('git_failed', `accepting ${id} could not update the checkout, so it was undone: ${(err as Error).message}`);
       }
     }
-    advanceJournal(engine, j, 'checkout');
+    advanceJournal(engine.home.root, j, 'checkout');
     await pauseForTest('checkout');
     // Still under the lock, so a second accept waiting for it sees `accepted` and applies nothing.
     const accepted = markAccepted(engine, j);
     if (!accepted) throw new AppError('conflict', `task ${id} changed while being accepted; its commit ${j.newCommit.slice(0, 12)} is on ${target}`);
-    advanceJournal(engine, j, 'marked');
+    advanceJournal(engine.home.root, j, 'marked');
     await pauseForTest('marked');
     settled = true;
     return accepted;
