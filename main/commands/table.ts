@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { AppError } from '../core/errors.js';
 import type { Engine } from '../engine.js';
+import { recoverInterruptedAccepts } from '../isolation/accept-recover.js';
 import { resolveTaskRefs } from './task-ids.js';
 
 /** Which face a call came through. Approvals and accepts from 'mcp' need approvals.allow_mcp. */
@@ -52,6 +53,9 @@ export async function runCommand(table: ReadonlyMap<string, CommandDef>, ctx: Co
   if (!cmd) throw new AppError('not_found', `unknown command "${name}"`, { field: 'command' });
   const parsed = cmd.input.safeParse(resolveTaskRefs(ctx.engine.db, raw ?? {}));
   if (!parsed.success) throw inputError(parsed.error, name);
+  // An accept interrupted by a crash is finished or undone by the next command, before it looks at anything
+  // (one directory read when there is none).
+  await recoverInterruptedAccepts(ctx.engine);
   return await cmd.handler(ctx, parsed.data);
 }
 

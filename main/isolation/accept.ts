@@ -13,6 +13,10 @@ import { authorEnv, branchTip, commitAuthor } from './branches.js';
 import { commonGitDir, git, gitTry, splitZ } from './git-exec.js';
 import { copyBack } from './copy.js';
 import { withLockFile, withRepoLock } from './repo-lock.js';
+import { currentBranch, markAccepted, moveRef, syncCheckout } from './accept-apply.js';
+import { advanceJournal, closeJournal, leaveJournal, openJournal, pauseForTest, type AcceptJournal } from './accept-journal.js';
+import { recoverInterruptedAccepts } from './accept-recover.js';
+import { holdSignals } from '../core/signal-hold.js';
 import { statusEntries } from './source-status.js';
 import { verifiedOutcome } from './verify.js';
 import { removeWorktree } from './worktree.js';
@@ -65,12 +69,6 @@ function checkAcceptable(engine: Engine, task: Task, alloc: Allocation | null, o
     );
 }
 
-/** The branch checked out in the source checkout, or null when HEAD is detached. */
-async function currentBranch(repo: string): Promise<string | null> {
-  const r = await gitTry(repo, ['symbolic-ref', '--quiet', '--short', 'HEAD']);
-  return r.exitCode === 0 ? r.stdout.trim() : null;
-}
-
 /** Worktrees (other than `repo`) where `branch` is checked out. */
 async function checkedOutElsewhere(repo: string, branch: string): Promise<string[]> {
   const out = await git(repo, ['worktree', 'list', '--porcelain', '-z'], { raw: true });
@@ -118,19 +116,6 @@ async function buildCommit(repo: string, task: Task, alloc: Allocation, targetTi
 }
 
 /**
- * Bring the touched files of the checkout and its index to `commit` (they were clean before). Files the
- * commit does not have are removed.
- */
-async function syncCheckout(repo: string, commit: string, files: string[]): Promise<void> {
-  const tree = new Set(splitZ(await git(repo, ['ls-tree', '-r', '--name-only', '-z', commit], { raw: true })));
-  const present = files.filter((f) => tree.has(f));
-  const gone = files.filter((f) => !tree.has(f));
-  if (present.length) await git(repo, ['checkout', '--pathspec-from-file=-', '--pathspec-file-nul', commit], { input: present.join('\0') });
-  if (gone.length)
-    await git(repo, ['rm', '-q', '-f', '--ignore-unmatch', '--pathspec-from-file=-', '--pathspec-file-nul'], { input: gone.join('\0') });
-}
-
-/**
  * Apply a verified task's work onto the source repository as one commit — on the checked-out branch, or
  * squashed onto `opts.branch` — under the repository lock. Refuses with `conflict`, changing nothing,
  * when a touched file has uncommitted changes in the source checkout or the changes do not apply. Then
@@ -142,7 +127,9 @@ export async function acceptTask(engine: Engine, id: string, opts: AcceptOptions
   checkAcceptable(engine, task, alloc, opts);
   if (alloc.copyOf) return acceptCopy(engine, task, alloc, alloc.copyOf, opts);
   const repo = alloc.repo;
-  const outcome = await withRepoLock(repo, `accept ${id}`, async () => {
+  await recoverInterruptedAccepts(engine, { repo });
+  let releaseSignals: (() => void) | undefined;
+  const outcome = await lockedAccept(repo, `accept ${id}`, async () => {
     // Re-read under the lock: a concurrent accept of the same task must not apply it twice.
     if (requireTask(engine.db, id).status !== 'completed') throw new AppError('conflict', `task ${id} was accepted or changed meanwhile`);
     const tip = await branchTip(repo, alloc.branch);
@@ -178,38 +165,106 @@ export async function acceptTask(engine: Engine, id: string, opts: AcceptOptions
       }
     }
     const commit = await buildCommit(repo, task, alloc, targetTip, target, engine.config.git.author);
-    if (commit) {
-      const existed = (await branchTip(repo, target)) !== null;
-      const cas = existed ? targetTip : '0'.repeat(40);
-      const upd = await gitTry(repo, ['update-ref', '-m', `lightworker: accept ${id}`, `refs/heads/${target}`, commit, cas]);
-      if (upd.exitCode !== 0)
-        throw new AppError('conflict', `branch ${target} changed while accepting ${id}; nothing was applied, try again`);
-      if (onCheckout && files.length) {
-        try {
-          await syncCheckout(repo, commit, files);
-        } catch (err) {
-          // Put the branch and the (clean) touched files back as they were, then report.
-          await gitTry(repo, ['update-ref', '-m', `lightworker: undo accept ${id}`, `refs/heads/${target}`, targetTip, commit]);
-          await syncCheckout(repo, targetTip, files).catch(() => undefined);
-          throw new AppError('git_failed', `accepting ${id} could not update the checkout, so it was undone: ${(err as Error).message}`);
-        }
+    const unverified = task.verify.length === 0;
+    if (!commit) {
+      // Nothing to apply: only the record changes.
+      const accepted = engine.write(() => {
+        const t = transition(engine.db, id, 'completed', 'accepted', {
+          reason: `accepted by ${opts.by} (no changes)`,
+          event: { commit: null, branch: target, unverified },
+        });
+        appendEvent(engine.db, id, 'task.accepted', { commit: null, branch: target, files: files.slice(0, 200), by: opts.by });
+        return t;
+      });
+      return { commit, target, files, accepted, journal: null };
+    }
+    // From here the user's repository changes: journaled first (a crash is then finished or undone by the
+    // next command), and a Ctrl-C or SIGTERM waits until the accept has settled.
+    releaseSignals = holdSignals();
+    const existed = (await branchTip(repo, target)) !== null;
+    const journal = openJournal(engine.home.root, {
+      task: id,
+      repo,
+      branch: target,
+      onCheckout,
+      oldTip: existed ? targetTip : null,
+      parent: targetTip,
+      newCommit: commit,
+      files,
+      by: opts.by,
+      unverified,
+    });
+    const accepted = await applyJournaled(engine, journal);
+    return { commit, target, files, accepted, journal };
+  }, () => releaseSignals);
+  try {
+    const fresh = getAllocation(engine.db, id);
+    if (fresh && fresh.state !== 'released')
+      await removeWorktree(engine, fresh, { reason: 'accepted', deleteBranch: false, snapshot: false });
+    if (outcome.journal) {
+      advanceJournal(engine.home.root, outcome.journal, 'cleaned');
+      await pauseForTest('cleaned');
+    }
+  } finally {
+    if (outcome.journal) closeJournal(engine.home.root, id);
+    releaseSignals?.();
+  }
+  return { task: outcome.accepted, commit: outcome.commit, branch: outcome.target, files: outcome.files };
+}
+
+/** The repository lock around an accept; a failure gives held signals back too. */
+async function lockedAccept<T>(repo: string, what: string, fn: () => Promise<T>, release: () => (() => void) | undefined): Promise<T> {
+  try {
+    return await withRepoLock(repo, what, fn);
+  } catch (err) {
+    release()?.();
+    throw err;
+  }
+}
+
+/**
+ * The journaled steps, in the order that keeps every crash point recoverable: the ref (compare-and-set),
+ * the touched paths of the checkout, the task's record. A failed checkout step puts the ref and the paths
+ * back. Each step is written to the journal when done; the journal stays while the task is not settled.
+ */
+async function applyJournaled(engine: Engine, j: AcceptJournal): Promise<Task> {
+  const { repo, task: id, branch: target } = j;
+  let settled = false;
+  try {
+    await pauseForTest('journaled');
+    if (!(await moveRef(repo, target, j.oldTip, j.newCommit, `lightworker: accept ${id}`))) {
+      settled = true;
+      closeJournal(engine.home.root, id);
+      throw new AppError('conflict', `branch ${target} changed while accepting ${id}; nothing was applied, try again`);
+    }
+    advanceJournal(engine.home.root, j, 'ref');
+    await pauseForTest('ref');
+    if (j.onCheckout && j.files.length) {
+      try {
+        await syncCheckout(repo, j.newCommit, j.files);
+      } catch (err) {
+        // Put the branch and the (clean before) touched paths back as they were, then report.
+        advanceJournal(engine.home.root, j, 'undoing');
+        if (!(await moveRef(repo, target, j.newCommit, j.oldTip, `lightworker: undo accept ${id}`))) throw err;
+        await syncCheckout(repo, j.parent, j.files);
+        settled = true;
+        closeJournal(engine.home.root, id);
+        throw new AppError('git_failed', `accepting ${id} could not update the checkout, so it was undone: ${(err as Error).message}`);
       }
     }
+    advanceJournal(engine.home.root, j, 'checkout');
+    await pauseForTest('checkout');
     // Still under the lock, so a second accept waiting for it sees `accepted` and applies nothing.
-    const accepted = engine.write(() => {
-      const t = transition(engine.db, id, 'completed', 'accepted', {
-        reason: `accepted by ${opts.by}${commit ? ` as ${commit.slice(0, 12)} on ${target}` : ' (no changes)'}`,
-        event: { commit, branch: target, unverified: task.verify.length === 0 },
-      });
-      appendEvent(engine.db, id, 'task.accepted', { commit, branch: target, files: files.slice(0, 200), by: opts.by });
-      return t;
-    });
-    return { commit, target, files, accepted };
-  });
-  const fresh = getAllocation(engine.db, id);
-  if (fresh && fresh.state !== 'released')
-    await removeWorktree(engine, fresh, { reason: 'accepted', deleteBranch: false, snapshot: false });
-  return { task: outcome.accepted, commit: outcome.commit, branch: outcome.target, files: outcome.files };
+    const accepted = markAccepted(engine, j);
+    if (!accepted) throw new AppError('conflict', `task ${id} changed while being accepted; its commit ${j.newCommit.slice(0, 12)} is on ${target}`);
+    advanceJournal(engine.home.root, j, 'marked');
+    await pauseForTest('marked');
+    settled = true;
+    return accepted;
+  } finally {
+    // Not settled: the journal stays for the recovery (the next command), which finishes or undoes it.
+    if (!settled) leaveJournal(id);
+  }
 }
 
 /**

@@ -15,6 +15,8 @@ export interface GitOptions {
   input?: string | Buffer;
   /** Keep trailing whitespace/newlines of stdout (diffs, -z output). */
   raw?: boolean;
+  /** Own process group: a Ctrl-C at the terminal (sent to the whole foreground group) does not stop it midway. */
+  detached?: boolean;
 }
 
 /** The environment every git call starts from: no inherited repository overrides, no prompts. */
@@ -41,7 +43,7 @@ const MAX_OUTPUT = 256 * 1024 * 1024;
 export function gitTry(cwd: string, args: string[], opts: GitOptions = {}): Promise<GitResult> {
   return new Promise((resolve, reject) => {
     const fail = (why: string) => reject(new AppError('git_failed', `git ${args[0]} could not run in ${cwd}: ${why}`));
-    const { child } = spawnProcess({ command: 'git', args, cwd, env: gitEnv(opts.env), detached: false, stdin: opts.input !== undefined, identity: false });
+    const { child } = spawnProcess({ command: 'git', args, cwd, env: gitEnv(opts.env), detached: opts.detached ?? false, stdin: opts.input !== undefined, identity: false });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     let size = 0;

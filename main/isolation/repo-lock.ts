@@ -172,6 +172,17 @@ function sweepOwnerFiles(path: string): void {
   }
 }
 
+/** Who this process is, as lock owners and other records of a process at work name it. */
+export function processIdentity(): { pid: number; start: string | null; host: string } {
+  if (ownStart === undefined) ownStart = processStartTime(process.pid);
+  return { pid: process.pid, start: ownStart, host: hostname() };
+}
+
+/** The process a record names has ended (on this host; another machine's is never judged gone). */
+export function isProcessGone(o: { pid: number; start: string | null; host: string }): boolean {
+  return o.host === hostname() && !isSameProcess(o.pid, o.start);
+}
+
 function sameInode(a: string, b: string): boolean {
   try {
     return lstatSync(a).ino === lstatSync(b).ino;

@@ -48,7 +48,8 @@ export function planSnapshotSweep(engine: Engine, opts: { ttlHours?: number; now
     const entries = safeList(dir);
     for (const e of entries) {
       const p = join(dir, e);
-      if (e === 'store.git' || known.has(p)) continue;
+      // The store, its lock and a store being built (snapshot.ts) are not snapshots.
+      if (e.startsWith('store.') || known.has(p)) continue;
       plans.push({ path: p, reason: 'orphan snapshot folder (no record)', run: () => void (recorded(p) || rmSync(p, { recursive: true, force: true })) });
     }
     const live = rows.some((r) => r.path.startsWith(dir + sep) && !gone.has(r.path));

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import { copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
-import { join, sep } from 'node:path';
+import { copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { dirname, join, sep } from 'node:path';
 import { newId, newToken } from '../core/ids.js';
 import type { Engine } from '../engine.js';
 import { processStartTime } from '../runner/process.js';
@@ -18,6 +18,7 @@ import {
 } from './allocations.js';
 import { commonGitDir, git, gitTry, splitZ } from './git-exec.js';
 import { checkContainment } from './guards.js';
+import { withLockFile } from './repo-lock.js';
 
 /**
  * Read-only snapshots: where a plan/explore/review task runs when its worker has no enforced read-only
@@ -78,19 +79,39 @@ async function ownGitDir(repo: string): Promise<string> {
   return dir;
 }
 
-/** The bare store of `repo`'s snapshots: its objects borrow the source's (alternates); its excludes are the source's. */
+/**
+ * The bare store of `repo`'s snapshots: its objects borrow the source's (alternates); its excludes are the source's.
+ *
+ * The first read-only tasks of a fresh home all arrive here at once (several runners, several slots): the
+ * store is built under a lock file beside it, in a scratch folder renamed into place when complete, so no
+ * task sees a half-made store (HEAD before config) and none fails on another's `git init` or config lock.
+ */
 async function ensureStore(engine: Engine, repo: string): Promise<string> {
   const store = storeOf(engine, repo);
   const common = await commonGitDir(repo);
   if (!existsSync(join(store, 'HEAD'))) {
-    mkdirSync(store, { recursive: true });
-    await git(store, ['init', '-q', '--bare', store]);
-    // How the source's files become blobs (line endings, modes, links, case) must match the source's.
-    const own = await gitTry(repo, ['config', '--local', '--get-regexp', '^core\\.(autocrlf|eol|safecrlf|filemode|symlinks|ignorecase|precomposeunicode)$']);
-    for (const line of own.stdout.split('\n').filter(Boolean)) {
-      const [key, ...value] = line.split(' ');
-      await git(store, ['config', '--file', join(store, 'config'), key, value.join(' ')]);
-    }
+    const parent = dirname(store);
+    mkdirSync(parent, { recursive: true });
+    await withLockFile(join(parent, 'store.lock'), `create the snapshot store of ${repo}`, async () => {
+      if (existsSync(join(store, 'HEAD'))) return;
+      // A folder without HEAD is what a crash inside an older, unlocked creation left; a scratch folder, what a
+      // builder killed before its rename left (builders hold this lock, so none is at work): start again.
+      rmSync(store, { recursive: true, force: true });
+      for (const e of readdirSync(parent)) if (e.startsWith('store.git.new-')) rmSync(join(parent, e), { recursive: true, force: true });
+      const scratch = `${store}.new-${newToken(6)}`;
+      try {
+        await git(parent, ['init', '-q', '--bare', scratch]);
+        // How the source's files become blobs (line endings, modes, links, case) must match the source's.
+        const own = await gitTry(repo, ['config', '--local', '--get-regexp', '^core\\.(autocrlf|eol|safecrlf|filemode|symlinks|ignorecase|precomposeunicode)$']);
+        for (const line of own.stdout.split('\n').filter(Boolean)) {
+          const [key, ...value] = line.split(' ');
+          await git(scratch, ['config', '--file', join(scratch, 'config'), key, value.join(' ')]);
+        }
+        renameSync(scratch, store);
+      } finally {
+        rmSync(scratch, { recursive: true, force: true });
+      }
+    });
   }
   writeIfChanged(join(store, 'objects', 'info', 'alternates'), `${join(common, 'objects')}\n`);
   const exclude = join(common, 'info', 'exclude');
@@ -98,14 +119,21 @@ async function ensureStore(engine: Engine, repo: string): Promise<string> {
   return store;
 }
 
+/** Write `path` when its text differs, by rename: a git call reading it meanwhile sees the old text or the new, never an empty file. */
 function writeIfChanged(path: string, text: string): void {
   try {
     if (readFileSync(path, 'utf8') === text) return;
   } catch {
     // absent
   }
-  mkdirSync(join(path, '..'), { recursive: true });
-  writeFileSync(path, text);
+  mkdirSync(dirname(path), { recursive: true });
+  const tmp = `${path}.${process.pid}-${newToken(6)}`;
+  try {
+    writeFileSync(tmp, text);
+    renameSync(tmp, path);
+  } finally {
+    rmSync(tmp, { force: true });
+  }
 }
 
 /** The source's state as one commit: its id, and the commit object's text when it is not HEAD itself. */

@@ -14,6 +14,7 @@ const FLAGS: Record<string, keyof typeof DEFAULTS> = {
   '--schedulers': 'schedulers',
   '--mcp': 'mcp',
   '--http': 'http',
+  '--accept-kills': 'acceptKills',
   '--seed': 'seed',
   '--task-timeout': 'taskTimeoutS',
 };
@@ -40,7 +41,7 @@ function parseArgs(argv: string[]): { options: Omit<ChaosOptions, 'log'>; out: s
 }
 
 function commandLine(o: Omit<ChaosOptions, 'log'>): string {
-  return `npm run chaos -- --kills ${o.kills} --leaders ${o.leaders} --schedulers ${o.schedulers} --mcp ${o.mcp} --http ${o.http} --seed ${o.seed} --task-timeout ${o.taskTimeoutS}`;
+  return `npm run chaos -- --kills ${o.kills} --leaders ${o.leaders} --schedulers ${o.schedulers} --mcp ${o.mcp} --http ${o.http} --accept-kills ${o.acceptKills} --seed ${o.seed} --task-timeout ${o.taskTimeoutS}`;
 }
 
 function renderDoc(r: ChaosReport): string {
@@ -80,6 +81,11 @@ Bold figures must be 0; the command exits non-zero otherwise.
   a (secret, place) pair where the value or any 12-character piece of it appears in a text column of the database,
   a file under the home, or the output of \`show --json\`, \`events --json\`, \`tasks --json\`, MCP \`get_task\` or
   HTTP \`get_task\`.
+- **Half-applied accepts**: ${r.options.acceptKills} \`lightworker accept\` processes, each paused at a step chosen by the
+  seed (journal written, ref moved, half the checkout written, checkout written, task marked, worktree removed — the
+  accept's \`LIGHTWORKER_TEST_ACCEPT_PAUSE\` test hook) and killed there with SIGKILL or a Ctrl-C to its process
+  group; then the next command runs. Counted: rounds where the branch, the index, the working tree and the task's
+  status disagree (anything but fully accepted, or untouched with a second accept that works).
 
 ## Notes from this run
 

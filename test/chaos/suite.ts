@@ -1,5 +1,6 @@
 // The chaos suite as one function: every scenario in turn, each in its own temp home, and the figures
 // as a table. `npm run chaos` (run.ts) and the reduced run inside `npm test` both call runChaos.
+import { runAcceptKills, type AcceptKillFigures } from './accept-kills.js';
 import { runCompete, type CompeteFigures } from './compete.js';
 import { runHttpFuzz, type HttpFuzzFigures } from './http-fuzz.js';
 import { runKills, type KillFigures } from './kills.js';
@@ -15,6 +16,8 @@ export interface ChaosOptions {
   schedulers: number;
   mcp: number;
   http: number;
+  /** Accepts killed at an aimed step. */
+  acceptKills: number;
   seed: number;
   /** Hard timeout of each kill-scenario task, seconds. */
   taskTimeoutS: number;
@@ -28,12 +31,13 @@ export interface ChaosReport {
   mcp: McpFuzzFigures;
   http: HttpFuzzFigures;
   secrets: SecretFigures;
+  accepts: AcceptKillFigures;
   /** The figures that must be zero, by name. */
   failures: Record<string, number>;
   durationS: number;
 }
 
-export const DEFAULTS: Omit<ChaosOptions, 'log'> = { kills: 100, leaders: 2, schedulers: 4, mcp: 10_000, http: 2000, seed: 1, taskTimeoutS: 30 };
+export const DEFAULTS: Omit<ChaosOptions, 'log'> = { kills: 100, leaders: 2, schedulers: 4, mcp: 10_000, http: 2000, acceptKills: 24, seed: 1, taskTimeoutS: 30 };
 
 /** Run every scenario and collect the figures; never throws for a bad figure (only for a broken harness). */
 export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
@@ -48,6 +52,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   const http = await runHttpFuzz({ requests: o.http, seed: o.seed, log: o.log });
   o.log('chaos: secret corpus …');
   const secrets = await runSecrets({ seed: o.seed, log: o.log });
+  o.log(`chaos: ${o.acceptKills} accepts killed at an aimed step …`);
+  const accepts = await runAcceptKills({ kills: o.acceptKills, seed: o.seed, log: o.log });
   const failures = {
     'double runs': kills.doubleRuns + compete.doubleRuns,
     'lost tasks': kills.lostTasks + compete.lostTasks,
@@ -63,9 +69,10 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     'HTTP reads served without auth': http.unauthorizedReads,
     'HTTP token handed out without auth': http.tokenDisclosures,
     leaks: secrets.leaks,
+    'half-applied accepts': accepts.halfApplied + accepts.reacceptFailures,
   };
   const { log: _log, ...options } = o;
-  return { options, kills, compete, mcp, http, secrets, failures, durationS: Math.round((Date.now() - started) / 1000) };
+  return { options, kills, compete, mcp, http, secrets, accepts, failures, durationS: Math.round((Date.now() - started) / 1000) };
 }
 
 /** The figures as a Markdown table. */
@@ -95,6 +102,8 @@ export function renderTable(r: ChaosReport): string {
     ['**HTTP console token handed out without auth**', r.failures['HTTP token handed out without auth']],
     ['secret corpus', `${r.secrets.secrets} secrets, ${r.secrets.tasks} tasks; context pack with a credential ${r.secrets.contextPackRefused ? 'refused' : 'ACCEPTED'}`],
     ['**leaks** (secret × place)', r.failures.leaks],
+    ['accepts killed at an aimed step', `${r.accepts.kills} (${r.accepts.sigkills} SIGKILL, ${r.accepts.sigints} Ctrl-C); ${r.accepts.finished} finished, ${r.accepts.undone} undone and accepted again`],
+    ['**half-applied accepts**', r.failures['half-applied accepts']],
   ];
   return ['| figure | value |', '|---|---|', ...rows.map(([k, v]) => `| ${k} | ${v} |`)].join('\n');
 }
@@ -108,6 +117,7 @@ export function renderNotes(r: ChaosReport): string[] {
     ...tag('mcp', r.mcp.notes),
     ...tag('http', r.http.notes),
     ...tag('secrets', r.secrets.notes),
+    ...tag('accepts', r.accepts.notes),
     ...Object.entries(r.secrets.byLabel).map(([label, n]) => `- secrets: ${label} leaked in ${n} places`),
   ];
 }
