@@ -8,6 +8,7 @@ import { getAllocation, setHeadCommit } from './allocations.js';
 import { commitAll, commitAuthor } from './branches.js';
 import { git, gitTry, splitZ } from './git-exec.js';
 import { matchAny } from './globs.js';
+import { isPrivateRepo, sealPrivateRepo } from './private-repo.js';
 import { isInside } from './guards.js';
 import { withRepoLock } from './repo-lock.js';
 import { attributeSourceChanges } from './attribution.js';
@@ -22,6 +23,8 @@ export interface InspectInput {
   /** The source checkout before the run; null for a copy of a plain folder (no checkout to watch). */
   source: SourceSnapshot | null;
   copied: string[];
+  /** The worktree is a private repository (its `.git` a folder of its own, written back before LightWorker's git there). */
+  privateRepo?: boolean;
 }
 
 /** Changed files that break the task's boundary, each with the reason in the text. */
@@ -64,8 +67,11 @@ export interface Inspection {
  * anything that changed in the source checkout during the run.
  */
 export async function inspectWorktree(engine: Engine, task: Task, input: InspectInput, later: (write: () => void) => void = (w) => engine.write(w)): Promise<Inspection> {
+  if (input.privateRepo && !isPrivateRepo(input.worktree)) return replacedGitDir(engine, task, input, later);
   const head = await withRepoLock(input.repo, `commit the work of ${task.id}`, async () => {
     const author = await commitAuthor(input.repo, engine.config.git.author);
+    // What the worker set in its repository's config, hooks or git dir must not run in LightWorker's commands.
+    if (input.privateRepo) await sealPrivateRepo(input.repo, input.worktree, author);
     await commitAll(input.worktree, `lightworker: ${redactText(task.name)} (${task.id}, attempt ${task.attempt})`, input.copied, author);
     return git(input.worktree, ['rev-parse', 'HEAD']);
   });
@@ -96,6 +102,19 @@ export async function inspectWorktree(engine: Engine, task: Task, input: Inspect
     });
   });
   return { head, changedFiles, violations, diffArtifact, diffBytes: Buffer.byteLength(patch) };
+}
+
+/**
+ * The worker replaced its private repository's `.git` (by a link or a `gitdir:` file, e.g. to the user's
+ * git dir): LightWorker runs no git there; the task has no commit and breaks its boundary.
+ */
+function replacedGitDir(engine: Engine, task: Task, input: InspectInput, later: (write: () => void) => void): Inspection {
+  const violations = [`${join(input.worktree, '.git')} (the worker replaced the task repository's git dir; nothing there was committed)`];
+  const diffArtifact = join(engine.home.artifacts, task.id, `diff-${task.attempt}.patch`);
+  mkdirSync(dirname(diffArtifact), { recursive: true });
+  writeFileSync(diffArtifact, '');
+  later(() => appendEvent(engine.db, task.id, 'changes.inspected', { head: input.baseCommit, changedFiles: [], changedCount: 0, violations, empty: true, diffArtifact }));
+  return { head: input.baseCommit, changedFiles: [], violations, diffArtifact, diffBytes: 0 };
 }
 
 /** Read-only kinds: only the source-checkout comparison applies. */

@@ -6,6 +6,7 @@ import { requireTask } from '../store/tasks.js';
 import { getAllocation } from './allocations.js';
 import { branchTip } from './branches.js';
 import { git, splitZ } from './git-exec.js';
+import { isPrivateRepo, privateTip, SAFE_GIT } from './private-repo.js';
 
 /** Diffs larger than this are cut, with a note (the console and MCP clients stay responsive). */
 export const DIFF_CAP_BYTES = 256 * 1024;
@@ -44,12 +45,15 @@ export async function taskDiff(engine: Engine, id: string, maxBytes = DIFF_CAP_B
   let files: string[] = [];
   let source: TaskDiff['source'] = 'none';
   let head: string | null = null;
-  if (alloc && existsSync(alloc.repo)) {
-    head = alloc.headCommit ?? (await branchTip(alloc.repo, alloc.branch));
+  // The task's commits are in its private repository until accept brings them into the user's.
+  const where = alloc && isPrivateRepo(alloc.path) ? alloc.path : alloc && existsSync(alloc.repo) ? alloc.repo : null;
+  if (alloc && where) {
+    head = alloc.headCommit ?? (where === alloc.path ? await privateTip(where, alloc.branch) : await branchTip(where, alloc.branch));
     if (head) {
       try {
-        text = await git(alloc.repo, ['diff', '--no-color', alloc.baseCommit, head], { raw: true });
-        files = splitZ(await git(alloc.repo, ['diff', '--name-only', '--no-renames', '-z', alloc.baseCommit, head], { raw: true }));
+        const args = ['diff', '--no-color', '--no-ext-diff', '--no-textconv'];
+        text = await git(where, [...SAFE_GIT, ...args, alloc.baseCommit, head], { raw: true });
+        files = splitZ(await git(where, [...SAFE_GIT, 'diff', '--name-only', '--no-renames', '-z', alloc.baseCommit, head], { raw: true }));
         source = 'branch';
       } catch {
         // the commits are gone (branch deleted and collected): fall back to the artifact

@@ -6,6 +6,7 @@ import type { Task } from '../tasks/types.js';
 import { getAllocation } from './allocations.js';
 import { LW_AUTHOR } from './branches.js';
 import { git, gitTry, splitZ } from './git-exec.js';
+import { bringCommit } from './private-repo.js';
 import { verifiedOutcome } from './verify.js';
 
 /** One file two sources changed in ways git could not combine. */
@@ -52,6 +53,9 @@ export async function integrateSources(engine: Engine, task: Task, worktree: str
   const merged: IntegrationOutcome['merged'] = [];
   const conflicts: IntegrationConflict[] = [];
   for (const { source, commit } of heads) {
+    // A source's commits live in its own private repository until it is accepted.
+    const from = getAllocation(engine.db, source);
+    await bringCommit(worktree, commit, from ? { repo: from.repo, path: from.path, branch: from.branch } : null);
     const files = splitZ(await git(worktree, ['diff', '--name-only', '--no-renames', '-z', `HEAD...${commit}`], { raw: true }));
     const r = await gitTry(worktree, [...LW_AUTHOR, 'merge', '--no-ff', '--no-edit', '-m', `lightworker: integrate ${source} into ${task.id}`, commit]);
     if (r.exitCode === 0) {

@@ -13,7 +13,8 @@ import { gitTry, splitZ } from './git-exec.js';
 import { releaseBlock } from './ports.js';
 import { withRepoLock } from './repo-lock.js';
 import { planSnapshotSweep } from './snapshot-sweep.js';
-import { removeWorktree } from './worktree.js';
+import { borrowedRepo, isPrivateRepo } from './private-repo.js';
+import { branchFor, dropFolder, removeWorktree } from './worktree.js';
 
 export interface PruneItem {
   kind: 'allocation' | 'worktree' | 'directory' | 'git-worktree' | 'branch' | 'snapshot';
@@ -63,6 +64,24 @@ function repoOfWorktreeGitDir(gitDir: string): string {
 interface Plan {
   item: PruneItem;
   run: () => Promise<void>;
+}
+
+/**
+ * A task's private repository no allocation knows: its branch is brought into the repository it borrows
+ * from when it holds work (unless `force`), then the folder goes.
+ */
+function orphanPrivateRepo(path: string, taskId: string, force: boolean): Plan {
+  const repo = borrowedRepo(path);
+  const branch = branchFor(taskId);
+  return {
+    item: { kind: 'directory', path, taskId: null, branch, reason: `orphan task repository${repo ? ` of ${repo}` : ''} (no allocation on record)`, action: 'remove' },
+    run: async () => {
+      if (!repo) return rmSync(path, { recursive: true, force: true });
+      await withRepoLock(repo, 'prune an orphan task repository', (held) =>
+        dropFolder(repo, path, branch, null, { snapshot: force ? null : 'lightworker: snapshot before pruning an orphan worktree', keepBranch: !force }, held),
+      );
+    },
+  };
 }
 
 /**
@@ -150,6 +169,10 @@ export async function pruneWorkspaces(engine: Engine, opts: PruneOptions): Promi
     try {
       if (!statSync(path).isDirectory()) continue;
     } catch {
+      continue;
+    }
+    if (isPrivateRepo(path)) {
+      plans.push(orphanPrivateRepo(path, name, opts.force));
       continue;
     }
     const gitDir = gitDirOf(path);

@@ -7,10 +7,11 @@ import { unsealTask } from '../tasks/secrets.js';
 import type { Task } from '../tasks/types.js';
 import { updateTaskFields } from '../store/tasks.js';
 import { getAllocation, markReady } from './allocations.js';
-import { branchTip } from './branches.js';
+import { branchTip, commitAuthor } from './branches.js';
 import { inspectReadOnly, inspectWorktree } from './changes.js';
 import { treeMarkerEnv } from '../runner/lifecycle.js';
-import { git, gitTry, repoRoot } from './git-exec.js';
+import { gitTry, repoRoot } from './git-exec.js';
+import { createPrivateRepo, isPrivateRepo } from './private-repo.js';
 import { allocatePorts, portEnv } from './ports.js';
 import { readSetup, runSetup } from './setup.js';
 import { readOnlySnapshot, releaseSnapshot, runsInPlace, type SnapshotLease } from './snapshot.js';
@@ -86,6 +87,8 @@ interface WorkspaceState {
   snapshot?: SnapshotLease | null;
   /** Copy isolation: the plain folder the task works on a copy of (`repo` is the copy). */
   copyOf?: string;
+  /** The execute task's worktree is a private repository (not an old-style `git worktree` kept by resume). */
+  privateRepo?: boolean;
 }
 
 function stateOf(ws: PreparedWorkspace): WorkspaceState {
@@ -185,7 +188,7 @@ export async function prepareWorkspace(engine: Engine, task: Task, signal?: Abor
   return {
     workdir: alloc.path,
     env,
-    state: { repo, source, baseCommit: plan.baseCommit, branch: plan.branch, copied: setup.copied } satisfies WorkspaceState,
+    state: { repo, source, baseCommit: plan.baseCommit, branch: plan.branch, copied: setup.copied, privateRepo: true } satisfies WorkspaceState,
   };
 }
 
@@ -216,11 +219,12 @@ async function keepWorktree(engine: Engine, task: Task, repo: string): Promise<P
     if (!(await branchTip(repo, alloc.branch))) return null;
     const plan = { repo, path: alloc.path, branch: alloc.branch, baseRef: alloc.baseRef, baseCommit: alloc.baseCommit };
     recordAllocation(engine, task, plan);
+    const tip = (await branchTip(repo, alloc.branch))!;
     await withRepoLock(repo, `re-attach the worktree of ${task.id}`, async () => {
       rmSync(alloc.path, { recursive: true, force: true });
       await gitTry(repo, ['worktree', 'prune']);
-      await git(repo, ['worktree', 'add', '--quiet', alloc.path, alloc.branch]);
     });
+    await createPrivateRepo(repo, alloc.path, alloc.branch, tip, await commitAuthor(repo, engine.config.git.author));
     engine.write(() => {
       markReady(engine.db, task.id);
       updateTaskFields(engine.db, task.id, { worktreePath: alloc.path, branch: alloc.branch });
@@ -241,7 +245,7 @@ async function keepWorktree(engine: Engine, task: Task, repo: string): Promise<P
   return {
     workdir: alloc.path,
     env: portEnv(block),
-    state: { repo, source, baseCommit: alloc.baseCommit, branch: alloc.branch, copied } satisfies WorkspaceState,
+    state: { repo, source, baseCommit: alloc.baseCommit, branch: alloc.branch, copied, privateRepo: isPrivateRepo(alloc.path) } satisfies WorkspaceState,
     kept: true,
   };
 }
@@ -275,6 +279,7 @@ export async function inspectChanges(engine: Engine, task: Task, ws: PreparedWor
     branch: st.branch ?? `lightworker/${task.id}`,
     source: st.source,
     copied: st.copied ?? [],
+    privateRepo: st.privateRepo === true,
   }, later);
   return {
     ok: r.violations.length === 0,

@@ -7,11 +7,12 @@ import { appendEvent } from '../store/events.js';
 import { updateTaskFields } from '../store/tasks.js';
 import type { Task } from '../tasks/types.js';
 import { getAllocation, insertAllocating, markReady, markReleased, type Allocation } from './allocations.js';
-import { branchTip, commitAll, isBranchContained } from './branches.js';
+import { branchTip, commitAll, commitAuthor, isBranchContained } from './branches.js';
 import { git, gitTry, resolveCommit } from './git-exec.js';
 import { checkContainment, checkDiskReserve } from './guards.js';
 import { releaseBlock } from './ports.js';
-import { withRepoLock } from './repo-lock.js';
+import { createPrivateRepo, exportBranch, isPrivateRepo, privateTip, sealPrivateRepo } from './private-repo.js';
+import { withRepoLock, type HeldLock } from './repo-lock.js';
 
 export function worktreePathFor(engine: Engine, taskId: string): string {
   return join(engine.home.worktrees, taskId);
@@ -64,13 +65,9 @@ export function recordAllocation(engine: Engine, task: Task, plan: AllocationPla
  * lock. Work is never lost: uncommitted changes are committed first, and a branch holding commits found
  * nowhere else is kept under `lightworker/<id>-attempt-<n>`.
  */
-async function clearLeftovers(engine: Engine, plan: AllocationPlan, previous: Allocation | null): Promise<void> {
+async function clearLeftovers(engine: Engine, plan: AllocationPlan, previous: Allocation | null, held: HeldLock): Promise<void> {
   const hadPath = existsSync(plan.path);
-  if (hadPath) {
-    if (existsSync(join(plan.path, '.git'))) await commitAll(plan.path, 'lightworker: snapshot of an earlier attempt').catch(() => null);
-    const r = await gitTry(plan.repo, ['worktree', 'remove', '--force', '--force', plan.path]);
-    if (r.exitCode !== 0) rmSync(plan.path, { recursive: true, force: true });
-  }
+  if (hadPath) await dropFolder(plan.repo, plan.path, plan.branch, previous?.baseCommit ?? null, { snapshot: 'lightworker: snapshot of an earlier attempt', keepBranch: true }, held);
   // The common case (a first attempt) has nothing to clear: skip the extra git calls.
   if (hadPath || previous) await gitTry(plan.repo, ['worktree', 'prune']);
   if (!(await branchTip(plan.repo, plan.branch))) return;
@@ -116,12 +113,13 @@ export async function allocateWorktree(
     const timings: AllocationTimings = { lockedMs: 0, gitAddMs: 0 };
     const t0 = performance.now();
     try {
-      await withRepoLock(plan.repo, `allocate worktree for ${task.id}`, async () => {
-        await clearLeftovers(engine, plan, previous);
-        const t1 = performance.now();
-        await git(plan.repo, ['worktree', 'add', '--quiet', '-b', plan.branch, plan.path, plan.baseCommit]);
-        timings.gitAddMs = performance.now() - t1;
-      });
+      // Leftovers are cleared under the lock (that may bring an earlier attempt's branch into the
+      // repository); the private repository itself touches nothing of the user's, so it is made outside.
+      // A first attempt (no record, no folder) has nothing to clear and takes no lock.
+      if (previous || existsSync(plan.path)) await withRepoLock(plan.repo, `allocate worktree for ${task.id}`, (held) => clearLeftovers(engine, plan, previous, held));
+      const t1 = performance.now();
+      await createPrivateRepo(plan.repo, plan.path, plan.branch, plan.baseCommit, await commitAuthor(plan.repo, engine.config.git.author));
+      timings.gitAddMs = performance.now() - t1;
     } catch (err) {
       const failed = getAllocation(engine.db, task.id);
       if (failed)
@@ -179,19 +177,17 @@ export async function removeWorktree(
     // A copy, or the repository itself is gone: only our folder is left to clean.
     rmSync(alloc.path, { recursive: true, force: true });
   } else
-    await withRepoLock(alloc.repo, `remove worktree of ${alloc.taskId}`, async () => {
+    await withRepoLock(alloc.repo, `remove worktree of ${alloc.taskId}`, async (held) => {
       if (!stillSame()) return;
       acted = true;
       if (existsSync(alloc.path)) {
-        if (!opts.force && opts.snapshot !== false && existsSync(join(alloc.path, '.git'))) {
-          await commitAll(alloc.path, `lightworker: snapshot before removing the worktree (${opts.reason})`).catch(() => null);
-        }
-        const r = await gitTry(alloc.repo, ['worktree', 'remove', '--force', '--force', alloc.path]);
-        if (r.exitCode !== 0) rmSync(alloc.path, { recursive: true, force: true });
+        const snapshot = !opts.force && opts.snapshot !== false ? `lightworker: snapshot before removing the worktree (${opts.reason})` : null;
+        await dropFolder(alloc.repo, alloc.path, alloc.branch, alloc.baseCommit, { snapshot, keepBranch: !(opts.force && opts.deleteBranch) }, held);
       }
       await gitTry(alloc.repo, ['worktree', 'prune']);
       if (opts.deleteBranch && (opts.force || (await isBranchContained(alloc.repo, alloc.branch, alloc.baseCommit)))) {
-        branchDeleted = (await gitTry(alloc.repo, ['branch', '-D', alloc.branch])).exitCode === 0;
+        // A private repository's branch that held nothing never reached the repository: gone with its folder.
+        branchDeleted = (await gitTry(alloc.repo, ['branch', '-D', alloc.branch])).exitCode === 0 || !(await branchTip(alloc.repo, alloc.branch));
       }
     });
   if (!acted) return { branchDeleted: false, skipped: true };
@@ -206,4 +202,31 @@ export async function removeWorktree(
     });
   });
   return { branchDeleted, skipped: false };
+}
+
+/**
+ * Remove a task's folder (caller holds the repository lock): a private repository's branch is first
+ * brought into the user's repository when it holds work (`keepBranch`; its tip is not the base), so
+ * removing the folder never loses a commit; an old-style `git worktree` is removed through git.
+ * `snapshot` commits leftover uncommitted changes first (its message), unless null.
+ */
+export async function dropFolder(
+  repo: string,
+  path: string,
+  branch: string,
+  baseCommit: string | null,
+  opts: { snapshot: string | null; keepBranch: boolean },
+  held: HeldLock,
+): Promise<void> {
+  if (isPrivateRepo(path)) {
+    await sealPrivateRepo(repo, path).catch(() => undefined);
+    if (opts.snapshot) await commitAll(path, opts.snapshot).catch(() => null);
+    const tip = await privateTip(path, branch).catch(() => null);
+    if (opts.keepBranch && tip && tip !== baseCommit) await exportBranch(repo, path, branch, held);
+    rmSync(path, { recursive: true, force: true });
+    return;
+  }
+  if (opts.snapshot && existsSync(join(path, '.git'))) await commitAll(path, opts.snapshot).catch(() => null);
+  const r = await gitTry(repo, ['worktree', 'remove', '--force', '--force', path]);
+  if (r.exitCode !== 0) rmSync(path, { recursive: true, force: true });
 }

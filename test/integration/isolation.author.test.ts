@@ -13,6 +13,8 @@ afterEach(() => {
 });
 
 const who = (repo: string, ref: string) => git(repo, 'log', '-1', '--format=%an <%ae> / %cn <%ce>', ref);
+/** A task's branch lives in its own repository (its worktree) until accept. */
+const taskRepo = (id: string) => join(h!.home, 'worktrees', id);
 
 async function runOne(home: TestHome): Promise<string> {
   const r = await simulateRun(home, await newExecuteTask(home), (dir) => writeFileSync(join(dir, 'x.txt'), 'hello\n'));
@@ -24,7 +26,7 @@ describe('commit identity', () => {
   it("task commits are authored by the repository's user and committed by LightWorker; accept keeps that author", async () => {
     h = makeHome();
     const id = await runOne(h);
-    expect(who(h.repo, `lightworker/${id}`)).toBe('Test <test@example.com> / LightWorker <lightworker@localhost>');
+    expect(who(taskRepo(id), `lightworker/${id}`)).toBe('Test <test@example.com> / LightWorker <lightworker@localhost>');
     await h.call('accept_task', { id });
     expect(who(h.repo, 'main')).toBe('Test <test@example.com> / Test <test@example.com>'); // accepted by the user
   });
@@ -43,10 +45,10 @@ describe('commit identity', () => {
       execFileSync('git', ['config', '--global', 'user.name', 'Global Person'], { env: process.env });
       execFileSync('git', ['config', '--global', 'user.email', 'global@example.com'], { env: process.env });
       const id = await runOne(h);
-      expect(who(h.repo, `lightworker/${id}`)).toBe('Global Person <global@example.com> / LightWorker <lightworker@localhost>');
+      expect(who(taskRepo(id), `lightworker/${id}`)).toBe('Global Person <global@example.com> / LightWorker <lightworker@localhost>');
       execFileSync('git', ['config', '--global', '--unset', 'user.name'], { env: process.env });
       const anon = await runOne(h);
-      expect(who(h.repo, `lightworker/${anon}`)).toBe('LightWorker <lightworker@localhost> / LightWorker <lightworker@localhost>');
+      expect(who(taskRepo(anon), `lightworker/${anon}`)).toBe('LightWorker <lightworker@localhost> / LightWorker <lightworker@localhost>');
     } finally {
       process.env.HOME = prevHome;
       if (prevXdg === undefined) delete process.env.XDG_CONFIG_HOME;
@@ -58,7 +60,7 @@ describe('commit identity', () => {
     h = makeHome();
     h.configure('[git]\nauthor = "Ada Lovelace <ada@example.com>"\n');
     const id = await runOne(h);
-    expect(who(h.repo, `lightworker/${id}`)).toBe('Ada Lovelace <ada@example.com> / LightWorker <lightworker@localhost>');
+    expect(who(taskRepo(id), `lightworker/${id}`)).toBe('Ada Lovelace <ada@example.com> / LightWorker <lightworker@localhost>');
     await expect(h.call('update_settings', { settings: { git: { author: 'just a name' } } })).rejects.toThrow(/git\.author: expected "Name <email>"/);
   });
 });

@@ -95,7 +95,7 @@ describe('inspectChanges boundary check', () => {
     expect(d).toMatchObject({ files: ['x.txt'], truncated: false, source: 'branch' });
     expect(d.diff).toContain('+hello');
     // the worker's change is committed on the task branch by LightWorker, authored by the repository's user
-    expect(git(h.repo, 'log', '-1', '--format=%an / %cn', `lightworker/${real.task.id}`)).toBe('Test / LightWorker');
+    expect(git(real.ws.workdir, 'log', '-1', '--format=%an / %cn', `lightworker/${real.task.id}`)).toBe('Test / LightWorker');
   });
 
   it('caps a large diff with a note', async () => {

@@ -113,7 +113,8 @@ describe('boundary checks with retries and concurrent tasks (real runner)', () =
     await c.run();
     expect(show(c, id).status).toBe('failed');
     expect(show(c, id).error?.code).toBe('verification_failed');
-    const committed = git(c.repo, 'rev-parse', `lightworker/${id}`);
+    // Until accept, the task branch lives in the task's own repository.
+    const committed = git(show(c, id).worktreePath!, 'rev-parse', `lightworker/${id}`);
 
     await c.call('retry_task', { id, strategy: 'same' });
     await c.run();
@@ -122,7 +123,8 @@ describe('boundary checks with retries and concurrent tasks (real runner)', () =
     expect(second.status).toBe('completed');
     expect(second.attempt).toBe(2);
     // Attempt 2 made its own commit on the task branch; attempt 1's commit is kept on a side branch.
-    expect(git(c.repo, 'log', '-1', '--format=%s', `lightworker/${id}`)).toContain('attempt 2');
+    expect(git(second.worktreePath!, 'log', '-1', '--format=%s', `lightworker/${id}`)).toContain('attempt 2');
+    // The retry brought attempt 1's branch into the repository before starting afresh.
     expect(git(c.repo, 'branch', '--list', `lightworker/${id}-attempt-1-*`, '--format=%(objectname)')).toBe(committed);
   }, 240_000);
 

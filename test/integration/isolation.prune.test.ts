@@ -105,12 +105,15 @@ describe('prune_workspaces', () => {
     expect(git(h.repo, 'branch', '--list', `lightworker/${t.id}`)).not.toBe(''); // earlier one still there
   });
 
-  it('removes orphan folders and reconciles git worktree list', async () => {
+  it('removes orphan folders and reconciles git worktree list (worktrees made before task repositories were private)', async () => {
     h = makeHome();
     mkdirSync(join(h.home, 'worktrees', 'stray'), { recursive: true });
     writeFileSync(join(h.home, 'worktrees', 'stray', 'f'), 'x');
     const t = await newExecuteTask(h);
     const ws = await prepareWorkspace(h.engine, t);
+    // An old-style allocation: a `git worktree` of the repository at the task's path.
+    execFileSync('rm', ['-rf', ws.workdir]);
+    git(h.repo, 'worktree', 'add', '-q', '-b', `lightworker/${t.id}`, ws.workdir, 'HEAD');
     drive(h, t.id, 'running', 'failed');
     execFileSync('rm', ['-rf', ws.workdir]); // someone deleted the folder by hand
     const dry = await h.call('prune_workspaces', {});

@@ -72,7 +72,9 @@ describe('prepareWorkspace', () => {
     const tasks = await Promise.all([1, 2, 3, 4].map(() => newExecuteTask(h)));
     const wss = await Promise.all(tasks.map((t) => prepareWorkspace(h.engine, t)));
     expect(new Set(wss.map((w) => w.env.LIGHTWORKER_PORT)).size).toBe(4);
-    for (const t of tasks) expect(git(h.repo, 'worktree', 'list')).toContain(t.id);
+    // Each its own repository on its own branch; none registered in (or written into) the user's.
+    for (const [i, t] of tasks.entries()) expect(git(wss[i].workdir, 'symbolic-ref', 'HEAD')).toBe(`refs/heads/lightworker/${t.id}`);
+    expect(git(h.repo, 'worktree', 'list')).not.toContain(tasks[0].id);
   });
 
   it('copies only the globbed untracked files; .env* only when a pattern names it; runs the setup command', async () => {

@@ -15,6 +15,8 @@ beforeEach(() => {
 afterEach(() => h.cleanup());
 
 const gitLog = (dir: string, range: string) => execFileSync('git', ['log', '--format=%s', range], { cwd: dir, encoding: 'utf8' }).trim().split('\n').filter(Boolean);
+/** Commits of a task branch beyond the user's main: the branch lives in the task's own repository until accept. */
+const taskCommits = (t: { worktreePath: string | null; branch: string | null }) => gitLog(t.worktreePath!, `${execFileSync('git', ['rev-parse', 'main'], { cwd: h.repo, encoding: 'utf8' }).trim()}..${t.branch}`);
 
 const { task, events, cli, lines, runUntilIdle } = hitlHarness(() => h);
 
@@ -38,8 +40,7 @@ describe('followup', () => {
     const log = join(h.root, 'prompts.jsonl');
     const id = await completedExecuteTask(log);
     const before = task(id);
-    const branch = before.branch!;
-    expect(gitLog(h.repo, `main..${branch}`)).toHaveLength(1);
+    expect(taskCommits(before)).toHaveLength(1);
 
     const sent = await cli(['followup', id.slice(0, 10), 'please also write b.txt', '--json']);
     expect(sent.code, sent.stderr).toBe(0);
@@ -51,7 +52,7 @@ describe('followup', () => {
     expect(after.worktreePath).toBe(before.worktreePath);
     expect(after.sessionId).toBe(before.sessionId);
     // Two commits on the task branch: one per attempt.
-    const commits = gitLog(h.repo, `main..${branch}`);
+    const commits = taskCommits(after);
     expect(commits).toHaveLength(2);
     expect(commits[0]).toMatch(/attempt 2/);
     expect(readFileSync(join(after.worktreePath!, 'a.txt'), 'utf8')).toBe('one\n');
@@ -92,7 +93,7 @@ console.log(JSON.stringify({ summary: 'wrote c.txt', files_changed: ['c.txt'], n
     expect(call.prompt).toContain('Attempt 1 by mock ended completed');
     expect(call.prompt).toContain('finish it with c.txt');
     expect(events(id, 'task.resumed').at(-1)!.payload).toMatchObject({ mode: 'fresh', reason: expect.stringContaining('handed over from worker mock') });
-    expect(gitLog(h.repo, `main..${t.branch}`)).toHaveLength(2);
+    expect(taskCommits(t)).toHaveLength(2);
   });
 
   it('redacts a secret in the message everywhere it is stored, while the worker gets the real text', async () => {

@@ -307,7 +307,8 @@ describe('integrate', () => {
     expect(it.status, JSON.stringify(it.error)).toBe('completed');
     expect(readFileSync(join(it.worktreePath!, 'a.txt'), 'utf8')).toBe('A\n');
     expect(readFileSync(join(it.worktreePath!, 'b.txt'), 'utf8')).toBe('B\n');
-    expect(git(h.repo, ['log', '--format=%s', `main..${it.branch}`])).toMatch(new RegExp(`integrate ${b}[\\s\\S]*integrate ${a}`));
+    // The integration branch lives in the task's own repository until accept.
+    expect(git(it.worktreePath!, ['log', '--format=%s', `${before}..${it.branch}`])).toMatch(new RegExp(`integrate ${b}[\\s\\S]*integrate ${a}`));
     expect(events(id, 'verify.completed').at(-1)!.payload.ok).toBe(true);
     expect(git(h.repo, ['rev-parse', 'HEAD'])).toBe(before);
     expect(existsSync(join(h.repo, 'a.txt'))).toBe(false);
