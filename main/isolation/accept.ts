@@ -12,7 +12,8 @@ import { getAllocation, type Allocation } from './allocations.js';
 import { authorEnv, branchTip, commitAuthor } from './branches.js';
 import { commonGitDir, git, gitTry, splitZ } from './git-exec.js';
 import { copyBack } from './copy.js';
-import { withLockFile, withRepoLock } from './repo-lock.js';
+import { exportBranch } from './private-repo.js';
+import { withLockFile, withRepoLock, type HeldLock } from './repo-lock.js';
 import { currentBranch, markAccepted, moveRef, syncCheckout } from './accept-apply.js';
 import { advanceJournal, closeJournal, leaveJournal, openJournal, pauseForTest, type AcceptJournal } from './accept-journal.js';
 import { recoverInterruptedAccepts } from './accept-recover.js';
@@ -129,9 +130,11 @@ export async function acceptTask(engine: Engine, id: string, opts: AcceptOptions
   const repo = alloc.repo;
   await recoverInterruptedAccepts(engine, { repo });
   let releaseSignals: (() => void) | undefined;
-  const outcome = await lockedAccept(repo, `accept ${id}`, async () => {
+  const outcome = await lockedAccept(repo, `accept ${id}`, async (held) => {
     // Re-read under the lock: a concurrent accept of the same task must not apply it twice.
     if (requireTask(engine.db, id).status !== 'completed') throw new AppError('conflict', `task ${id} was accepted or changed meanwhile`);
+    // The task's commits live in its private repository until now: bring its branch into the repository.
+    await exportBranch(repo, alloc.path, alloc.branch, held);
     const tip = await branchTip(repo, alloc.branch);
     if (tip !== alloc.headCommit)
       throw new AppError(
@@ -213,7 +216,7 @@ export async function acceptTask(engine: Engine, id: string, opts: AcceptOptions
 }
 
 /** The repository lock around an accept; a failure gives held signals back too. */
-async function lockedAccept<T>(repo: string, what: string, fn: () => Promise<T>, release: () => (() => void) | undefined): Promise<T> {
+async function lockedAccept<T>(repo: string, what: string, fn: (held: HeldLock) => Promise<T>, release: () => (() => void) | undefined): Promise<T> {
   try {
     return await withRepoLock(repo, what, fn);
   } catch (err) {
