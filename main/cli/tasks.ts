@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { type Command, Option } from 'commander';
 import { AppError } from '../core/errors.js';
-import type { TreeNode, VerificationSummary } from '../commands/tasks.js';
+import type { CustodySummary, TreeNode, VerificationSummary } from '../commands/tasks.js';
 import { STATUSES, type Task } from '../tasks/types.js';
 import type { NeedsInput } from '../tasks/summary.js';
 import { RETRY_STRATEGIES } from '../tasks/ops.js';
@@ -34,7 +34,7 @@ function taskLine(t: Task): string[] {
   return [t.id, t.status, t.kind, t.worker, ago(t.createdAt), t.name];
 }
 
-export function printTask(t: Task & { waitingOn?: string[]; waitingFor?: string; needs?: NeedsInput }, verification?: VerificationSummary | null, route?: RouteRecord | null): void {
+export function printTask(t: Task & { waitingOn?: string[]; waitingFor?: string; needs?: NeedsInput }, verification?: VerificationSummary | null, route?: RouteRecord | null, custody: CustodySummary[] = []): void {
   const lines = [
     `${t.id}  ${t.status}${t.waitingOn?.length ? ` (waiting on approval of ${t.waitingOn.join(', ')})` : ''}`,
     ...(t.waitingFor ? [`waiting:    ${t.waitingFor}`] : []),
@@ -51,6 +51,11 @@ export function printTask(t: Task & { waitingOn?: string[]; waitingFor?: string;
     lines.push(`usage:      ${t.usage.inputTokens} in (${t.usage.cachedTokens} cached), ${t.usage.outputTokens} out${t.usage.costUsd !== null ? `, $${t.usage.costUsd.toFixed(4)}` : ''}`);
   }
   if (t.error) lines.push(`error:      ${t.error.code}: ${t.error.message}`);
+  for (const c of custody) {
+    const paths = c.restored.map((r) => r.path);
+    lines.push(`custody:    put back ${c.count} item(s) of ${c.repo} after attempt ${c.attempt}: ${paths.slice(0, 12).join(', ')}${paths.length > 12 ? ', …' : ''}`);
+    lines.push(`            what was found is kept in ${c.artifact}${c.failed?.length ? `; could not put back: ${c.failed.map((f) => `${f.path} (${f.error})`).join(', ')}` : ''}`);
+  }
   lines.push('objective:', ...t.objective.split('\n').map((l) => `  ${l}`));
   if (t.verify.length) lines.push('verify:', ...t.verify.map((v) => `  ${Array.isArray(v) ? JSON.stringify(v) : v}`));
   if (verification) lines.push(...verificationLines(verification));
@@ -169,7 +174,7 @@ export function registerTaskCommands(program: Command): void {
       await withEngine(cmd, async (call) => {
         const r = await call('get_task', { id });
         if (o.json) printJson(r);
-        else printTask(r.task, r.verification, r.route);
+        else printTask(r.task, r.verification, r.route, r.custody);
       });
     });
 

@@ -110,6 +110,22 @@ export function lastRoute(ctx: CommandContext, id: string): (RouteRecord & { att
   return last ? (last.payload as unknown as RouteRecord & { attempt: number }) : null;
 }
 
+/** What LightWorker put back in the user's repository after the task's runs (its `custody.restored` events), oldest first. */
+export interface CustodySummary {
+  attempt: number;
+  repo: string;
+  count: number;
+  restored: { area: string; path: string; change: string; was?: string; found?: string }[];
+  failed?: { path: string; error: string }[];
+  /** Where what the task left is kept. */
+  artifact: string;
+  note: string;
+}
+
+export function custodyRestores(ctx: CommandContext, id: string): CustodySummary[] {
+  return listEvents(ctx.engine.db, { taskId: id, types: ['custody.restored'], limit: 100 }).events.map((e) => e.payload as unknown as CustodySummary);
+}
+
 export function lastVerification(ctx: CommandContext, id: string): VerificationSummary | null {
   const { events } = listEvents(ctx.engine.db, { taskId: id, types: ['verify.started', 'verify.command', 'verify.completed'], limit: 5000 });
   const start = events.map((e) => e.type).lastIndexOf('verify.started');
@@ -145,7 +161,8 @@ export const getTask = defineCommand({
   readOnly: true,
   handler(ctx, input) {
     const task = requireTask(ctx.engine.db, input.id);
-    return { task: presentTask(ctx, task), verification: lastVerification(ctx, input.id), cost: costOf(ctx, task), route: lastRoute(ctx, input.id) };
+    const custody = custodyRestores(ctx, input.id);
+    return { task: presentTask(ctx, task), verification: lastVerification(ctx, input.id), cost: costOf(ctx, task), route: lastRoute(ctx, input.id), ...(custody.length ? { custody } : {}) };
   },
 });
 

@@ -12,6 +12,7 @@ import { inspectReadOnly, inspectWorktree } from './changes.js';
 import { treeMarkerEnv } from '../runner/lifecycle.js';
 import { gitTry, repoRoot } from './git-exec.js';
 import { createPrivateRepo, isPrivateRepo } from './private-repo.js';
+import { returnCustody, takeCustody, type CustodyLease } from './custody.js';
 import { allocatePorts, portEnv } from './ports.js';
 import { readSetup, runSetup } from './setup.js';
 import { readOnlySnapshot, releaseSnapshot, runsInPlace, type SnapshotLease } from './snapshot.js';
@@ -89,6 +90,8 @@ interface WorkspaceState {
   copyOf?: string;
   /** The execute task's worktree is a private repository (not an old-style `git worktree` kept by resume). */
   privateRepo?: boolean;
+  /** The user's repository as it was before the task (put back after it). */
+  custody?: CustodyLease;
 }
 
 function stateOf(ws: PreparedWorkspace): WorkspaceState {
@@ -111,6 +114,14 @@ export async function prepareWorkspace(engine: Engine, task: Task, signal?: Abor
     throw err;
   });
   if (repo === null) return prepareCopied(engine, task);
+  // Before anything of the task runs: what the user's repository must look like again after it.
+  const custody = await takeCustody(engine, task, repo);
+  const ws = await prepareInRepo(engine, task, repo, signal, opts);
+  ws.state.custody = custody;
+  return ws;
+}
+
+async function prepareInRepo(engine: Engine, task: Task, repo: string, signal: AbortSignal | undefined, opts: PrepareOptions): Promise<PreparedWorkspace> {
   if (task.kind !== 'execute') {
     const inPlace = runsInPlace(engine, opts.readOnlyInPlace === true);
     const [watched, made] = await Promise.allSettled([watchSource(engine, repo, task, { inCheckout: inPlace }), readOnlySnapshot(engine, task, repo, opts.readOnlyInPlace === true)]);
@@ -303,13 +314,15 @@ export async function runVerification(engine: Engine, task: Task, ws: PreparedWo
 
 /**
  * After the task's last step (any end): give back a read-only task's snapshot (what the worker wrote
- * there is listed in `snapshot.released` and discarded) or remove its copy. Nothing for tasks that ran
- * in place or in a worktree (execute copies stay for accept, like worktrees). Never throws.
+ * there is listed in `snapshot.released` and discarded) or remove its copy (execute copies and
+ * worktrees stay for accept); then put the user's repository back as it was before the task wherever it
+ * differs (`custody.restored`). Never throws.
  */
 export async function finishWorkspace(engine: Engine, task: Task, ws: PreparedWorkspace | null): Promise<void> {
   const st = (ws?.state ?? {}) as Partial<WorkspaceState>;
   if (st.snapshot) await releaseSnapshot(engine, st.snapshot, task.id).catch(() => undefined);
   if (st.copyOf && task.kind !== 'execute') await releaseWorkspace(engine, task.id, 'read-only task ended').catch(() => undefined);
+  if (st.custody) await returnCustody(engine, task, st.custody);
 }
 
 /**

@@ -1,0 +1,167 @@
+import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
+import type { Engine } from '../engine.js';
+import { commonGitDir, git, gitTry } from './git-exec.js';
+import { SAFE_GIT } from './private-repo.js';
+import { sourceStateCommit } from './snapshot.js';
+
+/**
+ * What of the user's repository a task must leave as it found it, captured cheaply enough to take
+ * before and after every task: the git dir's files that make git run code or name commits (config and
+ * the files it includes, hooks/, info/, HEAD, packed-refs, every loose ref outside
+ * `refs/heads/lightworker/`), the index's entries, and the working tree (tracked and untracked,
+ * non-ignored) as one commit in the snapshot store — written from a copy of the user's index, so
+ * unchanged files are not hashed again and nothing is written into the user's repository.
+ */
+
+/** One file as found: its bytes and mode, a link's target, or absent (null). */
+export type FileEntry = { bytes: Buffer; mode: number } | { link: string } | null;
+
+export interface RepoState {
+  repo: string;
+  /** The repository's own git dir (HEAD, index); the common one holds config, hooks, info, refs. */
+  gitDir: string;
+  common: string;
+  /** Absolute path → entry: config files, included files, HEAD, packed-refs, and every file under the scanned folders. */
+  files: Map<string, FileEntry>;
+  /** The folders scanned whole (a file found there later that is not in `files` was added). */
+  folders: string[];
+  /** `git ls-files -s` of the index (mode, blob, stage, path per entry), or null without an index. */
+  indexEntries: string | null;
+  /** The index file's bytes (to put back as it was, stat cache included). */
+  index: Buffer | null;
+  /** The working tree's state commit in the snapshot store. */
+  worktree: string;
+}
+
+/** Refs LightWorker owns in the user's repository: task branches brought there on accept or removal. */
+export const OWN_REFS = `refs${sep}heads${sep}lightworker${sep}`;
+
+function readEntry(path: string): FileEntry {
+  try {
+    const st = lstatSync(path);
+    if (st.isSymbolicLink()) return { link: readlinkSync(path) };
+    if (!st.isFile()) return null;
+    return { bytes: readFileSync(path), mode: st.mode & 0o777 };
+  } catch {
+    return null;
+  }
+}
+
+export function sameEntry(a: FileEntry | undefined, b: FileEntry | undefined): boolean {
+  if (!a || !b) return !a && !b;
+  if ('link' in a || 'link' in b) return 'link' in a && 'link' in b && a.link === b.link;
+  return a.mode === b.mode && a.bytes.equals(b.bytes);
+}
+
+/** Every file under `dir` (links are not followed), skipping LightWorker's own refs. */
+function scanFolder(root: string, dir: string, into: Map<string, FileEntry>): void {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const path = join(dir, name);
+    if (relative(root, path).startsWith(OWN_REFS) || `${relative(root, path)}${sep}` === OWN_REFS) continue;
+    let st;
+    try {
+      st = lstatSync(path);
+    } catch {
+      continue;
+    }
+    if (st.isDirectory()) scanFolder(root, path, into);
+    else into.set(path, readEntry(path));
+  }
+}
+
+/** `include.path` / `includeIf.<cond>.path` values of a config file, resolved as git resolves them. */
+export function includedFiles(configPath: string, text: string): string[] {
+  const out: string[] = [];
+  let inInclude = false;
+  for (const raw of text.split('\n')) {
+    const line = raw.trim();
+    const header = /^\[\s*([A-Za-z0-9.-]+)(\s+"[^"]*")?\s*\]/.exec(line);
+    if (header) {
+      inInclude = /^include(if)?$/i.test(header[1]);
+      if (!line.slice(header[0].length).trim()) continue;
+    }
+    const m = inInclude ? /^path\s*=\s*(.*)$/i.exec(line) : null;
+    if (!m) continue;
+    let value = m[1].trim().replace(/^"(.*)"$/, '$1');
+    if (value.startsWith('~/')) value = join(homedir(), value.slice(2));
+    out.push(isAbsolute(value) ? value : resolve(dirname(configPath), value));
+  }
+  return out;
+}
+
+/** The config files of a git dir and, transitively (four levels, as far as any sane setup goes), what they include. */
+function configFiles(gitDir: string, common: string): string[] {
+  const seen = new Set<string>();
+  let level = [join(common, 'config'), join(common, 'config.worktree'), join(gitDir, 'config.worktree')];
+  for (let depth = 0; depth < 5 && level.length; depth++) {
+    const next: string[] = [];
+    for (const f of level) {
+      if (seen.has(f)) continue;
+      seen.add(f);
+      try {
+        next.push(...includedFiles(f, readFileSync(f, 'utf8')));
+      } catch {
+        // absent: recorded as absent
+      }
+    }
+    level = next;
+  }
+  return [...seen];
+}
+
+/** The git dir's files LightWorker guards, read now (no git call). */
+export function captureGitFiles(gitDir: string, common: string): { files: Map<string, FileEntry>; folders: string[] } {
+  const files = new Map<string, FileEntry>();
+  for (const f of [...configFiles(gitDir, common), join(gitDir, 'HEAD'), join(common, 'packed-refs')]) files.set(f, readEntry(f));
+  const folders = [join(common, 'hooks'), join(common, 'info'), join(common, 'refs')];
+  if (gitDir !== common) folders.push(join(gitDir, 'refs'));
+  for (const folder of folders) scanFolder(folder.endsWith(`${sep}refs`) ? dirname(folder) : folder, folder, files);
+  return { files, folders };
+}
+
+/** The whole state of `repo` (see RepoState). Run it under the repository lock, so LightWorker's own writes are never half seen. */
+export async function captureRepo(engine: Engine, repo: string): Promise<RepoState> {
+  const [gitDir, common] = await Promise.all([git(repo, ['rev-parse', '--absolute-git-dir']), commonGitDir(repo)]);
+  const { files, folders } = captureGitFiles(gitDir, common);
+  const indexPath = join(gitDir, 'index');
+  const index = existsSync(indexPath) ? readFileSync(indexPath) : null;
+  const [entries, worktree] = await Promise.all([
+    index ? gitTry(repo, [...SAFE_GIT, '--no-optional-locks', 'ls-files', '-s', '-z']) : null,
+    sourceStateCommit(engine, repo),
+  ]);
+  return { repo, gitDir, common, files, folders, index, indexEntries: entries?.exitCode === 0 ? entries.stdout : null, worktree };
+}
+
+/** Index entries as path → "mode blob stage". */
+export function parseIndexEntries(text: string | null): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const rec of (text ?? '').split('\0')) {
+    const tab = rec.indexOf('\t');
+    if (tab > 0) out.set(rec.slice(tab + 1), rec.slice(0, tab));
+  }
+  return out;
+}
+
+/** packed-refs without LightWorker's own task branches (and their peeled lines). */
+export function foreignPackedRefs(entry: FileEntry | undefined): string {
+  if (!entry || 'link' in entry) return '';
+  const out: string[] = [];
+  let skipPeel = false;
+  for (const line of entry.bytes.toString('utf8').split('\n')) {
+    if (line.startsWith('^')) {
+      if (!skipPeel) out.push(line);
+      continue;
+    }
+    skipPeel = / refs\/heads\/lightworker\//.test(line);
+    if (!skipPeel) out.push(line);
+  }
+  return out.join('\n');
+}

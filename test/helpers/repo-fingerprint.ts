@@ -1,0 +1,44 @@
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { join, relative, sep } from 'node:path';
+
+/**
+ * What a task must leave byte for byte in the user's repository: every file of the working tree (outside
+ * `.git`), and in `.git` the index, HEAD, config, packed-refs, hooks/, info/ and every ref outside
+ * `refs/heads/lightworker/` — as path → sha256 of bytes and mode (or link target).
+ */
+export function repoFingerprint(repo: string): Map<string, string> {
+  const out = new Map<string, string>();
+  const add = (path: string) => {
+    const st = lstatSync(path);
+    const body = st.isSymbolicLink() ? `link:${readlinkSync(path)}` : createHash('sha256').update(readFileSync(path)).digest('hex');
+    out.set(relative(repo, path).split(sep).join('/'), `${body}:${(st.mode & 0o777).toString(8)}`);
+  };
+  const walk = (dir: string, skip: (rel: string) => boolean) => {
+    if (!existsSync(dir)) return;
+    for (const name of readdirSync(dir)) {
+      const p = join(dir, name);
+      const rel = relative(repo, p).split(sep).join('/');
+      if (skip(rel)) continue;
+      if (lstatSync(p).isDirectory()) walk(p, skip);
+      else add(p);
+    }
+  };
+  walk(repo, (rel) => rel === '.git');
+  for (const f of ['index', 'HEAD', 'config', 'packed-refs']) if (existsSync(join(repo, '.git', f))) add(join(repo, '.git', f));
+  for (const d of ['hooks', 'info', 'refs']) walk(join(repo, '.git', d), (rel) => rel === '.git/refs/heads/lightworker');
+  return out;
+}
+
+/** The refs of a (bare) repository, as `git for-each-ref` prints them, plus its packed-refs bytes. */
+export function refsOf(gitDir: string): string {
+  const refs = execFileSync('git', ['--git-dir', gitDir, 'for-each-ref', '--format=%(refname) %(objectname)'], { encoding: 'utf8' });
+  const packed = existsSync(join(gitDir, 'packed-refs')) ? readFileSync(join(gitDir, 'packed-refs'), 'utf8') : '';
+  return `${refs}\n--packed--\n${packed}`;
+}
+
+/** Paths whose fingerprint differs between two captures (added, removed or changed). */
+export function fingerprintDiff(a: Map<string, string>, b: Map<string, string>): string[] {
+  return [...new Set([...a.keys(), ...b.keys()])].filter((k) => a.get(k) !== b.get(k)).sort();
+}
