@@ -3,7 +3,8 @@ import { dirname, join, relative, sep } from 'node:path';
 import type { Engine } from '../engine.js';
 import { appendEvent, latestSeq, listEvents } from '../store/events.js';
 import { getAllocation } from './allocations.js';
-import type { Task } from '../tasks/types.js';
+import { getTaskState } from '../store/tasks.js';
+import { ACTIVE, type Task } from '../tasks/types.js';
 import { captureGitFiles, captureRepo, foreignPackedRefs, parseIndexEntries, sameEntry, type FileEntry, type RepoState } from './custody-capture.js';
 import { git } from './git-exec.js';
 import { SAFE_GIT } from './private-repo.js';
@@ -49,9 +50,34 @@ export interface CustodyReport {
   artifact: string | null;
 }
 
-/** Capture the repository's state for `task` (under the repository lock). */
+/**
+ * The baseline of each repository with tasks under custody in this process, shared by those tasks: a
+ * task starting while another one runs must not take that one's harm for the state to go back to. A
+ * baseline is captured when the first task of a repository starts and dropped when the last one ends.
+ */
+const baselines = new Map<string, { lease: CustodyLease; holders: Set<string> }>();
+
+/** Capture the repository's state for `task` (under the repository lock), or join the baseline its running tasks share. */
 export async function takeCustody(engine: Engine, task: Task, repo: string): Promise<CustodyLease> {
-  return withRepoLock(repo, `capture the repository before ${task.id}`, async () => ({ repo, before: await captureRepo(engine, repo), seq: latestSeq(engine.db) }));
+  return withRepoLock(repo, `capture the repository before ${task.id}`, async () => {
+    const shared = baselines.get(repo);
+    // A holder whose run ended without giving custody back (its process stopped it mid-way) holds nothing.
+    for (const id of shared?.holders ?? []) if (!ACTIVE.has(getTaskState(engine.db, id)?.status ?? 'failed')) shared!.holders.delete(id);
+    if (shared?.holders.size) {
+      shared.holders.add(task.id);
+      return shared.lease;
+    }
+    const lease = { repo, before: await captureRepo(engine, repo), seq: latestSeq(engine.db) };
+    baselines.set(repo, { lease, holders: new Set([task.id]) });
+    return lease;
+  });
+}
+
+function releaseBaseline(repo: string, taskId: string): void {
+  const shared = baselines.get(repo);
+  if (!shared) return;
+  shared.holders.delete(taskId);
+  if (!shared.holders.size) baselines.delete(repo);
 }
 
 interface Accepted {
@@ -126,10 +152,20 @@ function removeEmptyDirs(from: string, stop: string): void {
  * comment), keep what the task left, and record `custody.restored`. Never throws; null when nothing differed.
  */
 export async function returnCustody(engine: Engine, task: Task, lease: CustodyLease): Promise<CustodyReport | null> {
-  if (!existsSync(lease.repo)) return null;
+  if (!existsSync(lease.repo)) {
+    releaseBaseline(lease.repo, task.id);
+    return null;
+  }
   try {
-    return await withRepoLock(lease.repo, `check the repository after ${task.id}`, () => checkAndRestore(engine, task, lease));
+    return await withRepoLock(lease.repo, `check the repository after ${task.id}`, async () => {
+      try {
+        return await checkAndRestore(engine, task, lease);
+      } finally {
+        releaseBaseline(lease.repo, task.id);
+      }
+    });
   } catch (err) {
+    releaseBaseline(lease.repo, task.id);
     engine.write(() => appendEvent(engine.db, task.id, 'custody.failed', { repo: lease.repo, error: (err as Error).message }));
     return null;
   }

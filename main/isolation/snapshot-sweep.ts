@@ -4,6 +4,7 @@ import type { Engine } from '../engine.js';
 import { isSameProcess } from '../runner/process.js';
 import { getSnapshot, listSnapshots } from './allocations.js';
 import { removeSnapshot, snapshotsRoot } from './snapshot.js';
+import { ACTIVE } from '../tasks/types.js';
 
 /** Finding read-only snapshots nobody can be using (prune, takeover); see snapshot.ts. */
 
@@ -53,7 +54,9 @@ export function planSnapshotSweep(engine: Engine, opts: { ttlHours?: number; now
       plans.push({ path: p, reason: 'orphan snapshot folder (no record)', run: () => void (recorded(p) || rmSync(p, { recursive: true, force: true })) });
     }
     const live = rows.some((r) => r.path.startsWith(dir + sep) && !gone.has(r.path));
-    if (!live && entries.includes('store.git'))
+    // Custody captures every task's working tree into the store too: it stays while any task runs and
+    // for the TTL after its last use.
+    if (!live && entries.includes('store.git') && !storeInUse(engine, join(dir, 'store.git'), now, opts.ttlHours ?? 0))
       plans.push({
         path: join(dir, 'store.git'),
         reason: 'snapshot store with no snapshot left',
@@ -70,6 +73,16 @@ export function sweepDeadSnapshots(engine: Engine): number {
   const plans = planSnapshotSweep(engine, {});
   for (const p of plans) p.run();
   return plans.length;
+}
+
+function storeInUse(engine: Engine, store: string, now: number, ttlHours: number): boolean {
+  const active = engine.db.prepare(`SELECT 1 FROM tasks WHERE status IN (${[...ACTIVE].map(() => '?').join(', ')}) LIMIT 1`).get(...ACTIVE);
+  if (active !== undefined) return true;
+  try {
+    return now - statSync(store).mtimeMs < ttlHours * 3_600_000;
+  } catch {
+    return false;
+  }
 }
 
 function safeList(dir: string): string[] {

@@ -116,9 +116,14 @@ export async function prepareWorkspace(engine: Engine, task: Task, signal?: Abor
   if (repo === null) return prepareCopied(engine, task);
   // Before anything of the task runs: what the user's repository must look like again after it.
   const custody = await takeCustody(engine, task, repo);
-  const ws = await prepareInRepo(engine, task, repo, signal, opts);
-  ws.state.custody = custody;
-  return ws;
+  try {
+    const ws = await prepareInRepo(engine, task, repo, signal, opts);
+    ws.state.custody = custody;
+    return ws;
+  } catch (err) {
+    await returnCustody(engine, task, custody);
+    throw err;
+  }
 }
 
 async function prepareInRepo(engine: Engine, task: Task, repo: string, signal: AbortSignal | undefined, opts: PrepareOptions): Promise<PreparedWorkspace> {
