@@ -90,7 +90,7 @@ function expectsAnswer(bytes: Buffer, id: string): boolean {
   }
 }
 
-class McpProcess {
+export class McpProcess {
   readonly answered = new Set<string>();
   /** Results of the requests the suite itself made (ids without the fuzz prefix). */
   readonly results = new Map<string, unknown>();
@@ -143,7 +143,7 @@ class McpProcess {
   }
 }
 
-async function startMcp(lab: Lab): Promise<McpProcess> {
+export async function startMcp(lab: Lab): Promise<McpProcess> {
   const p = new McpProcess(lab.start(['mcp'], 'pipe'));
   const ok = await p.request('init', 'initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'chaos', version: '1' } }, 30_000);
   if (!ok) throw new Error(`lightworker mcp did not answer initialize: ${p.stderrTail}`);

@@ -1,4 +1,4 @@
-// `npm run chaos [-- --kills N --mcp N --http N --seed S --leaders K --schedulers K --task-timeout S --out FILE]`
+// `npm run chaos [-- --kills N --mcp N --http N --seed S --leaders K --schedulers K --task-timeout S --custody N --out FILE]`
 // Drives the real CLI and MCP server through leader kills, competing schedulers, MCP and HTTP fuzz and a
 // secret corpus; prints the figures and writes them to docs/reliability.md (`--out -` writes nothing).
 // Exit 1 when any figure that must be zero is not.
@@ -17,6 +17,7 @@ const FLAGS: Record<string, keyof typeof DEFAULTS> = {
   '--accept-kills': 'acceptKills',
   '--seed': 'seed',
   '--task-timeout': 'taskTimeoutS',
+  '--custody': 'custody',
 };
 
 function parseArgs(argv: string[]): { options: Omit<ChaosOptions, 'log'>; out: string } {
@@ -41,7 +42,7 @@ function parseArgs(argv: string[]): { options: Omit<ChaosOptions, 'log'>; out: s
 }
 
 function commandLine(o: Omit<ChaosOptions, 'log'>): string {
-  return `npm run chaos -- --kills ${o.kills} --leaders ${o.leaders} --schedulers ${o.schedulers} --mcp ${o.mcp} --http ${o.http} --accept-kills ${o.acceptKills} --seed ${o.seed} --task-timeout ${o.taskTimeoutS}`;
+  return `npm run chaos -- --kills ${o.kills} --leaders ${o.leaders} --schedulers ${o.schedulers} --mcp ${o.mcp} --http ${o.http} --accept-kills ${o.acceptKills} --seed ${o.seed} --task-timeout ${o.taskTimeoutS} --custody ${o.custody}`;
 }
 
 function renderDoc(r: ChaosReport): string {
@@ -86,6 +87,15 @@ Bold figures must be 0; the command exits non-zero otherwise.
   accept's \`LIGHTWORKER_TEST_ACCEPT_PAUSE\` test hook) and killed there with SIGKILL or a Ctrl-C to its process
   group; then the next command runs. Counted: rounds where the branch, the index, the working tree and the task's
   status disagree (anything but fully accepted, or untouched with a second accept that works).
+- **Custody**: a hostile linked agent (\`test/fixtures/hostile-git-agent.mjs\`) run ${r.options.custody} times across kinds (explore,
+  review, execute), modes and ways of harm — from its own folder (\`git config core.hooksPath\`, a hook, \`refs/heads/main\`
+  moved, \`git push --force origin\`) and by absolute path into the user's repository (the same, plus files of the
+  checkout rewritten and planted, the index changed) — in batches run at once in one repository with an origin, packed
+  refs, a hook and uncommitted work. **Bytes changed**: the bytes of the working tree, index, HEAD, config, hooks,
+  info, packed-refs and refs outside \`refs/heads/lightworker/*\` (and the origin's refs) that differ after each batch.
+  **Writes approved without a person**: execute tasks sent over \`lightworker mcp\` as \`delegate_task\` with mode
+  \`auto_execute\` that were approved at creation or ran. **Agent turns by workers/doctor**: starts of the agent (its
+  marker file) while \`workers --json\` and \`doctor\` run inside the repository.
 
 ## Notes from this run
 

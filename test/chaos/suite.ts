@@ -2,6 +2,7 @@
 // as a table. `npm run chaos` (run.ts) and the reduced run inside `npm test` both call runChaos.
 import { runAcceptKills, type AcceptKillFigures } from './accept-kills.js';
 import { runCompete, type CompeteFigures } from './compete.js';
+import { runCustody, type CustodyFigures } from './custody.js';
 import { runHttpFuzz, type HttpFuzzFigures } from './http-fuzz.js';
 import { runKills, type KillFigures } from './kills.js';
 import { runMcpFuzz, type McpFuzzFigures } from './mcp-fuzz.js';
@@ -21,6 +22,8 @@ export interface ChaosOptions {
   seed: number;
   /** Hard timeout of each kill-scenario task, seconds. */
   taskTimeoutS: number;
+  /** Hostile-worker tasks of the custody scenario. */
+  custody: number;
   log: (line: string) => void;
 }
 
@@ -32,12 +35,13 @@ export interface ChaosReport {
   http: HttpFuzzFigures;
   secrets: SecretFigures;
   accepts: AcceptKillFigures;
+  custody: CustodyFigures;
   /** The figures that must be zero, by name. */
   failures: Record<string, number>;
   durationS: number;
 }
 
-export const DEFAULTS: Omit<ChaosOptions, 'log'> = { kills: 100, leaders: 2, schedulers: 4, mcp: 10_000, http: 2000, acceptKills: 24, seed: 1, taskTimeoutS: 30 };
+export const DEFAULTS: Omit<ChaosOptions, 'log'> = { kills: 100, leaders: 2, schedulers: 4, mcp: 10_000, http: 2000, acceptKills: 24, seed: 1, taskTimeoutS: 30, custody: 50 };
 
 /** Run every scenario and collect the figures; never throws for a bad figure (only for a broken harness). */
 export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
@@ -54,6 +58,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   const secrets = await runSecrets({ seed: o.seed, log: o.log });
   o.log(`chaos: ${o.acceptKills} accepts killed at an aimed step …`);
   const accepts = await runAcceptKills({ kills: o.acceptKills, seed: o.seed, log: o.log });
+  o.log(`chaos: custody, ${o.custody} hostile-worker tasks …`);
+  const custody = await runCustody({ runs: o.custody, seed: o.seed, log: o.log });
   const failures = {
     'double runs': kills.doubleRuns + compete.doubleRuns,
     'lost tasks': kills.lostTasks + compete.lostTasks,
@@ -70,9 +76,12 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     'HTTP token handed out without auth': http.tokenDisclosures,
     leaks: secrets.leaks,
     'half-applied accepts': accepts.halfApplied + accepts.reacceptFailures,
+    'bytes changed in the user repository': custody.bytesChanged,
+    'writes approved without a person (MCP)': custody.mcpWritesWithoutPerson,
+    'agent turns started by workers/doctor': custody.probeAgentStarts,
   };
   const { log: _log, ...options } = o;
-  return { options, kills, compete, mcp, http, secrets, accepts, failures, durationS: Math.round((Date.now() - started) / 1000) };
+  return { options, kills, compete, mcp, http, secrets, accepts, custody, failures, durationS: Math.round((Date.now() - started) / 1000) };
 }
 
 /** The figures as a Markdown table. */
@@ -104,6 +113,10 @@ export function renderTable(r: ChaosReport): string {
     ['**leaks** (secret × place)', r.failures.leaks],
     ['accepts killed at an aimed step', `${r.accepts.kills} (${r.accepts.sigkills} SIGKILL, ${r.accepts.sigints} Ctrl-C); ${r.accepts.finished} finished, ${r.accepts.undone} undone and accepted again`],
     ['**half-applied accepts**', r.failures['half-applied accepts']],
+    ['custody: hostile-worker tasks', `${r.custody.runs} (${Object.entries(r.custody.byKind).map(([k, n]) => `${k} ${n}`).join(', ')}); ${r.custody.restoredTasks} put something back`],
+    ['**bytes changed in the user repository** (and its origin) after the task', r.failures['bytes changed in the user repository']],
+    ['**writes approved without a person** (MCP delegate_task, auto_execute)', `${r.failures['writes approved without a person (MCP)']} of ${r.custody.mcpSubmitted}`],
+    ['**agent turns started by `workers --json` / `doctor`**', r.failures['agent turns started by workers/doctor']],
   ];
   return ['| figure | value |', '|---|---|', ...rows.map(([k, v]) => `| ${k} | ${v} |`)].join('\n');
 }
@@ -118,6 +131,7 @@ export function renderNotes(r: ChaosReport): string[] {
     ...tag('http', r.http.notes),
     ...tag('secrets', r.secrets.notes),
     ...tag('accepts', r.accepts.notes),
+    ...tag('custody', r.custody.notes),
     ...Object.entries(r.secrets.byLabel).map(([label, n]) => `- secrets: ${label} leaked in ${n} places`),
   ];
 }

@@ -6,14 +6,14 @@ import { join, relative, sep } from 'node:path';
 /**
  * What a task must leave byte for byte in the user's repository: every file of the working tree (outside
  * `.git`), and in `.git` the index, HEAD, config, packed-refs, hooks/, info/ and every ref outside
- * `refs/heads/lightworker/` — as path → sha256 of bytes and mode (or link target).
+ * `refs/heads/lightworker/` — as path → sha256 of bytes (or link target), mode and size.
  */
 export function repoFingerprint(repo: string): Map<string, string> {
   const out = new Map<string, string>();
   const add = (path: string) => {
     const st = lstatSync(path);
     const body = st.isSymbolicLink() ? `link:${readlinkSync(path)}` : createHash('sha256').update(readFileSync(path)).digest('hex');
-    out.set(relative(repo, path).split(sep).join('/'), `${body}:${(st.mode & 0o777).toString(8)}`);
+    out.set(relative(repo, path).split(sep).join('/'), `${body}:${(st.mode & 0o777).toString(8)}:${st.size}`);
   };
   const walk = (dir: string, skip: (rel: string) => boolean) => {
     if (!existsSync(dir)) return;
@@ -41,4 +41,10 @@ export function refsOf(gitDir: string): string {
 /** Paths whose fingerprint differs between two captures (added, removed or changed). */
 export function fingerprintDiff(a: Map<string, string>, b: Map<string, string>): string[] {
   return [...new Set([...a.keys(), ...b.keys()])].filter((k) => a.get(k) !== b.get(k)).sort();
+}
+
+/** Bytes that differ between two captures: for each differing path, the larger of its two sizes. */
+export function changedBytes(a: Map<string, string>, b: Map<string, string>): number {
+  const size = (v: string | undefined) => (v ? Number(v.slice(v.lastIndexOf(':') + 1)) || 1 : 0);
+  return fingerprintDiff(a, b).reduce((n, k) => n + Math.max(size(a.get(k)), size(b.get(k)), 1), 0);
 }
