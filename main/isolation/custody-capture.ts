@@ -1,7 +1,6 @@
 import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
-import type { Engine } from '../engine.js';
 import { commonGitDir, git, gitTry } from './git-exec.js';
 import { SAFE_GIT } from './private-repo.js';
 import { sourceStateCommit } from './snapshot.js';
@@ -14,6 +13,9 @@ import { sourceStateCommit } from './snapshot.js';
  * non-ignored) as one commit in the snapshot store — written from a copy of the user's index, so
  * unchanged files are not hashed again and nothing is written into the user's repository.
  */
+
+/** The engine as the snapshot store takes it (this layer names no engine type of its own). */
+export type Engine = Parameters<typeof sourceStateCommit>[0];
 
 /** One file as found: its bytes and mode, a link's target, or absent (null). */
 export type FileEntry = { bytes: Buffer; mode: number } | { link: string } | null;

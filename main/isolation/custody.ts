@@ -1,11 +1,10 @@
 import { mkdirSync, rmSync, symlinkSync, writeFileSync, chmodSync, existsSync, readdirSync, rmdirSync } from 'node:fs';
 import { dirname, join, relative, sep } from 'node:path';
-import type { Engine } from '../engine.js';
 import { appendEvent, latestSeq, listEvents } from '../store/events.js';
 import { getAllocation } from './allocations.js';
 import { getTaskState } from '../store/tasks.js';
 import { ACTIVE, type Task } from '../tasks/types.js';
-import { captureGitFiles, captureRepo, foreignPackedRefs, parseIndexEntries, sameEntry, type FileEntry, type RepoState } from './custody-capture.js';
+import { captureGitFiles, captureRepo, foreignPackedRefs, parseIndexEntries, sameEntry, type Engine, type FileEntry, type RepoState } from './custody-capture.js';
 import { git } from './git-exec.js';
 import { SAFE_GIT } from './private-repo.js';
 import { withRepoLock } from './repo-lock.js';
