@@ -201,7 +201,8 @@ class Service extends EventEmitter implements SchedulerService {
       const trees = damaged ? this.scheduler?.treesOfRunning() : undefined;
       if (damaged) this.engine.db.close();
       void this.stop({ killNow: true, trees }).catch(() => undefined);
-      this.emit('fatal', err);
+      // Emitted on the next turn: the first beat runs inside startSchedulerService, before any face listens.
+      setImmediate(() => this.emit('fatal', err));
       return;
     }
     if (++this.failedBeats < 2 || message === this.troubleSaid) return;
@@ -215,8 +216,12 @@ class Service extends EventEmitter implements SchedulerService {
     this.scheduler?.holdClaims(this.health.full!.error.message);
     if (!said) return;
     this.troubleSaid = said;
-    if (this.listenerCount('trouble')) this.emit('trouble', said, { full: true });
-    this.emit('store.full', this.health.full!.error);
+    const error = this.health.full!.error;
+    // On the next turn, like 'fatal': the first beat runs before any face listens.
+    setImmediate(() => {
+      if (this.listenerCount('trouble')) this.emit('trouble', said, { full: true });
+      this.emit('store.full', error);
+    });
   }
 
   /** A beat worked: a trouble said before is over (a full spell only once the store takes writes again). */

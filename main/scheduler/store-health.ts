@@ -44,7 +44,7 @@ export class StoreHealth {
     }
     this.truncatedOnce = false;
     if (!thorough && now < this.nextQuickCheck) return;
-    const r = quickCheckFile(path, this.engine.nativeBinding);
+    const r = quickCheckFile(path, this.engine.nativeBinding, this.engine.home.root);
     this.nextQuickCheck = now + Math.max(this.engine.config.store.check_interval_s * 1000, Math.round(r.durationMs * 100));
     if (!r.ok) throw this.damaged(`failed its integrity check (${r.problem})`);
   }

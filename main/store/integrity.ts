@@ -2,6 +2,7 @@ import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Db } from './db.js';
+import { storeFaultOf } from './store-faults.js';
 
 // Noticing a store that is no longer the database it was, while a process holds it open. SQLite itself
 // does not: a connection keeps writing into a deleted file (its inode lives on while open), into a
@@ -78,7 +79,7 @@ export interface QuickCheck {
  * connection timed around `PRAGMA quick_check` on files of that size). Finds damaged pages and b-trees;
  * bytes changed inside a row's text are only found by `audit verify` (the event hash chain).
  */
-export function quickCheckFile(path: string, nativeBinding?: string): QuickCheck {
+export function quickCheckFile(path: string, nativeBinding?: string, home?: string): QuickCheck {
   const started = performance.now();
   const Database = requireHere('better-sqlite3') as typeof BetterSqlite3;
   let conn: BetterSqlite3.Database | null = null;
@@ -91,8 +92,9 @@ export function quickCheckFile(path: string, nativeBinding?: string): QuickCheck
     return { ok, problem: ok ? null : lines.join('; ').slice(0, 500), durationMs: performance.now() - started };
   } catch (err) {
     const code = (err as { code?: unknown }).code;
-    // A busy file is no verdict (the next check looks again); anything else the check met is damage.
-    if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED') return { ok: true, problem: null, durationMs: performance.now() - started };
+    // A busy file, or a full disk that kept the check's connection from opening, is no verdict (the next
+    // check looks again); anything else the check met is damage.
+    if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' || storeFaultOf(err, home) === 'full') return { ok: true, problem: null, durationMs: performance.now() - started };
     return { ok: false, problem: `${String(code ?? 'error')}: ${(err as Error).message}`, durationMs: performance.now() - started };
   } finally {
     conn?.close();

@@ -84,7 +84,7 @@ export function storeDamagedError(dbPath: string, what: string, extra: { fix?: s
   const fix =
     extra.fix ??
     (extra.rescued
-      ? `what this process still held is saved in ${extra.rescued}: stop every LightWorker process of this home, then \`mv ${extra.rescued} ${dbPath}\` (or restore a backup); \`lightworker init --new-store\` starts an empty store instead`
+      ? `what this process still held is saved in ${extra.rescued}: stop every LightWorker process of this home, then \`rm -f ${dbPath}-wal ${dbPath}-shm && mv ${extra.rescued} ${dbPath}\` (the old -wal and -shm belong to the lost file), or restore a backup; \`lightworker init --new-store\` starts an empty store instead`
       : `stop every LightWorker process of this home, then restore ${dbPath} from a backup; \`lightworker init --new-store\` sets the damaged file aside and starts an empty store`);
   return new AppError('store_damaged', `the store ${dbPath} ${what}; fix: ${fix}`, { closed: true, path: dbPath, fix, ...(extra.rescued ? { rescued: extra.rescued } : {}) });
 }
