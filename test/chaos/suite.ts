@@ -2,6 +2,7 @@
 // as a table. `npm run chaos` (run.ts) and the reduced run inside `npm test` both call runChaos.
 import { runAcceptKills, type AcceptKillFigures } from './accept-kills.js';
 import { runCompete, type CompeteFigures } from './compete.js';
+import { runDamage, type DamageFigures } from './damage.js';
 import { runHttpFuzz, type HttpFuzzFigures } from './http-fuzz.js';
 import { runKills, type KillFigures } from './kills.js';
 import { runMcpFuzz, type McpFuzzFigures } from './mcp-fuzz.js';
@@ -21,6 +22,8 @@ export interface ChaosOptions {
   seed: number;
   /** Hard timeout of each kill-scenario task, seconds. */
   taskTimeoutS: number;
+  /** Tasks in each home whose store is deleted, truncated or corrupted under its leader. */
+  damageTasks: number;
   log: (line: string) => void;
 }
 
@@ -32,12 +35,13 @@ export interface ChaosReport {
   http: HttpFuzzFigures;
   secrets: SecretFigures;
   accepts: AcceptKillFigures;
+  damage: DamageFigures;
   /** The figures that must be zero, by name. */
   failures: Record<string, number>;
   durationS: number;
 }
 
-export const DEFAULTS: Omit<ChaosOptions, 'log'> = { kills: 100, leaders: 2, schedulers: 4, mcp: 10_000, http: 2000, acceptKills: 24, seed: 1, taskTimeoutS: 30 };
+export const DEFAULTS: Omit<ChaosOptions, 'log'> = { kills: 100, leaders: 2, schedulers: 4, mcp: 10_000, http: 2000, acceptKills: 24, seed: 1, taskTimeoutS: 30, damageTasks: 50 };
 
 /** Run every scenario and collect the figures; never throws for a bad figure (only for a broken harness). */
 export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
@@ -54,6 +58,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   const secrets = await runSecrets({ seed: o.seed, log: o.log });
   o.log(`chaos: ${o.acceptKills} accepts killed at an aimed step …`);
   const accepts = await runAcceptKills({ kills: o.acceptKills, seed: o.seed, log: o.log });
+  o.log('chaos: a full disk and a damaged store …');
+  const damage = await runDamage({ tasks: o.damageTasks, log: o.log });
   const failures = {
     'double runs': kills.doubleRuns + compete.doubleRuns,
     'lost tasks': kills.lostTasks + compete.lostTasks,
@@ -70,9 +76,14 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     'HTTP token handed out without auth': http.tokenDisclosures,
     leaks: secrets.leaks,
     'half-applied accepts': accepts.halfApplied + accepts.reacceptFailures,
+    'stuck tasks (full disk)': damage.stuckTasks,
+    'tasks started while the store was full': damage.startedWhileFull,
+    'full disk not said': damage.fullUnsaid,
+    'unnoticed store damage': damage.unnoticed,
+    'survivors (store damage)': damage.survivors,
   };
   const { log: _log, ...options } = o;
-  return { options, kills, compete, mcp, http, secrets, accepts, failures, durationS: Math.round((Date.now() - started) / 1000) };
+  return { options, kills, compete, mcp, http, secrets, accepts, damage, failures, durationS: Math.round((Date.now() - started) / 1000) };
 }
 
 /** The figures as a Markdown table. */
@@ -104,6 +115,16 @@ export function renderTable(r: ChaosReport): string {
     ['**leaks** (secret × place)', r.failures.leaks],
     ['accepts killed at an aimed step', `${r.accepts.kills} (${r.accepts.sigkills} SIGKILL, ${r.accepts.sigints} Ctrl-C); ${r.accepts.finished} finished, ${r.accepts.undone} undone and accepted again`],
     ['**half-applied accepts**', r.failures['half-applied accepts']],
+    ['full disk (home on a tmpfs filled while 3 tasks run)', r.damage.fullDiskRun ? `${r.damage.fullDiskTasks} tasks` : `not run: ${r.damage.fullDiskSkipped}`],
+    ['**stuck tasks** (full disk, 30 s after space returned)', r.failures['stuck tasks (full disk)']],
+    ['**tasks started while the store was full**', r.failures['tasks started while the store was full']],
+    ['**full disk not said** (what is full, where)', r.failures['full disk not said']],
+    ['store damage under a leader', `${r.damage.harms.join(', ')}; ${r.options.damageTasks} tasks each`],
+    ['**unnoticed store damage** (leader went on, or a command recreated/trusted it)', r.failures['unnoticed store damage']],
+    ['**surviving processes** (store damage)', r.failures['survivors (store damage)']],
+  };
+  const { log: _log, ...options } = o;
+  return { options, kills, compete, mcp, http, secrets, accepts, damage, failures, durationS: Math.round((Date.now() - started) / 1000) };
   ];
   return ['| figure | value |', '|---|---|', ...rows.map(([k, v]) => `| ${k} | ${v} |`)].join('\n');
 }
@@ -118,6 +139,7 @@ export function renderNotes(r: ChaosReport): string[] {
     ...tag('http', r.http.notes),
     ...tag('secrets', r.secrets.notes),
     ...tag('accepts', r.accepts.notes),
+    ...tag('damage', r.damage.notes),
     ...Object.entries(r.secrets.byLabel).map(([label, n]) => `- secrets: ${label} leaked in ${n} places`),
   ];
 }
