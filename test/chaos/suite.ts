@@ -122,9 +122,6 @@ export function renderTable(r: ChaosReport): string {
     ['store damage under a leader', `${r.damage.harms.join(', ')}; ${r.options.damageTasks} tasks each`],
     ['**unnoticed store damage** (leader went on, or a command recreated/trusted it)', r.failures['unnoticed store damage']],
     ['**surviving processes** (store damage)', r.failures['survivors (store damage)']],
-  };
-  const { log: _log, ...options } = o;
-  return { options, kills, compete, mcp, http, secrets, accepts, damage, failures, durationS: Math.round((Date.now() - started) / 1000) };
   ];
   return ['| figure | value |', '|---|---|', ...rows.map(([k, v]) => `| ${k} | ${v} |`)].join('\n');
 }
