@@ -1,12 +1,22 @@
 import type { AppError } from '../core/errors.js';
-import type { Engine } from '../engine.js';
-import { isPostgres } from '../store/db.js';
+import type { HomePaths } from '../core/home.js';
+import { isPostgres, type Db } from '../store/db.js';
 import { appendEvent } from '../store/events.js';
-import { lookAtStoreFile, quickCheckFile, rescueStore } from '../store/integrity.js';
+import { lookAtStoreFile, quickCheckFile, rescueStore, type StoreFileId } from '../store/integrity.js';
 import { formatBytes, freeBytes, storeDamagedError, storeFullError } from '../store/store-faults.js';
 
 /** Space a full file system must have again before a leader starts new tasks (a task's end alone is small). */
 export const MIN_FREE_BYTES = 4 * 1024 * 1024;
+
+/** What the watch needs of the open home (the Engine is one). */
+export interface WatchedStore {
+  readonly db: Db;
+  readonly home: HomePaths;
+  readonly storeFile: StoreFileId | null;
+  readonly nativeBinding: string | undefined;
+  readonly config: { store: { check_interval_s: number } };
+  write<T>(fn: () => T): T;
+}
 
 /**
  * A leader's watch over its SQLite store (scheduler/service.ts calls it at every beat):
@@ -23,7 +33,7 @@ export class StoreHealth {
   /** Since when the store could not be written, and the error saying so; null while it can be. */
   full: { since: number; error: AppError } | null = null;
 
-  constructor(private readonly engine: Engine) {}
+  constructor(private readonly engine: WatchedStore) {}
 
   private get watched(): boolean {
     return !isPostgres(this.engine.db) && this.engine.storeFile !== null;
