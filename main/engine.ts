@@ -11,6 +11,10 @@ import { EventCursor } from './store/event-cursor.js';
 import { useKeyFile } from './tasks/secrets.js';
 import { appendEvent, latestSeq, type EventRow } from './store/events.js';
 import { watchConfigFile } from './core/config-watch.js';
+import { AppError } from './core/errors.js';
+import { checkStoreBeforeOpen, recordStoreIdentity } from './store/identity.js';
+import { lookAtStoreFile, storeFileId, type StoreFileId } from './store/integrity.js';
+import { storeDamagedError, storeFaultOf, storeFullError } from './store/store-faults.js';
 
 const GAP_RECHECK_MS = 50;
 const RETRY_MS = 250;
@@ -51,13 +55,17 @@ export class Engine {
   private readonly pinnedConfig: boolean;
   private stopConfigWatch: (() => void) | null = null;
 
+  /** The better-sqlite3 addon this engine opened its store with (the desktop app's own build), for other connections. */
+  readonly nativeBinding: string | undefined;
+
   constructor(opts: EngineOptions = {}) {
+    this.nativeBinding = opts.nativeBinding;
     this.home = resolveHome(opts.home);
     ensureHomeDirs(this.home);
     this.config = opts.config ?? loadConfig(this.home.config);
     const target = storeTarget(this.currentConfig);
     if (this.currentConfig.store.key_file) useKeyFile(this.home.root, this.currentConfig.store.key_file);
-    this.db = target ? openPgDb(target, this.home.root) : openDb({ path: this.home.db, nativeBinding: opts.nativeBinding });
+    this.db = target ? openPgDb(target, this.home.root) : this.openSqlite(opts.nativeBinding);
     this.cursor = new EventCursor(latestSeq(this.db));
     this.pollMs = opts.pollMs ?? 25;
     this.configPollMs = opts.configPollMs ?? 500;
@@ -67,6 +75,47 @@ export class Engine {
 
   get config(): Config {
     return this.currentConfig;
+  }
+
+  /** The SQLite file this engine opened (device, inode), for a leader's look at it; null on PostgreSQL. */
+  storeFile: StoreFileId | null = null;
+
+  /**
+   * The home's SQLite store, never created where one existed (store/identity.ts), and refused when it is
+   * not a database any more (overwritten, truncated) with an error saying what to do.
+   */
+  private openSqlite(nativeBinding: string | undefined): Db {
+    checkStoreBeforeOpen(this.home);
+    let db: Db;
+    try {
+      db = openDb({ path: this.home.db, nativeBinding });
+    } catch (err) {
+      if (err instanceof AppError) throw err;
+      const fault = storeFaultOf(err, this.home.root);
+      if (fault === 'full') throw storeFullError(this.home.db, this.home.root, err);
+      if (fault === 'damaged') throw storeDamagedError(this.home.db, `cannot be opened: ${(err as Error).message}`);
+      throw err;
+    }
+    try {
+      this.storeFile = storeFileId(this.home.db);
+      const look = () => (this.storeFile ? lookAtStoreFile(this.home.db, this.storeFile) : null);
+      let problem = look();
+      // Shorter than its header says can be a checkpoint of another process growing the file: look again.
+      if (problem?.startsWith('was truncated')) {
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 100);
+        problem = look();
+      }
+      if (problem) throw storeDamagedError(this.home.db, problem.replace(' while this process had it open', ''));
+      recordStoreIdentity(db, this.home, (db as { readonly?: boolean }).readonly === true);
+      return db;
+    } catch (err) {
+      db.close();
+      if (err instanceof AppError) throw err;
+      const fault = storeFaultOf(err, this.home.root);
+      if (fault === 'full') throw storeFullError(this.home.db, this.home.root, err);
+      if (fault === 'damaged') throw storeDamagedError(this.home.db, `cannot be read: ${(err as Error).message}`);
+      throw err;
+    }
   }
 
   /**

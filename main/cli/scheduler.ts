@@ -64,10 +64,13 @@ function followRunStatus(engine: Engine, svc: SchedulerService, call: (name: str
  * has, `stopped` (exit non-zero, so a supervisor or the person starts `again` once the store answers).
  */
 export function sayTrouble(svc: SchedulerService, say: (text: string) => void, again: string, stopped: () => void): void {
-  svc.on('trouble', (message: string) => say(`cannot ${svc.scheduler ? 'keep leading' : 'lead'}: ${message}; retrying`));
+  // A full file system says what it holds back itself; the retrying is the task ends', said there.
+  svc.on('trouble', (message: string, info?: { full?: boolean }) => say(info?.full ? message : `cannot ${svc.scheduler ? 'keep leading' : 'lead'}: ${message}; retrying`));
+  svc.on('store.writable', (message: string) => say(message));
   svc.on('recovered', () => say('working again'));
   svc.once('fatal', (e: Error) => {
-    say(`stopping: ${e.message}; start \`${again}\` again once the store answers (another runner or the next start orphans what this one ran)`);
+    if (e instanceof AppError && e.code === 'store_damaged') say(`stopping, what ran here killed: ${e.message}`);
+    else say(`stopping: ${e.message}; start \`${again}\` again once the store answers (another runner or the next start orphans what this one ran)`);
     void svc.stop().catch(() => undefined).finally(stopped);
   });
 }
@@ -81,6 +84,27 @@ export function seconds(name: string) {
   };
 }
 
+/**
+ * `run --until-idle` cannot reach idle while the store takes no writes: once a full spell lasted `ms`, say
+ * so and end (code 1) instead of waiting on a disk nobody may free. What still runs is killed; its tasks are
+ * orphaned by the next leader.
+ */
+function giveUpWhenStalled(svc: SchedulerService, ms: number, say: (text: string) => void, stop: () => void): void {
+  let timer: NodeJS.Timeout | null = null;
+  svc.on('store.full', (e: Error) => {
+    timer ??= setTimeout(() => {
+      const n = svc.runningTasks().length;
+      say(`cannot make progress: ${e.message} for ${Math.round(ms / 1000)} s; exiting${n ? `, killing ${n} running task${n === 1 ? '' : 's'} (the next leader marks them orphaned)` : ''}. Free space on that file system and run again`);
+      void svc.stop({ killNow: true }).catch(() => undefined).finally(stop);
+    }, ms);
+    timer.unref();
+  });
+  svc.on('store.writable', () => {
+    if (timer) clearTimeout(timer);
+    timer = null;
+  });
+}
+
 /** How long past `run --timeout` the process may take to record the ends of what it killed. */
 const DEADLINE_SLACK_MS = 1500;
 
@@ -90,6 +114,7 @@ export function registerSchedulerCommands(program: Command): void {
     .description('run the scheduler in the foreground (leads, or waits as standby while another process leads)')
     .option('--until-idle', 'exit once nothing runs and nothing queued can run')
     .option('--timeout <seconds>', 'hard bound from the start of the process: SIGKILL what still runs and exit (code 1)', seconds('timeout'))
+    .option('--stall-timeout <seconds>', 'with --until-idle: exit (code 1) once the store could not be written for this long (default 60)', seconds('stall-timeout'), 60)
     .option('--drain-timeout <seconds>', 'after a first Ctrl-C/SIGTERM, cancel running tasks after this long (default: wait until they end)', seconds('drain-timeout'))
     .option('-q, --quiet', 'no status line (stderr keeps only warnings)')
     .action(async (o, cmd: Command) => {
@@ -166,6 +191,7 @@ export function registerSchedulerCommands(program: Command): void {
             }, DEADLINE_SLACK_MS).unref();
           }, Math.max(0, o.timeout * 1000 - process.uptime() * 1000)) : null;
           sayTrouble(svc, say, 'lightworker run', () => finish(1));
+          if (o.untilIdle) giveUpWhenStalled(svc, o.stallTimeout * 1000, say, () => finish(1));
           onChange();
         });
         // After a fatal store error the stop already failed to record what it ended: that was said above.

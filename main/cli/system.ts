@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { writeDefaultConfig } from '../core/config.js';
 import { ensureHomeDirs, resolveHome } from '../core/home.js';
+import { setStoreAside } from '../store/identity.js';
 import type { DoctorCheck } from '../commands/doctor.js';
 import { Engine } from '../engine.js';
 import type { EventRow } from '../store/events.js';
@@ -68,7 +69,9 @@ function openFailure(e: unknown): DoctorReport {
     ? 'fix the setting the message names (config.toml, or LIGHTWORKER_DATABASE_URL)'
     : e.code === 'unavailable'
       ? 'start the PostgreSQL server, or point LIGHTWORKER_DATABASE_URL / [store] at one that runs'
-      : undefined;
+      : typeof e.details?.fix === 'string'
+        ? e.details.fix
+        : undefined;
   return { ok: false, checks: [{ name: config ? 'config' : 'database', ok: false, detail: redactText(e.message), fix }] };
 }
 
@@ -77,14 +80,19 @@ export function registerSystemCommands(program: Command): void {
     .command('init')
     .description('create the home folder, config.toml with documented defaults, and the database')
     .option('--force', 'rewrite config.toml with the defaults')
+    .option('--new-store', 'set the store aside (missing, damaged or not: its files are renamed, never deleted) and start an empty one')
     .option('--json')
     .action((o, cmd: Command) => {
       const home = resolveHome(globals(cmd).home);
       ensureHomeDirs(home);
       const wrote = writeDefaultConfig(home.config, Boolean(o.force));
+      const setAside = o.newStore ? setStoreAside(home) : [];
       new Engine({ home: home.root }).close();
-      if (o.json) printJson({ home: home.root, config: home.config, database: home.db, configWritten: wrote });
-      else out(`home ${home.root}\nconfig ${home.config}${wrote ? ' (written)' : ' (kept; --force rewrites it)'}\ndatabase ${home.db}`);
+      if (o.json) printJson({ home: home.root, config: home.config, database: home.db, configWritten: wrote, setAside });
+      else {
+        out(`home ${home.root}\nconfig ${home.config}${wrote ? ' (written)' : ' (kept; --force rewrites it)'}\ndatabase ${home.db}${o.newStore ? ' (new, empty)' : ''}`);
+        for (const f of setAside) out(`set aside ${f}`);
+      }
     });
 
   program

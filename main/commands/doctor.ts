@@ -6,6 +6,7 @@ import { configProblems } from '../core/config-rules.js';
 import { connect } from 'node:net';
 import { z } from 'zod';
 import { isWritable } from '../core/home.js';
+import { storeIdOf } from '../store/identity.js';
 import { currentLease } from '../scheduler/lease.js';
 import { allWorkerNames, resolveAdapter } from '../workers/registry.js';
 import { defineCommand, type CommandContext } from './table.js';
@@ -72,7 +73,11 @@ function storeCheck(ctx: CommandContext): DoctorCheck {
     const current = store.schemaVersion === store.expectedSchemaVersion;
     const ok = quick === 'ok' && current;
     const schema = `schema ${store.schemaVersion}/${store.expectedSchemaVersion}`;
-    if (store.kind === 'sqlite') return { name: 'database', ok, detail: `SQLite ${store.label}: quick_check ${quick}, ${schema}`, fix: ok ? undefined : fix };
+    if (store.kind === 'sqlite') {
+      const id = storeIdOf(ctx.engine.db);
+      const detail = `SQLite ${store.label}: quick_check ${quick}, ${schema}${id ? `, store ${id}` : ''}`;
+      return { name: 'database', ok, detail, fix: ok ? undefined : `${fix}; \`lightworker init --new-store\` sets the damaged file aside and starts an empty store` };
+    }
     const from = store.source ? ` (${SOURCE_TEXT[store.source] ?? store.source})` : '';
     return { name: 'database', ok, detail: `PostgreSQL ${store.label}${from}: reachable, ${schema}`, fix: ok ? undefined : 'upgrade LightWorker on every host of the fleet to the same version' };
   } catch (err) {

@@ -118,6 +118,7 @@ requests = true                 # a task's question or permission request
 # url_file = "/etc/lightworker/database-url"                   # a file holding the whole URL
 # key_file = "/etc/lightworker/secret.key"                     # 32 bytes, the same on every host (seals secrets)
 # schema = "lightworker"
+# check_interval_s = 60       # SQLite: a leader's integrity check (quick_check) every this many seconds
 # [fleet]
 # host_id = "build-box-1"     # this host in the fleet (default: its hostname)
 # repos = { "github.com/acme/api" = "/srv/src/api" }           # repositories this host runs tasks for

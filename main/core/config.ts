@@ -238,6 +238,11 @@ export const configSchema = z.strictObject({
       key_file: z.string().min(1).max(4096).optional(),
       /** The PostgreSQL schema holding LightWorker's tables (several fleets can share one database). */
       schema: z.string().regex(/^[a-z_][a-z0-9_]{0,40}$/, 'a lower-case identifier (letters, digits, _)').default('lightworker'),
+      /**
+       * How often a leader runs `PRAGMA quick_check` on the SQLite file, in seconds (also on starting to lead);
+       * never more often than 100 × what one check took (≤ 1 % of its time).
+       */
+      check_interval_s: z.number().int().min(1).max(86_400).default(60),
     })
     .prefault({}),
   /** This runner's part of a fleet (PostgreSQL store only). */

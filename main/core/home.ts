@@ -10,6 +10,8 @@ export interface HomePaths {
   worktrees: string;
   artifacts: string;
   logs: string;
+  /** The store's identity, kept outside the database: a home that had a store never silently gets a new one. */
+  storeId: string;
 }
 
 /**
@@ -37,6 +39,7 @@ export function homePaths(root: string): HomePaths {
     worktrees: join(root, 'worktrees'),
     artifacts: join(root, 'artifacts'),
     logs: join(root, 'logs'),
+    storeId: join(root, 'store-id'),
   };
 }
 

@@ -28,7 +28,8 @@ import { treeMarkerEnv } from './lifecycle.js';
 import { useSpawner } from './spawner.js';
 import { trimHeap } from './heap-trim.js';
 import { runTurn, type TurnResult } from './turn.js';
-import { Deferred, persistEvents, threadUsageOf, writeEvents } from './task-writes.js';
+import { Deferred, landEndWrite, persistEvents, threadUsageOf, writeEvents, type EndWriteContext } from './task-writes.js';
+import { storeFaultOf, storeFullError } from '../store/store-faults.js';
 import { checkTurnForInput, MAX_DENIALS_PER_ATTEMPT, permissionServerFor, runBudget, stopForInput, WaitForInput } from './input-requests.js';
 
 export interface RunContext {
@@ -43,6 +44,10 @@ export interface RunContext {
   onWorkerOk?: (worker: string) => void;
   /** Called when a plan task completed with a valid plan (orchestration expands it). */
   onPlan?: (task: Task, result: unknown) => void;
+  /** Aborted when the leader stops running tasks; `endsWaiting`, `onStoreFault`: see landEndWrite. */
+  stopped?: AbortSignal;
+  endsWaiting?: Set<string>;
+  onStoreFault?: (err: unknown) => void;
 }
 
 const ABORT_STATUS: Record<string, TaskStatus> = { timeout: 'timed_out', cancel: 'cancelled', shutdown: 'cancelled', leader_lost: 'orphaned' };
@@ -71,7 +76,7 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
   } catch (err) {
     // The sealed originals cannot be read here (another host's key, a lost secret.key): end the task
     // saying so, rather than leave it claimed and never run.
-    return finishWithError(ctx, stored, err);
+    return await finishWithError(ctx, stored, err);
   }
   const resume = resumeRequestOf(engine.db, task);
   // An answered request continues the same run: its timeout keeps counting from where it paused.
@@ -162,22 +167,22 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
 
     const parsed = parseResult(task.kind, turn.finalText);
     if (task.kind === 'plan' && !parsed.schemaValid) throw new StopTask('failed', 'invalid_plan', `the planner's answer is not a valid plan: ${parsed.problem}`);
-    later.write(engine, () => {
+    await landEndWrite(endWrites(ctx, task.id), () => later.write(engine, () => {
       move(engine.db, task.id, 'verifying', 'completed', {
         reason: parsed.schemaValid ? 'verified' : `verified; result not schema-valid (${parsed.problem})`,
         fields: { result: parsed.result, schemaValid: parsed.schemaValid, pid: null },
       });
       endAttempt(engine, task, 'completed', null);
       if (task.kind === 'plan' && ctx.onPlan) ctx.onPlan(getTask(engine.db, task.id)!, parsed.result);
-    });
+    }));
     return 'completed';
   } catch (err) {
-    later.flush(engine);
+    await landEndWrite(endWrites(ctx, task.id), () => later.flush(engine));
     if (err instanceof WaitForInput && !ctx.signal.aborted) {
-      stopForInput(engine, task, err.request);
+      await landEndWrite(endWrites(ctx, task.id), () => stopForInput(engine, task, err.request));
       return 'waiting_input';
     }
-    return finishWithError(ctx, task, err);
+    return await finishWithError(ctx, task, err);
   } finally {
     budget.dispose();
     await finishWorkspace(engine, task, ws);
@@ -359,23 +364,28 @@ function endAttempt(engine: Engine, task: Task, status: string, errorCode: strin
   prep(engine.db, 'UPDATE attempts SET status = ?, error_code = ?, ended_at = ? WHERE task_id = ? AND attempt = ?').run(status, errorCode, Date.now(), task.id, task.attempt);
 }
 
-function finishWithError(ctx: RunContext, task: Task, err: unknown): TaskStatus {
+function endWrites(ctx: RunContext, taskId: string): EndWriteContext {
+  return { taskId, home: ctx.engine.home.root, stopped: ctx.stopped, endsWaiting: ctx.endsWaiting, onStoreFault: ctx.onStoreFault };
+}
+
+async function finishWithError(ctx: RunContext, task: Task, err: unknown): Promise<TaskStatus> {
   const { engine } = ctx;
   let status: TaskStatus;
   let code: string;
   let message: string;
   if (err instanceof StopTask) ({ status, code, message } = err);
   else if (ctx.signal.aborted) ({ status, code, message } = abortError(String(ctx.signal.reason)));
+  else if (storeFaultOf(err, engine.home.root) === 'full') [status, code, message] = ['failed', 'disk_full', storeFullError(engine.home.db, engine.home.root, err).message];
   else if (isAppError(err)) [status, code, message] = ['failed', err.code, err.message];
   else [status, code, message] = ['failed', 'internal', `internal error: ${(err as Error).message}`];
   try {
-    engine.write(() => {
+    await landEndWrite(endWrites(ctx, task.id), () => engine.write(() => {
       const cur = getTask(engine.db, task.id);
       if (!cur || !['starting', 'running', 'verifying'].includes(cur.status)) return;
       if (code === 'shutdown') message = message.replace('<id>', task.id);
       transition(engine.db, task.id, cur.status, status, { reason: message.split('\n')[0].slice(0, 300), fields: { errorCode: code, errorMessage: message, pid: null } });
       endAttempt(engine, task, status, code);
-    });
+    }));
   } catch (e) {
     // Someone else moved the task (e.g. orphaned after a takeover); their state stands.
     if (!isAppError(e)) throw e;

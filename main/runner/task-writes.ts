@@ -3,6 +3,7 @@ import type { Engine } from '../engine.js';
 import { prep } from '../store/db.js';
 import { appendEvent } from '../store/events.js';
 import { updateTaskFields } from '../store/tasks.js';
+import { storeFaultOf } from '../store/store-faults.js';
 import type { NormalizedEvent, ThreadUsage } from '../workers/adapter.js';
 
 // What a task's run writes besides its state moves: the deferred writes of runner/run-task.ts, and a worker
@@ -104,4 +105,58 @@ export function writeEvents(engine: Engine, id: string, events: NormalizedEvent[
   if (input || cached || output || cost !== null) {
     prep(engine.db, 'UPDATE tasks SET input_tokens = input_tokens + ?, cached_tokens = cached_tokens + ?, output_tokens = output_tokens + ?, cost_usd = CASE WHEN CAST(? AS REAL) IS NULL THEN cost_usd ELSE COALESCE(cost_usd, 0) + ? END WHERE id = ?').run(input, cached, output, cost, cost, id);
   }
+}
+
+/** What a task's end write needs to wait for space: see landEndWrite. */
+export interface EndWriteContext {
+  taskId: string;
+  /** The home folder: an I/O error on its full file system counts as full (store-faults.ts). */
+  home?: string;
+  /** Aborted when the leader stops running tasks (a shutdown, a lost lease): waiting for space ends then. */
+  stopped?: AbortSignal;
+  /** The scheduler's set of tasks whose end waits for the store (it starts nothing new meanwhile). */
+  endsWaiting?: Set<string>;
+  /** Told of every write the store refused for lack of space (the leader says so, once). */
+  onStoreFault?: (err: unknown) => void;
+}
+
+const END_RETRY_FIRST_MS = 100;
+const END_RETRY_MAX_MS = 2000;
+
+/**
+ * Write a task's end (its completion, its failure, what was deferred to it). A write the store refuses for
+ * lack of space (SQLITE_FULL) is not dropped: it is retried, waiting 100 ms doubling to 2 s, until it lands,
+ * so the task never stays `running` once space returns. Waiting ends only when the leader stops running
+ * tasks; the end is then not recorded, and the next leader orphans the task. Any other error is thrown at once.
+ */
+export async function landEndWrite<T>(w: EndWriteContext, fn: () => T): Promise<T> {
+  let delay = END_RETRY_FIRST_MS;
+  try {
+    for (;;) {
+      try {
+        return fn();
+      } catch (err) {
+        if (storeFaultOf(err, w.home) !== 'full') throw err;
+        w.onStoreFault?.(err);
+        if (w.stopped?.aborted) throw err;
+        w.endsWaiting?.add(w.taskId);
+        await waitUnlessStopped(delay, w.stopped);
+        delay = Math.min(END_RETRY_MAX_MS, delay * 2);
+      }
+    }
+  } finally {
+    w.endsWaiting?.delete(w.taskId);
+  }
+}
+
+function waitUnlessStopped(ms: number, stopped: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      stopped?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    stopped?.addEventListener('abort', done, { once: true });
+  });
 }

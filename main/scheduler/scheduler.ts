@@ -8,6 +8,7 @@ import { retryTask } from '../tasks/ops.js';
 import { getTask } from '../store/tasks.js';
 import { TERMINAL, type Task, type TaskStatus } from '../tasks/types.js';
 import { resolveAdapter } from '../workers/registry.js';
+import { storeFaultOf } from '../store/store-faults.js';
 import { claimTask, listCandidates, pickCandidate, type Candidate } from './claim.js';
 import { claimFleetTask, fleetLimitsOf, listFleetCandidates, type FleetCandidate, type FleetIdentity } from './fleet.js';
 
@@ -78,6 +79,12 @@ export class Scheduler extends EventEmitter {
   private draining = false;
   private pauseTimer: NodeJS.Timeout | null = null;
   private dispatchSeq = 0;
+  /** Why nothing new is claimed now (the store cannot be written), or null. */
+  private held: string | null = null;
+  /** Tasks whose end is written but not yet recorded: retried until the store takes it (runner/run-task.ts). */
+  readonly endsWaiting = new Set<string>();
+  /** Aborted by stop(): a task waiting for space to record its end stops waiting. */
+  private stopSignal = new AbortController();
   private readonly onEvent = (e: EventRow) => this.handleEvent(e);
 
   /**
@@ -114,9 +121,24 @@ export class Scheduler extends EventEmitter {
     if (this.running.size === 0) this.emit('drained');
   }
 
+  /**
+   * Claim nothing new while `reason` is set (the store cannot be written: a task started now could not record
+   * its end either); running tasks go on. `null` lifts the hold.
+   */
+  holdClaims(reason: string | null): void {
+    this.held = reason;
+    if (reason === null) this.wake();
+  }
+
+  /** A store error met outside a task's own bookkeeping: a full or damaged store is told to the service. */
+  private noteStoreError(err: unknown): void {
+    if (storeFaultOf(err, this.engine.home.root)) this.emit('store.fault', err);
+  }
+
   start(): void {
     if (!this.stopped) return;
     this.stopped = false;
+    this.stopSignal = new AbortController();
     this.paused = getSetting<boolean>(this.engine.db, 'scheduler.paused') ?? false;
     this.engine.watch();
     this.engine.events.on('event', this.onEvent);
@@ -143,13 +165,14 @@ export class Scheduler extends EventEmitter {
    * Stop claiming. With `abortReason`, kill what runs and wait for it to settle. With `killNow`, the
    * trees get SIGKILL at once instead of SIGTERM + grace (a hard deadline such as `run --timeout`).
    */
-  async stop(abortReason?: 'shutdown' | 'leader_lost' | 'timeout', opts: { killNow?: boolean } = {}): Promise<void> {
+  async stop(abortReason?: 'shutdown' | 'leader_lost' | 'timeout', opts: { killNow?: boolean; trees?: Tree[] } = {}): Promise<void> {
     this.stopped = true;
+    this.stopSignal.abort();
     this.engine.events.off('event', this.onEvent);
     this.engine.events.off('config', this.onConfig);
     if (this.pauseTimer) clearTimeout(this.pauseTimer);
     if (abortReason) for (const r of this.running.values()) r.controller.abort(abortReason);
-    if (abortReason && opts.killNow) await this.killNow();
+    if (abortReason && opts.killNow) await this.killNow(opts.trees);
     await Promise.allSettled([...this.running.values()].map((r) => r.done));
   }
 
@@ -157,8 +180,14 @@ export class Scheduler extends EventEmitter {
    * SIGKILL, without a grace, what each running task has left: the group of the process recorded on it
    * (the worker, or the verify command running now), that process's descendants and, on Linux, every
    * process carrying the attempt's marker. Call after aborting (stop), so each run records why it ended.
+   * `trees`: read before (treesOfRunning) when the store is about to be closed.
    */
-  async killNow(): Promise<void> {
+  async killNow(trees = this.treesOfRunning()): Promise<void> {
+    if (trees.length) await sweepTrees(trees, 0);
+  }
+
+  /** What each running task has left to kill, as the store records it (its marker alone when it cannot be read). */
+  treesOfRunning(): Tree[] {
     const trees: Tree[] = [];
     for (const r of this.running.values()) {
       let t: ReturnType<typeof getTask> = null;
@@ -169,7 +198,7 @@ export class Scheduler extends EventEmitter {
       }
       trees.push({ pid: t?.pid && t.pid > 0 ? t.pid : -1, startTime: t?.pidStart ?? null, marker: treeMarkerEnv(this.engine.home.root, r.id, t?.attempt ?? r.attempt) });
     }
-    if (trees.length) await sweepTrees(trees, 0);
+    return trees;
   }
 
   /** Abort every running task with `reason` (e.g. `run --timeout`), without stopping. */
@@ -184,9 +213,10 @@ export class Scheduler extends EventEmitter {
       this.wakeQueued = false;
       try {
         this.dispatch();
-      } catch {
-        // The store failed this pass (a dropped connection, a busy file): try again shortly rather than
-        // crash a runner with tasks in flight.
+      } catch (err) {
+        // The store failed this pass (a dropped connection, a busy file, a full disk): try again shortly
+        // rather than crash a runner with tasks in flight.
+        this.noteStoreError(err);
         setTimeout(() => this.wake(), 500).unref();
       }
     });
@@ -195,7 +225,8 @@ export class Scheduler extends EventEmitter {
   private handleEvent(e: EventRow): void {
     try {
       this.reactTo(e);
-    } catch {
+    } catch (err) {
+      this.noteStoreError(err);
       // The store failed while reacting (a dropped connection, a busy file): look again shortly.
       setTimeout(() => this.wake(), 500).unref();
     }
@@ -238,7 +269,7 @@ export class Scheduler extends EventEmitter {
   }
 
   private dispatch(): void {
-    if (this.stopped || this.paused || this.draining) return;
+    if (this.stopped || this.paused || this.draining || this.held !== null) return;
     const { scheduler } = this.engine.config;
     const limits = { perRoot: scheduler.per_root, perRepository: scheduler.per_repository };
     // Bounded: a claim lost to another runner lists again, but a pass never spins.
@@ -276,13 +307,19 @@ export class Scheduler extends EventEmitter {
         onRateLimit: (w) => this.pauseWorker(w, id),
         onWorkerOk: (w) => this.clearPause(w),
         onPlan: planHandler ? (t, r) => planHandler!(this.engine, t, r) : undefined,
+        stopped: this.stopSignal.signal,
+        endsWaiting: this.endsWaiting,
+        onStoreFault: (err) => this.emit('store.fault', err),
       },
       id,
     );
     // `done` as the scheduler sees it: settled only after the end's bookkeeping below, so a stop()
     // awaiting it never closes the store under that bookkeeping (seen as "store … is closed" on exit).
     const settled = done
-      .catch(() => 'failed' as TaskStatus)
+      .catch((err: unknown) => {
+        this.noteStoreError(err);
+        return 'failed' as TaskStatus;
+      })
       .then((status) => {
         clearTimeout(timer);
         this.running.delete(id);
@@ -292,7 +329,8 @@ export class Scheduler extends EventEmitter {
           if (status === 'failed' && this.isRateLimited(id)) this.requeueAfterRateLimit(id);
           // In the same tick as the task's end: `run --until-idle` must not see the team idle before its next step.
           teamHandler?.onEnded(this.engine, id);
-        } catch {
+        } catch (err) {
+          this.noteStoreError(err);
           // The store failed just now: the team steps on at its next event (the driver re-reads state).
         }
         this.emit('task.ended', id, status);

@@ -7,61 +7,20 @@ import { anchorChains, anchorDue, latestSeq } from '../store/events.js';
 import { fleetIdentity, liveRunnerOnHost, lostTasksOnHost, reapExpiredRunners, registerRunner, renewRunner, stopRunner, type FleetIdentity } from './fleet.js';
 import { getSetting, setSetting } from '../store/settings.js';
 import { countByStatus } from '../store/tasks.js';
-import { currentLease, releaseLease, renewLease, tryAcquireLease, type Lease } from './lease.js';
+import { currentLease, releaseLease, renewLease, tryAcquireLease } from './lease.js';
 import { claimableWork } from './idle.js';
 import { recoverOrphans } from './recovery.js';
 import { sweepExpiredRequests } from './request-expiry.js';
 import { sweepDeadSnapshots } from '../isolation/snapshot-sweep.js';
 import { Scheduler, type RunningTask } from './scheduler.js';
 import { sweepTrees, treeMarkerEnv, type Tree } from '../runner/lifecycle.js';
+import { storeDamagedError, storeFaultOf } from '../store/store-faults.js';
+import { StoreHealth } from './store-health.js';
 
 export type { RunningTask };
+import type { SchedulerService, SchedulerStatus, ServiceOptions } from './service-types.js';
 
-export interface SchedulerStatus {
-  role: 'leader' | 'standby';
-  paused: boolean;
-  running: number;
-  awaitingApproval: number;
-  /** Tasks waiting for a person's answer (a question or a permission request). */
-  waitingInput: number;
-  queued: number;
-  leader: Pick<Lease, 'holder' | 'pid' | 'hostname'> | null;
-}
-
-export interface SchedulerService extends EventEmitter {
-  readonly holder: string;
-  /** The dispatcher, while this process leads. */
-  readonly scheduler: Scheduler | null;
-  status(): SchedulerStatus;
-  pause(): void;
-  resume(): void;
-  /** The tasks this process runs now (empty while standing by). */
-  runningTasks(): RunningTask[];
-  /**
-   * Begin a graceful shutdown: claim nothing new (the lease is kept, so no standby claims either),
-   * let running tasks finish. Emits 'drained' once nothing runs here (at once if nothing does).
-   */
-  drain(): void;
-  /**
-   * Give up leadership; running tasks are killed and recorded as cancelled by a shutdown (resumable).
-   * `killNow` sends SIGKILL at once instead of SIGTERM + kill grace. Calling again returns the same promise.
-   */
-  stop(opts?: { killNow?: boolean }): Promise<void>;
-}
-
-export interface ServiceOptions {
-  /** How often a standby tries to take over, in ms. */
-  standbyPollMs?: number;
-  /** Start with dispatch paused (the desktop app's "paused" state survives restarts through settings too). */
-  paused?: boolean;
-  /**
-   * Never lead in this process: when nobody leads and there is work, call this to start a detached
-   * background runner instead (a short-lived MCP session must not take running tasks down with it).
-   */
-  spawnRunner?: () => void;
-  /** Take the lead only while there is work (`run --until-idle`: a standby that would just exit). */
-  onlyWithWork?: boolean;
-}
+export type { SchedulerService, SchedulerStatus, ServiceOptions } from './service-types.js';
 
 /** A face that spawns runners waits this long between spawns, so a slow start is not doubled. */
 const RESPAWN_MS = 10_000;
@@ -76,8 +35,12 @@ const ANCHOR_EVERY_MS = 10_000;
  * Emits 'status' whenever role or counts change, 'leader' / 'standby' on role changes, 'task.ended'
  * (id, status) after each run of this process, 'drained' once a drain() left nothing running, 'trouble'
  * (message) when beats keep failing (the store unreachable) and 'recovered' when one works again, 'fatal'
- * (error) when the store is closed for good (its connection thread stopped answering): the service then
- * stops itself, killing what runs, and the face says why (and exits, where it is a command).
+ * (error) when the store is closed for good (its connection thread stopped answering) or damaged (the
+ * SQLite file deleted, replaced, truncated, failing quick_check or SQLite's own checks: store-health.ts):
+ * the service then stops itself, killing what runs, and the face says why (and exits, where it is a
+ * command). A full file system is no stop: 'trouble' says what is full and where (once), 'store.full'
+ * (AppError) starts the spell, during which nothing new is claimed and task ends are retried, and
+ * 'store.writable' (message) ends it.
  */
 export async function startSchedulerService(engine: Engine, opts: ServiceOptions = {}): Promise<SchedulerService> {
   const svc = new Service(engine, opts);
@@ -102,6 +65,7 @@ class Service extends EventEmitter implements SchedulerService {
   private draining = false;
   private becoming = false;
   private readonly ttl: number;
+  private readonly health: StoreHealth;
   // status() counts tasks: only pay for it when someone listens (the tray does; `run` does not).
   private readonly onChange = () => {
     if (this.listenerCount('status')) this.emit('status', this.status());
@@ -114,6 +78,7 @@ class Service extends EventEmitter implements SchedulerService {
     super();
     this.fleet = isPostgres(engine.db) ? fleetIdentity(engine.config) : null;
     this.ttl = this.fleet ? engine.config.fleet.lease_ttl_ms : engine.config.scheduler.lease_ttl_ms;
+    this.health = new StoreHealth(engine);
     engine.watch();
     engine.events.on('change', this.onChange);
     this.schedule();
@@ -130,6 +95,12 @@ class Service extends EventEmitter implements SchedulerService {
   /** Heartbeat as leader, or try to take over as standby. */
   async tick(): Promise<void> {
     if (this.stopped || this.becoming) return;
+    try {
+      this.health.check();
+    } catch (err) {
+      this.trouble(err);
+      return;
+    }
     if (this.scheduler) {
       let ok = false;
       try {
@@ -192,6 +163,8 @@ class Service extends EventEmitter implements SchedulerService {
       this.scheduler = new Scheduler(this.engine, this.holder, this.fleet);
       this.scheduler.on('drained', () => this.emit('drained'));
       this.scheduler.on('task.ended', (id: string, status: string) => this.emit('task.ended', id, status));
+      this.scheduler.on('store.fault', (err: unknown) => this.trouble(err));
+      if (this.health.full) this.scheduler.holdClaims(this.health.full.error.message);
       this.scheduler.start();
       if (this.opts.paused) this.scheduler.pause();
       this.emit('leader');
@@ -217,11 +190,19 @@ class Service extends EventEmitter implements SchedulerService {
    * here can record or watch it any more), and every face only says so (`svc.stop()` awaits that stop).
    */
   private trouble(err: unknown): void {
+    const fault = storeFaultOf(err, this.engine.home.root);
+    if (fault === 'full') return this.storeFull(err);
+    if (fault === 'damaged' && !(err instanceof AppError)) err = storeDamagedError(this.engine.home.db, `failed a read or write: ${(err as Error).message}`);
     const message = err instanceof Error ? err.message : String(err);
     if (err instanceof AppError && err.details?.closed) {
       if (this.stopping) return;
-      void this.stop({ killNow: true }).catch(() => undefined);
-      this.emit('fatal', err);
+      // A damaged store is closed at once, its tasks' trees read first: nothing more is written into it.
+      const damaged = err.code === 'store_damaged';
+      const trees = damaged ? this.scheduler?.treesOfRunning() : undefined;
+      if (damaged) this.engine.db.close();
+      void this.stop({ killNow: true, trees }).catch(() => undefined);
+      // Emitted on the next turn: the first beat runs inside startSchedulerService, before any face listens.
+      setImmediate(() => this.emit('fatal', err));
       return;
     }
     if (++this.failedBeats < 2 || message === this.troubleSaid) return;
@@ -229,9 +210,29 @@ class Service extends EventEmitter implements SchedulerService {
     if (this.listenerCount('trouble')) this.emit('trouble', message);
   }
 
-  /** A beat worked: a trouble said before is over. */
+  /** A write found no space: claim nothing new, and say what is full and where (once a spell). */
+  private storeFull(err: unknown): void {
+    const said = this.health.noteFull(err);
+    this.scheduler?.holdClaims(this.health.full!.error.message);
+    if (!said) return;
+    this.troubleSaid = said;
+    const error = this.health.full!.error;
+    // On the next turn, like 'fatal': the first beat runs before any face listens.
+    setImmediate(() => {
+      if (this.listenerCount('trouble')) this.emit('trouble', said, { full: true });
+      this.emit('store.full', error);
+    });
+  }
+
+  /** A beat worked: a trouble said before is over (a full spell only once the store takes writes again). */
   private fine(): void {
     this.failedBeats = 0;
+    if (this.health.full) {
+      const back = this.health.recoveredFrom(this.scheduler?.endsWaiting.size ?? 0);
+      if (!back) return;
+      this.scheduler?.holdClaims(null);
+      this.emit('store.writable', back);
+    }
     if (this.troubleSaid === null) return;
     this.troubleSaid = null;
     this.emit('recovered');
@@ -364,7 +365,7 @@ class Service extends EventEmitter implements SchedulerService {
     this.emit('status', this.status());
   }
 
-  stop(opts: { killNow?: boolean } = {}): Promise<void> {
+  stop(opts: { killNow?: boolean; trees?: Tree[] } = {}): Promise<void> {
     // A stop already under way (SIGTERM + grace) turns into an immediate kill when asked (a deadline).
     if (this.stopping && opts.killNow) void this.stoppingScheduler?.killNow();
     this.stopping ??= this.stopOnce(opts);
@@ -373,7 +374,7 @@ class Service extends EventEmitter implements SchedulerService {
 
   private stoppingScheduler: Scheduler | null = null;
 
-  private async stopOnce(opts: { killNow?: boolean }): Promise<void> {
+  private async stopOnce(opts: { killNow?: boolean; trees?: Tree[] }): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     this.engine.events.off('change', this.onChange);

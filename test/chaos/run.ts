@@ -1,4 +1,4 @@
-// `npm run chaos [-- --kills N --mcp N --http N --seed S --leaders K --schedulers K --task-timeout S --custody N --out FILE]`
+// `npm run chaos [-- --kills N --mcp N --http N --seed S --leaders K --schedulers K --task-timeout S --custody N --damage-tasks N --out FILE]`
 // Drives the real CLI and MCP server through leader kills, competing schedulers, MCP and HTTP fuzz and a
 // secret corpus; prints the figures and writes them to docs/reliability.md (`--out -` writes nothing).
 // Exit 1 when any figure that must be zero is not.
@@ -18,6 +18,7 @@ const FLAGS: Record<string, keyof typeof DEFAULTS> = {
   '--seed': 'seed',
   '--task-timeout': 'taskTimeoutS',
   '--custody': 'custody',
+  '--damage-tasks': 'damageTasks',
 };
 
 function parseArgs(argv: string[]): { options: Omit<ChaosOptions, 'log'>; out: string } {
@@ -42,7 +43,7 @@ function parseArgs(argv: string[]): { options: Omit<ChaosOptions, 'log'>; out: s
 }
 
 function commandLine(o: Omit<ChaosOptions, 'log'>): string {
-  return `npm run chaos -- --kills ${o.kills} --leaders ${o.leaders} --schedulers ${o.schedulers} --mcp ${o.mcp} --http ${o.http} --accept-kills ${o.acceptKills} --seed ${o.seed} --task-timeout ${o.taskTimeoutS} --custody ${o.custody}`;
+  return `npm run chaos -- --kills ${o.kills} --leaders ${o.leaders} --schedulers ${o.schedulers} --mcp ${o.mcp} --http ${o.http} --accept-kills ${o.acceptKills} --seed ${o.seed} --task-timeout ${o.taskTimeoutS} --custody ${o.custody} --damage-tasks ${o.damageTasks}`;
 }
 
 function renderDoc(r: ChaosReport): string {
@@ -96,6 +97,14 @@ Bold figures must be 0; the command exits non-zero otherwise.
   **Writes approved without a person**: execute tasks sent over \`lightworker mcp\` as \`delegate_task\` with mode
   \`auto_execute\` that were approved at creation or ran. **Agent turns by workers/doctor**: starts of the agent (its
   marker file) while \`workers --json\` and \`doctor\` run inside the repository.
+- **Full disk**: the home on a 24 MB tmpfs (root only; otherwise not run, and said why), filled to the last byte
+  while 3 tasks run and 3 wait, then freed. **Stuck tasks**: tasks not ended 30 s after space returned; **started
+  while full**: waiting tasks claimed while the store could not be written; **not said**: the leader never said
+  which file system is full and holds which store.
+- **Store damage**: \`lightworker.db\` deleted, truncated to a third, or its middle third overwritten with random
+  bytes, each under a leader running ${r.options.damageTasks} tasks. **Unnoticed**: the leader did not stop (exit 1,
+  naming the store) within 30 s, or \`tasks\` or \`doctor\` then answered as if the store were healthy, or a
+  command created a new store where the deleted one was; **survivors**: its workers still alive after it stopped.
 
 ## Notes from this run
 

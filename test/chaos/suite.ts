@@ -3,6 +3,7 @@
 import { runAcceptKills, type AcceptKillFigures } from './accept-kills.js';
 import { runCompete, type CompeteFigures } from './compete.js';
 import { runCustody, type CustodyFigures } from './custody.js';
+import { runDamage, type DamageFigures } from './damage.js';
 import { runHttpFuzz, type HttpFuzzFigures } from './http-fuzz.js';
 import { runKills, type KillFigures } from './kills.js';
 import { runMcpFuzz, type McpFuzzFigures } from './mcp-fuzz.js';
@@ -24,6 +25,8 @@ export interface ChaosOptions {
   taskTimeoutS: number;
   /** Hostile-worker tasks of the custody scenario. */
   custody: number;
+  /** Tasks in each home whose store is deleted, truncated or corrupted under its leader. */
+  damageTasks: number;
   log: (line: string) => void;
 }
 
@@ -36,12 +39,13 @@ export interface ChaosReport {
   secrets: SecretFigures;
   accepts: AcceptKillFigures;
   custody: CustodyFigures;
+  damage: DamageFigures;
   /** The figures that must be zero, by name. */
   failures: Record<string, number>;
   durationS: number;
 }
 
-export const DEFAULTS: Omit<ChaosOptions, 'log'> = { kills: 100, leaders: 2, schedulers: 4, mcp: 10_000, http: 2000, acceptKills: 24, seed: 1, taskTimeoutS: 30, custody: 50 };
+export const DEFAULTS: Omit<ChaosOptions, 'log'> = { kills: 100, leaders: 2, schedulers: 4, mcp: 10_000, http: 2000, acceptKills: 24, seed: 1, taskTimeoutS: 30, custody: 50, damageTasks: 50 };
 
 /** Run every scenario and collect the figures; never throws for a bad figure (only for a broken harness). */
 export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
@@ -60,6 +64,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   const accepts = await runAcceptKills({ kills: o.acceptKills, seed: o.seed, log: o.log });
   o.log(`chaos: custody, ${o.custody} hostile-worker tasks …`);
   const custody = await runCustody({ runs: o.custody, seed: o.seed, log: o.log });
+  o.log('chaos: a full disk and a damaged store …');
+  const damage = await runDamage({ tasks: o.damageTasks, log: o.log });
   const failures = {
     'double runs': kills.doubleRuns + compete.doubleRuns,
     'lost tasks': kills.lostTasks + compete.lostTasks,
@@ -79,9 +85,14 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     'bytes changed in the user repository': custody.bytesChanged,
     'writes approved without a person (MCP)': custody.mcpWritesWithoutPerson,
     'agent turns started by workers/doctor': custody.probeAgentStarts,
+    'stuck tasks (full disk)': damage.stuckTasks,
+    'tasks started while the store was full': damage.startedWhileFull,
+    'full disk not said': damage.fullUnsaid,
+    'unnoticed store damage': damage.unnoticed,
+    'survivors (store damage)': damage.survivors,
   };
   const { log: _log, ...options } = o;
-  return { options, kills, compete, mcp, http, secrets, accepts, custody, failures, durationS: Math.round((Date.now() - started) / 1000) };
+  return { options, kills, compete, mcp, http, secrets, accepts, custody, damage, failures, durationS: Math.round((Date.now() - started) / 1000) };
 }
 
 /** The figures as a Markdown table. */
@@ -117,6 +128,13 @@ export function renderTable(r: ChaosReport): string {
     ['**bytes changed in the user repository** (and its origin) after the task', r.failures['bytes changed in the user repository']],
     ['**writes approved without a person** (MCP delegate_task, auto_execute)', `${r.failures['writes approved without a person (MCP)']} of ${r.custody.mcpSubmitted}`],
     ['**agent turns started by `workers --json` / `doctor`**', r.failures['agent turns started by workers/doctor']],
+    ['full disk (home on a tmpfs filled while 3 tasks run)', r.damage.fullDiskRun ? `${r.damage.fullDiskTasks} tasks` : `not run: ${r.damage.fullDiskSkipped}`],
+    ['**stuck tasks** (full disk, 30 s after space returned)', r.failures['stuck tasks (full disk)']],
+    ['**tasks started while the store was full**', r.failures['tasks started while the store was full']],
+    ['**full disk not said** (what is full, where)', r.failures['full disk not said']],
+    ['store damage under a leader', `${r.damage.harms.join(', ')}; ${r.options.damageTasks} tasks each`],
+    ['**unnoticed store damage** (leader went on, or a command recreated/trusted it)', r.failures['unnoticed store damage']],
+    ['**surviving processes** (store damage)', r.failures['survivors (store damage)']],
   ];
   return ['| figure | value |', '|---|---|', ...rows.map(([k, v]) => `| ${k} | ${v} |`)].join('\n');
 }
@@ -132,6 +150,7 @@ export function renderNotes(r: ChaosReport): string[] {
     ...tag('secrets', r.secrets.notes),
     ...tag('accepts', r.accepts.notes),
     ...tag('custody', r.custody.notes),
+    ...tag('damage', r.damage.notes),
     ...Object.entries(r.secrets.byLabel).map(([label, n]) => `- secrets: ${label} leaked in ${n} places`),
   ];
 }
