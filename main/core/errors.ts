@@ -21,6 +21,7 @@ export const ERROR_CODES = [
   'boundary_violation',
   'worker_failed',
   'disk_full',
+  'busy',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
