@@ -23,6 +23,11 @@ export interface EngineOptions {
   /** Explicit home directory (`--home`); otherwise LIGHTWORKER_HOME or the platform default. */
   home?: string;
   nativeBinding?: string;
+  /**
+   * How long one SQLite statement waits for another process's write lock, blocking this thread (default
+   * BUSY_TIMEOUT_MS). A face whose commands retry a busy store between tries (runCommand) sets it short.
+   */
+  busyTimeoutMs?: number;
   /** Override the config file (tests). */
   config?: Config;
   /** How often to look for other processes' commits, in ms. */
@@ -65,7 +70,7 @@ export class Engine {
     this.config = opts.config ?? loadConfig(this.home.config);
     const target = storeTarget(this.currentConfig);
     if (this.currentConfig.store.key_file) useKeyFile(this.home.root, this.currentConfig.store.key_file);
-    this.db = target ? openPgDb(target, this.home.root) : this.openSqlite(opts.nativeBinding);
+    this.db = target ? openPgDb(target, this.home.root) : this.openSqlite(opts.nativeBinding, opts.busyTimeoutMs);
     this.cursor = new EventCursor(latestSeq(this.db));
     this.pollMs = opts.pollMs ?? 25;
     this.configPollMs = opts.configPollMs ?? 500;
@@ -84,11 +89,11 @@ export class Engine {
    * The home's SQLite store, never created where one existed (store/identity.ts), and refused when it is
    * not a database any more (overwritten, truncated) with an error saying what to do.
    */
-  private openSqlite(nativeBinding: string | undefined): Db {
+  private openSqlite(nativeBinding: string | undefined, busyTimeoutMs: number | undefined): Db {
     checkStoreBeforeOpen(this.home);
     let db: Db;
     try {
-      db = openDb({ path: this.home.db, nativeBinding });
+      db = openDb({ path: this.home.db, nativeBinding, busyTimeoutMs });
     } catch (err) {
       if (err instanceof AppError) throw err;
       const fault = storeFaultOf(err, this.home.root);
@@ -129,9 +134,25 @@ export class Engine {
 
   /** Run `fn` as one IMMEDIATE transaction, then publish what it appended. */
   write<T>(fn: () => T): T {
-    const out = writeTx(this.db, fn);
+    const beat = this.beat;
+    const out = writeTx(this.db, beat ? () => {
+      const r = fn();
+      beat();
+      return r;
+    } : fn);
     this.notify();
     return out;
+  }
+
+  private beat: (() => void) | null = null;
+
+  /**
+   * Run `beat` at the end of every `write` transaction of this engine (null: stop). A leader renews its lease
+   * there: holding the write lock anyway, the renewal costs one UPDATE, and a leader that waits its turn for
+   * the lock claim after claim still beats each time it gets it, not only when its event loop is free.
+   */
+  setWriteBeat(beat: (() => void) | null): void {
+    this.beat = beat;
   }
 
   /** Publish new events soon (coalesced). Call after any write made outside `write`. */

@@ -1,7 +1,8 @@
 import { z } from 'zod';
-import { AppError } from '../core/errors.js';
+import { AppError, isAppError } from '../core/errors.js';
 import type { Engine } from '../engine.js';
 import { recoverInterruptedAccepts } from '../isolation/accept-recover.js';
+import { busyError, changesSoFar } from '../store/db.js';
 import { resolveTaskRefs } from './task-ids.js';
 
 /** Which face a call came through. Approvals and accepts from 'mcp' need approvals.allow_mcp. */
@@ -47,16 +48,40 @@ export function inputError(err: z.ZodError, command?: string): AppError {
   return new AppError('invalid_input', `${prefix}${field || 'input'}: ${issue.message}`, { field: field || 'input', issues: err.issues.length, ...(command ? { command } : {}) });
 }
 
-/** Validate `raw` against the command's schema and run it. The one entry every face uses. */
+/**
+ * How long a command that found the store busy (other processes holding its write lock) is tried again,
+ * in ms, before its caller gets the `busy` error. Each try waits in SQLite's busy handler first (the
+ * connection's busy timeout); between tries the event loop is free (answering other calls, a leader's beats).
+ */
+export const BUSY_RETRY_MS = 30_000;
+
+/**
+ * Validate `raw` against the command's schema and run it. The one entry every face uses. A command that
+ * found the store busy and wrote nothing (this connection's change count did not move) runs again after a
+ * short random pause, for up to BUSY_RETRY_MS; then, or when it had written something, the caller gets a
+ * `busy` AppError (retryable), never SQLite's bare "database is locked".
+ */
 export async function runCommand(table: ReadonlyMap<string, CommandDef>, ctx: CommandContext, name: string, raw: unknown): Promise<unknown> {
   const cmd = table.get(name);
   if (!cmd) throw new AppError('not_found', `unknown command "${name}"`, { field: 'command' });
-  const parsed = cmd.input.safeParse(resolveTaskRefs(ctx.engine.db, raw ?? {}));
-  if (!parsed.success) throw inputError(parsed.error, name);
-  // An accept interrupted by a crash is finished or undone by the next command, before it looks at anything
-  // (one directory read when there is none).
-  await recoverInterruptedAccepts(ctx.engine);
-  return await cmd.handler(ctx, parsed.data);
+  const deadline = Date.now() + BUSY_RETRY_MS;
+  for (let attempt = 0; ; attempt++) {
+    const before = changesSoFar(ctx.engine.db);
+    try {
+      const parsed = cmd.input.safeParse(resolveTaskRefs(ctx.engine.db, raw ?? {}));
+      if (!parsed.success) throw inputError(parsed.error, name);
+      // An accept interrupted by a crash is finished or undone by the next command, before it looks at anything
+      // (one directory read when there is none).
+      await recoverInterruptedAccepts(ctx.engine);
+      return await cmd.handler(ctx, parsed.data);
+    } catch (err) {
+      const e = busyError(ctx.engine.db, err);
+      if (!isAppError(e) || e.code !== 'busy') throw e;
+      const pause = Math.random() * Math.min(1000, 50 * 2 ** attempt);
+      if (before === null || changesSoFar(ctx.engine.db) !== before || Date.now() + pause > deadline || ctx.signal?.aborted) throw e;
+      await new Promise((r) => setTimeout(r, pause));
+    }
+  }
 }
 
 /**

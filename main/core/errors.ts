@@ -22,6 +22,7 @@ export const ERROR_CODES = [
   'worker_failed',
   'disk_full',
   'store_damaged',
+  'busy',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

@@ -4,6 +4,14 @@ import { createServer, depthFromEnv } from './server.js';
 import { LineTransport } from './stdio-transport.js';
 import { toolSetFromEnv } from './tools.js';
 
+/**
+ * How long one store call of an MCP server waits for the write lock, blocking the process. Short: a busy
+ * command is tried again after a random pause (runCommand, up to BUSY_RETRY_MS), with the event loop free
+ * meanwhile, so a hundred sessions queueing their writes leave the lock to the leader's heartbeats more often
+ * than a hundred threads polling in SQLite's busy handler would.
+ */
+const MCP_BUSY_TIMEOUT_MS = 500;
+
 export interface StdioOptions {
   home?: string;
 }
@@ -19,7 +27,7 @@ function logErr(line: string): void {
  */
 export async function runStdioServer(opts: StdioOptions = {}): Promise<void> {
   guardStdout();
-  const engine = new Engine({ home: opts.home });
+  const engine = new Engine({ home: opts.home, busyTimeoutMs: MCP_BUSY_TIMEOUT_MS });
   engine.watch();
   const server = createServer(engine, { depth: depthFromEnv(), toolSet: toolSetFromEnv() });
   const transport = new LineTransport(process.stdin, process.stdout);

@@ -51,7 +51,7 @@ export function expandPlan(db: Db, config: Config, homeRoot: string, planTask: T
     }
     appendEvent(db, planTask.id, 'plan.expanded', { summary: plan.summary.slice(0, 2000), tasks: children.map((c, i) => ({ id: c.id, ref: plan.tasks[i].id })) });
     return children;
-  })();
+  }).immediate();
 }
 
 /** Shape check of a planner result (a JSON string is parsed first). */

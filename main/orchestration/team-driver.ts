@@ -143,7 +143,7 @@ function advanceImplementReview(ctx: CreateContext, rootId: string, members: (Ta
     }
     endTeam(ctx.db, rootId, 'implement_review', outcome);
     return outcome;
-  })();
+  }).immediate();
 }
 
 /** Changed lines of a task's latest diff artifact (+/- lines, headers excluded); Infinity when none. */
@@ -222,5 +222,5 @@ function advanceBestOfN(ctx: CreateContext, rootId: string, members: (Task & { t
     const outcome: TeamOutcome = { outcome: winner ? 'ranked' : 'no_candidate_completed', ranking, winner, by, ...(note ? { note } : {}) };
     endTeam(ctx.db, rootId, 'best_of_n', outcome);
     return outcome;
-  })();
+  }).immediate();
 }

@@ -2,13 +2,13 @@ import { EventEmitter } from 'node:events';
 import { AppError } from '../core/errors.js';
 import { newToken } from '../core/ids.js';
 import type { Engine } from '../engine.js';
-import { isPostgres, writeTx } from '../store/db.js';
+import { isPostgres } from '../store/db.js';
 import { anchorChains, anchorDue, latestSeq } from '../store/events.js';
-import { fleetIdentity, liveRunnerOnHost, lostTasksOnHost, reapExpiredRunners, registerRunner, renewRunner, stopRunner, type FleetIdentity } from './fleet.js';
-import { getSetting, setSetting } from '../store/settings.js';
+import { fleetIdentity, lostTasksOnHost, reapExpiredRunners, registerRunner, renewRunner, stopRunner, type FleetIdentity } from './fleet.js';
 import { countByStatus } from '../store/tasks.js';
-import { currentLease, releaseLease, renewLease, tryAcquireLease } from './lease.js';
+import { currentLease, leaseHeld, releaseLease, renewLease, tryAcquireLease } from './lease.js';
 import { claimableWork } from './idle.js';
+import { claimSpawn, RESPAWN_MS, runnerWanted } from './spawn-gate.js';
 import { recoverOrphans } from './recovery.js';
 import { sweepExpiredRequests } from './request-expiry.js';
 import { sweepDeadSnapshots } from '../isolation/snapshot-sweep.js';
@@ -22,9 +22,6 @@ import type { SchedulerService, SchedulerStatus, ServiceOptions } from './servic
 
 export type { SchedulerService, SchedulerStatus, ServiceOptions } from './service-types.js';
 
-/** A face that spawns runners waits this long between spawns, so a slow start is not doubled. */
-const RESPAWN_MS = 10_000;
-const SPAWNED_AT = 'scheduler.runner_spawned_at';
 /** How often a leader (every fleet runner) ties the event chains' heads into the next anchor (docs/audit.md). */
 const ANCHOR_EVERY_MS = 10_000;
 
@@ -84,9 +81,21 @@ class Service extends EventEmitter implements SchedulerService {
     this.schedule();
   }
 
+  /** When our last heartbeat was written; whether the last beat failed (the store busy). */
+  private beatAt = 0;
+  private beatFailed = false;
+
+  /**
+   * The next beat. A leader beats every ttl/4 from its last written heartbeat (not from the end of the work
+   * a beat did), 50 ms after a failed one: a late beat never pushes the next ones later still.
+   */
   private schedule(): void {
     if (this.stopped) return;
-    const every = this.scheduler ? Math.max(100, Math.floor(this.ttl / 3)) : (this.opts.standbyPollMs ?? 250);
+    let every = this.opts.standbyPollMs ?? 250;
+    if (this.scheduler) {
+      const period = Math.max(100, Math.floor(this.ttl / 4));
+      every = this.beatFailed ? 50 : Math.max(10, Math.min(period, this.beatAt + period - Date.now()));
+    }
     // A failed beat (the store unreachable for a moment) is retried at the next one, never an unhandled rejection.
     this.timer = setTimeout(() => void this.tick().catch((err) => this.trouble(err)).finally(() => this.schedule()), every);
     this.timer.unref();
@@ -104,9 +113,11 @@ class Service extends EventEmitter implements SchedulerService {
     if (this.scheduler) {
       let ok = false;
       try {
+        [this.beatAt, this.beatFailed] = [Date.now(), false];
         ok = this.fleet ? renewRunner(this.engine.db, this.holder, this.ttl) : renewLease(this.engine.db, this.holder, this.ttl);
       } catch (err) {
-        this.trouble(err); // database busy: try again next beat; the lease has slack
+        this.beatFailed = true;
+        this.trouble(err); // database busy: try again in a moment; the lease has slack
         return;
       }
       if (!ok) await this.loseLeadership();
@@ -140,6 +151,7 @@ class Service extends EventEmitter implements SchedulerService {
       won = false;
     }
     if (!won) return;
+    this.beatAt = Date.now();
     this.becoming = true;
     try {
       if (this.fleet) {
@@ -161,6 +173,7 @@ class Service extends EventEmitter implements SchedulerService {
         return;
       }
       this.scheduler = new Scheduler(this.engine, this.holder, this.fleet);
+      if (!this.fleet) this.engine.setWriteBeat(() => this.beatInWrite());
       this.scheduler.on('drained', () => this.emit('drained'));
       this.scheduler.on('task.ended', (id: string, status: string) => this.emit('task.ended', id, status));
       this.scheduler.on('store.fault', (err: unknown) => this.trouble(err));
@@ -295,30 +308,22 @@ class Service extends EventEmitter implements SchedulerService {
   private maybeSpawnRunner(): void {
     const now = Date.now();
     if (now - this.lastSpawn < RESPAWN_MS) return;
-    if (this.fleet) {
-      if (liveRunnerOnHost(this.engine.db, this.fleet.host)) return;
-    } else {
-      const lease = currentLease(this.engine.db);
-      if (lease && lease.expiresAt > now) return;
-    }
-    const work = claimableWork(this.engine.db);
-    if (work.active + work.runnable === 0) return;
+    if (!runnerWanted(this.engine.db, this.fleet?.host ?? null, now)) return;
     this.lastSpawn = now;
-    // Several sessions may see the same gap at once: one spawn per RESPAWN_MS across processes.
-    const mine = writeTx(this.engine.db, () => {
-      const last = getSetting<number>(this.engine.db, SPAWNED_AT);
-      if (last !== null && now - last < RESPAWN_MS) return false;
-      setSetting(this.engine.db, SPAWNED_AT, now);
-      return true;
-    });
-    if (!mine) return;
+    if (!claimSpawn(this.engine.db, now)) return;
     this.opts.spawnRunner!();
     this.emit('spawned');
+  }
+
+  /** A heartbeat inside one of this leader's own write transactions (Engine.setWriteBeat). */
+  private beatInWrite(): void {
+    if (renewLease(this.engine.db, this.holder, this.ttl)) this.beatAt = Date.now();
   }
 
   private async loseLeadership(): Promise<void> {
     const s = this.scheduler;
     this.scheduler = null;
+    this.engine.setWriteBeat(null);
     this.leaseLost = true;
     // Someone else leads now and will orphan our tasks (in a fleet: did already); kill what we started so nothing runs twice.
     await s?.stop('leader_lost');
@@ -341,7 +346,7 @@ class Service extends EventEmitter implements SchedulerService {
       awaitingApproval: counts.awaiting_approval ?? 0,
       waitingInput: counts.waiting_input ?? 0,
       queued: counts.queued ?? 0,
-      leader: lease && lease.expiresAt > Date.now() ? { holder: lease.holder, pid: lease.pid, hostname: lease.hostname } : null,
+      leader: lease && (this.fleet ? lease.expiresAt > Date.now() : leaseHeld(lease)) ? { holder: lease.holder, pid: lease.pid, hostname: lease.hostname } : null,
     };
   }
 
@@ -380,6 +385,7 @@ class Service extends EventEmitter implements SchedulerService {
     this.engine.events.off('change', this.onChange);
     const s = this.scheduler;
     this.scheduler = null;
+    this.engine.setWriteBeat(null);
     this.stoppingScheduler = s;
     if (s) {
       await s.stop('shutdown', opts);

@@ -97,9 +97,12 @@ export interface OpenDbOptions {
   nativeBinding?: string;
   /** Open read-only. Default: read-only exactly when the file or its folder is not writable by this user. */
   readonly?: boolean;
-  /** Milliseconds a writer waits for another process's lock before SQLITE_BUSY. */
+  /** Milliseconds a writer waits for another process's lock before SQLITE_BUSY (default BUSY_TIMEOUT_MS). */
   busyTimeoutMs?: number;
 }
+
+/** How long one statement or BEGIN IMMEDIATE waits, in SQLite's busy handler, for another process's write lock. */
+export const BUSY_TIMEOUT_MS = 5000;
 
 /** The schema version this binary writes. A database with a higher user_version is refused. */
 export const SCHEMA_VERSION = MIGRATIONS.length;
@@ -114,7 +117,8 @@ export function openDb(opts: OpenDbOptions): Db {
   const db: SqliteDb = readonly ? openReadonly(opts) : new Database(opts.path, bindingOption(opts));
   dbPaths.set(db, opts.path);
   try {
-    db.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? 5000}`);
+    db.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? BUSY_TIMEOUT_MS}`);
+    busyTimeouts.set(db, opts.busyTimeoutMs ?? BUSY_TIMEOUT_MS);
     if (!readonly) db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
     db.pragma('foreign_keys = ON');
@@ -128,6 +132,7 @@ export function openDb(opts: OpenDbOptions): Db {
 }
 
 const dbPaths = new WeakMap<Db, string>();
+const busyTimeouts = new WeakMap<Db, number>();
 
 /**
  * A read-only connection. A WAL database needs its `-shm` file: when nobody has the database open the
@@ -202,15 +207,48 @@ export function migrate(db: SqliteDb): void {
 }
 
 /**
- * Run `fn` in an IMMEDIATE transaction (takes the write lock up front, so no busy upgrade deadlocks).
+ * Run `fn` in an IMMEDIATE transaction: the write lock is taken up front, so the transaction never upgrades
+ * from a read (a deferred transaction that reads and then writes gets SQLITE_BUSY_SNAPSHOT at once, without
+ * waiting, whenever another process committed in between). Waiting for the lock is SQLite's busy handler, up
+ * to the connection's busy timeout; past it, a `busy` AppError (retryable, nothing written).
  * On a database this user may not write, a `forbidden` AppError names the file.
  */
 export function writeTx<T>(db: Db, fn: () => T): T {
   try {
     return db.transaction(fn).immediate();
   } catch (err) {
-    throw readonlyError(db, err);
+    throw busyError(db, readonlyError(db, err));
   }
+}
+
+/** Is this SQLite's "database is locked" (SQLITE_BUSY and its extended codes) or "table is locked"? */
+export function isBusy(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^SQLITE_(BUSY|LOCKED)/.test(code);
+}
+
+/**
+ * SQLite's "database is locked" as a `busy` AppError: other processes held the write lock for longer than
+ * this connection waits. Whatever failed wrote nothing (its transaction rolled back) and may be retried;
+ * anything else is returned unchanged.
+ */
+export function busyError(db: Db, err: unknown): unknown {
+  if (!isBusy(err)) return err;
+  const path = dbPaths.get(db) ?? db.name;
+  const waited = busyTimeouts.get(db) ?? BUSY_TIMEOUT_MS;
+  return new AppError('busy', `the store ${path} is busy: other processes held its write lock for more than ${waited} ms; nothing was written, retry`, {
+    retryable: true,
+    sqliteCode: (err as { code: string }).code,
+  });
+}
+
+/**
+ * Rows this connection has changed since it opened (SQLite's total_changes(), triggers included): equal
+ * before and after a failed command means the command wrote nothing and may run again. Null on PostgreSQL.
+ */
+export function changesSoFar(db: Db): number | null {
+  if (isPostgres(db)) return null;
+  return (prep(db, 'SELECT total_changes() AS n').get() as { n: number }).n;
 }
 
 /** SQLite's "attempt to write a readonly database" as an AppError naming the file; anything else unchanged. */

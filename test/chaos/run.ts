@@ -1,4 +1,4 @@
-// `npm run chaos [-- --kills N --mcp N --http N --seed S --leaders K --schedulers K --task-timeout S --custody N --damage-tasks N --out FILE]`
+// `npm run chaos [-- --kills N --mcp N --mcp-clients N --http N --seed S --leaders K --schedulers K --task-timeout S --custody N --damage-tasks N --out FILE]`
 // Drives the real CLI and MCP server through leader kills, competing schedulers, MCP and HTTP fuzz and a
 // secret corpus; prints the figures and writes them to docs/reliability.md (`--out -` writes nothing).
 // Exit 1 when any figure that must be zero is not.
@@ -13,6 +13,7 @@ const FLAGS: Record<string, keyof typeof DEFAULTS> = {
   '--leaders': 'leaders',
   '--schedulers': 'schedulers',
   '--mcp': 'mcp',
+  '--mcp-clients': 'mcpClients',
   '--http': 'http',
   '--accept-kills': 'acceptKills',
   '--seed': 'seed',
@@ -43,7 +44,7 @@ function parseArgs(argv: string[]): { options: Omit<ChaosOptions, 'log'>; out: s
 }
 
 function commandLine(o: Omit<ChaosOptions, 'log'>): string {
-  return `npm run chaos -- --kills ${o.kills} --leaders ${o.leaders} --schedulers ${o.schedulers} --mcp ${o.mcp} --http ${o.http} --accept-kills ${o.acceptKills} --seed ${o.seed} --task-timeout ${o.taskTimeoutS} --custody ${o.custody} --damage-tasks ${o.damageTasks}`;
+  return `npm run chaos -- --kills ${o.kills} --leaders ${o.leaders} --schedulers ${o.schedulers} --mcp ${o.mcp} --mcp-clients ${o.mcpClients} --http ${o.http} --accept-kills ${o.acceptKills} --seed ${o.seed} --task-timeout ${o.taskTimeoutS} --custody ${o.custody} --damage-tasks ${o.damageTasks}`;
 }
 
 function renderDoc(r: ChaosReport): string {
@@ -76,6 +77,13 @@ Bold figures must be 0; the command exits non-zero otherwise.
   strings, unknown methods, tool calls with garbage arguments, batches, deep nesting, NUL bytes, invalid UTF-8.
   Every well-formed request with an id must be answered, stdout must stay JSON-RPC, and a final \`tools/list\` must
   work.
+- **Many MCP clients**: ${r.options.mcpClients} \`lightworker mcp\` processes on one home with a \`lightworker run\` leading;
+  each calls \`delegate_task\` at the same moment, then \`wait_tasks\` until its task settles. **Refused**: delegate
+  calls answered with any error; **internal**: answers with code \`internal\` plus processes that printed a stack
+  trace; **false orphans**: tasks orphaned (the leader never died) or not completed; **lease moves**:
+  \`scheduler.leader\` events naming anyone but the live leader. Memory per server after its task settled, RSS
+  and PSS (shared pages, such as the node binary's, split among the processes sharing them: what each server
+  really adds), against a bare \`node -e\` and Node with the MCP SDK's \`Server\` on stdio.
 - **HTTP fuzz**: every route of \`lightworker serve\` (static files, \`/api/commands\`, \`/api/events\`, every command)
   with random methods, paths, headers (bad Host/Origin, huge), bodies (bad JSON, invalid UTF-8, deep nesting),
   first without credentials (nothing may change), then with them.

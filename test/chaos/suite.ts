@@ -6,6 +6,7 @@ import { runCustody, type CustodyFigures } from './custody.js';
 import { runDamage, type DamageFigures } from './damage.js';
 import { runHttpFuzz, type HttpFuzzFigures } from './http-fuzz.js';
 import { runKills, type KillFigures } from './kills.js';
+import { runManyClients, type ManyClientsFigures } from './many-clients.js';
 import { runMcpFuzz, type McpFuzzFigures } from './mcp-fuzz.js';
 import { percentile } from './observe.js';
 import { runSecrets, type SecretFigures } from './secrets.js';
@@ -17,6 +18,8 @@ export interface ChaosOptions {
   /** `run` processes started at once in the competing-schedulers scenario. */
   schedulers: number;
   mcp: number;
+  /** `lightworker mcp` processes delegating and waiting at once on one home. */
+  mcpClients: number;
   http: number;
   /** Accepts killed at an aimed step. */
   acceptKills: number;
@@ -35,6 +38,7 @@ export interface ChaosReport {
   kills: KillFigures;
   compete: CompeteFigures;
   mcp: McpFuzzFigures;
+  manyClients: ManyClientsFigures;
   http: HttpFuzzFigures;
   secrets: SecretFigures;
   accepts: AcceptKillFigures;
@@ -45,7 +49,7 @@ export interface ChaosReport {
   durationS: number;
 }
 
-export const DEFAULTS: Omit<ChaosOptions, 'log'> = { kills: 100, leaders: 2, schedulers: 4, mcp: 10_000, http: 2000, acceptKills: 24, seed: 1, taskTimeoutS: 30, custody: 50, damageTasks: 50 };
+export const DEFAULTS: Omit<ChaosOptions, 'log'> = { kills: 100, leaders: 2, schedulers: 4, mcp: 10_000, mcpClients: 100, http: 2000, acceptKills: 24, seed: 1, taskTimeoutS: 30, custody: 50, damageTasks: 50 };
 
 /** Run every scenario and collect the figures; never throws for a bad figure (only for a broken harness). */
 export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
@@ -56,6 +60,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   const compete = await runCompete({ schedulers: o.schedulers, tasksPerWave: 12, seed: o.seed });
   o.log(`chaos: ${o.mcp} MCP fuzz messages …`);
   const mcp = await runMcpFuzz({ messages: o.mcp, seed: o.seed, log: o.log });
+  o.log(`chaos: ${o.mcpClients} MCP clients at once …`);
+  const manyClients = await runManyClients({ clients: o.mcpClients, log: o.log });
   o.log(`chaos: ${o.http} HTTP fuzz requests …`);
   const http = await runHttpFuzz({ requests: o.http, seed: o.seed, log: o.log });
   o.log('chaos: secret corpus …');
@@ -76,6 +82,10 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     crashes: mcp.crashes + http.crashes,
     'unanswered MCP requests': mcp.unanswered + (mcp.finalToolsList ? 0 : 1),
     'non-JSON-RPC MCP stdout lines': mcp.badStdout,
+    'refused MCP calls (many clients)': manyClients.refused,
+    'internal MCP answers (many clients)': manyClients.internal,
+    'false orphans (many clients)': manyClients.falseOrphans + manyClients.notCompleted,
+    'lease moves from a live leader': manyClients.leaseMoves,
     'HTTP stack traces': http.stackTraces,
     'HTTP writes accepted without auth': http.unauthorizedWrites + (http.taskCountChanged ? 1 : 0),
     'HTTP reads served without auth': http.unauthorizedReads,
@@ -92,7 +102,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     'survivors (store damage)': damage.survivors,
   };
   const { log: _log, ...options } = o;
-  return { options, kills, compete, mcp, http, secrets, accepts, custody, damage, failures, durationS: Math.round((Date.now() - started) / 1000) };
+  return { options, kills, compete, mcp, manyClients, http, secrets, accepts, custody, damage, failures, durationS: Math.round((Date.now() - started) / 1000) };
 }
 
 /** The figures as a Markdown table. */
@@ -111,6 +121,12 @@ export function renderTable(r: ChaosReport): string {
     ['**takeover timeouts** (> 30 s)', r.failures['takeover timeouts']],
     ['**audit verify failures**', r.failures['audit verify failures']],
     ['MCP fuzz messages', `${r.mcp.messages} (${r.mcp.expected} well-formed requests)`],
+    ['MCP clients at once (delegate + wait)', manyClientsRow(r.manyClients)],
+    ['**refused MCP calls** (many clients)', r.failures['refused MCP calls (many clients)']],
+    ['**internal MCP answers** (many clients, + stack traces)', r.failures['internal MCP answers (many clients)']],
+    ['**false orphans** (many clients, + tasks not completed)', r.failures['false orphans (many clients)']],
+    ['**lease moves from a live leader**', r.failures['lease moves from a live leader']],
+    ['memory per MCP server (RSS / PSS, median)', memoryRow(r.manyClients)],
     ['HTTP fuzz requests', r.http.requests],
     ['**crashes** (MCP + HTTP)', r.failures.crashes],
     ['**unanswered MCP requests**', r.failures['unanswered MCP requests']],
@@ -139,6 +155,15 @@ export function renderTable(r: ChaosReport): string {
   return ['| figure | value |', '|---|---|', ...rows.map(([k, v]) => `| ${k} | ${v} |`)].join('\n');
 }
 
+function manyClientsRow(m: ManyClientsFigures): string {
+  return `${m.clients} servers, ${m.tasks} tasks; delegate_task p50/p95/max ${m.delegateMs.p50}/${m.delegateMs.p95}/${m.delegateMs.max} ms; oldest leader heartbeat seen ${m.maxBeatAgeMs} ms`;
+}
+
+function memoryRow(m: ManyClientsFigures): string {
+  const f = m.floorMiB;
+  return `${m.rssMiB.median} / ${m.rssMiB.pssMedian} MiB (peak RSS ${m.rssMiB.peakMedian}); floor: \`node -e\` ${f.node} / ${f.nodePss}, Node + MCP SDK on stdio ${f.sdk} / ${f.sdkPss}`;
+}
+
 /** Every scenario's notes, one bullet each. */
 export function renderNotes(r: ChaosReport): string[] {
   const tag = (name: string, notes: string[]) => notes.map((n) => `- ${name}: ${n}`);
@@ -146,6 +171,7 @@ export function renderNotes(r: ChaosReport): string[] {
     ...tag('kills', r.kills.notes),
     ...tag('compete', r.compete.notes),
     ...tag('mcp', r.mcp.notes),
+    ...tag('many clients', r.manyClients.notes),
     ...tag('http', r.http.notes),
     ...tag('secrets', r.secrets.notes),
     ...tag('accepts', r.accepts.notes),
