@@ -4,7 +4,7 @@ import { getTask } from '../../main/store/tasks.js';
 import { startCli } from '../helpers/cli.js';
 import { makeHome, type TestHome } from '../helpers/env.js';
 import { captureStderr, exited, until } from '../helpers/procs.js';
-import { ESCAPE_AGENT, SHAPES, cgroupWritable, containmentOf, escapeObjective, escapeTokens, holdersOf, killHolders, survivorsOf } from './containment.helpers.js';
+import { ESCAPE_AGENT, SHAPES, cgroupWritable, containmentOf, escapeObjective, escapeTokens, holdersOf, killHolders, survivorsOf } from '../helpers/escapes.js';
 
 // A worker that leaves six processes behind, each out of LightWorker's process group and without its
 // environment marker (own session, env -i, unset, a daemon with its fds closed, renamed): none of them may
