@@ -1,4 +1,4 @@
-// `npm run chaos [-- --kills N --mcp N --http N --seed S --leaders K --schedulers K --task-timeout S --custody N --out FILE]`
+// `npm run chaos [-- --kills N --mcp N --http N --escape-rounds N --seed S --leaders K --schedulers K --task-timeout S --custody N --out FILE]`
 // Drives the real CLI and MCP server through leader kills, competing schedulers, MCP and HTTP fuzz and a
 // secret corpus; prints the figures and writes them to docs/reliability.md (`--out -` writes nothing).
 // Exit 1 when any figure that must be zero is not.
@@ -15,6 +15,7 @@ const FLAGS: Record<string, keyof typeof DEFAULTS> = {
   '--mcp': 'mcp',
   '--http': 'http',
   '--accept-kills': 'acceptKills',
+  '--escape-rounds': 'escapeRounds',
   '--seed': 'seed',
   '--task-timeout': 'taskTimeoutS',
   '--custody': 'custody',
@@ -42,7 +43,7 @@ function parseArgs(argv: string[]): { options: Omit<ChaosOptions, 'log'>; out: s
 }
 
 function commandLine(o: Omit<ChaosOptions, 'log'>): string {
-  return `npm run chaos -- --kills ${o.kills} --leaders ${o.leaders} --schedulers ${o.schedulers} --mcp ${o.mcp} --http ${o.http} --accept-kills ${o.acceptKills} --seed ${o.seed} --task-timeout ${o.taskTimeoutS} --custody ${o.custody}`;
+  return `npm run chaos -- --kills ${o.kills} --leaders ${o.leaders} --schedulers ${o.schedulers} --mcp ${o.mcp} --http ${o.http} --accept-kills ${o.acceptKills} --escape-rounds ${o.escapeRounds} --seed ${o.seed} --task-timeout ${o.taskTimeoutS} --custody ${o.custody}`;
 }
 
 function renderDoc(r: ChaosReport): string {
@@ -96,6 +97,15 @@ Bold figures must be 0; the command exits non-zero otherwise.
   **Writes approved without a person**: execute tasks sent over \`lightworker mcp\` as \`delegate_task\` with mode
   \`auto_execute\` that were approved at creation or ran. **Agent turns by workers/doctor**: starts of the agent (its
   marker file) while \`workers --json\` and \`doctor\` run inside the repository.
+
+- **Escaped survivors**: a linked worker (\`test/fixtures/containment/escape-agent.sh\`) leaves six processes behind per
+  task, each out of the process group and without the \`LIGHTWORKER_*\` marker: \`env -i setsid -f sleep\`; a Python
+  daemon (double fork, setsid, every fd closed, execve with an empty environment); \`unset LIGHTWORKER_…; setsid sleep &\`;
+  a \`daemon(3)\` (cwd /); a renamed one (prctl name, \`exec -a kworker/…\`); \`env -i nohup setsid … & disown\` ignoring
+  SIGTERM and SIGHUP. Each task ends another way (${r.options.escapeRounds} × completed, cancel, timeout, kill -9 of the leader
+  and a takeover, a leader stopped by two SIGTERMs); a survivor is a process still holding the task's unique
+  \`sleep\` argument (found in \`/proc/*/cmdline\`, not by marker) 10 s after the task ended. "held by" says what
+  contained the escapes while they ran (\`cgroup\`: a tree cgroup; \`subreaper\`: re-parented to the spawner helper).
 
 ## Notes from this run
 

@@ -3,11 +3,13 @@
 import { runAcceptKills, type AcceptKillFigures } from './accept-kills.js';
 import { runCompete, type CompeteFigures } from './compete.js';
 import { runCustody, type CustodyFigures } from './custody.js';
+import { ENDINGS, runEscape, type EscapeFigures } from './escape.js';
 import { runHttpFuzz, type HttpFuzzFigures } from './http-fuzz.js';
 import { runKills, type KillFigures } from './kills.js';
 import { runMcpFuzz, type McpFuzzFigures } from './mcp-fuzz.js';
 import { percentile } from './observe.js';
 import { runSecrets, type SecretFigures } from './secrets.js';
+import { SHAPES } from '../helpers/escapes.js';
 
 export interface ChaosOptions {
   kills: number;
@@ -19,6 +21,8 @@ export interface ChaosOptions {
   http: number;
   /** Accepts killed at an aimed step. */
   acceptKills: number;
+  /** Times each task ending is tried on a worker leaving six escaped processes (0: not run). */
+  escapeRounds: number;
   seed: number;
   /** Hard timeout of each kill-scenario task, seconds. */
   taskTimeoutS: number;
@@ -36,12 +40,13 @@ export interface ChaosReport {
   secrets: SecretFigures;
   accepts: AcceptKillFigures;
   custody: CustodyFigures;
+  escape: EscapeFigures;
   /** The figures that must be zero, by name. */
   failures: Record<string, number>;
   durationS: number;
 }
 
-export const DEFAULTS: Omit<ChaosOptions, 'log'> = { kills: 100, leaders: 2, schedulers: 4, mcp: 10_000, http: 2000, acceptKills: 24, seed: 1, taskTimeoutS: 30, custody: 50 };
+export const DEFAULTS: Omit<ChaosOptions, 'log'> = { kills: 100, leaders: 2, schedulers: 4, mcp: 10_000, http: 2000, acceptKills: 24, escapeRounds: 1, seed: 1, taskTimeoutS: 30, custody: 50 };
 
 /** Run every scenario and collect the figures; never throws for a bad figure (only for a broken harness). */
 export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
@@ -60,6 +65,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   const accepts = await runAcceptKills({ kills: o.acceptKills, seed: o.seed, log: o.log });
   o.log(`chaos: custody, ${o.custody} hostile-worker tasks …`);
   const custody = await runCustody({ runs: o.custody, seed: o.seed, log: o.log });
+  o.log(`chaos: six escape shapes × ${ENDINGS.length} endings × ${o.escapeRounds} …`);
+  const escape = await runEscape({ rounds: o.escapeRounds, log: o.log });
   const failures = {
     'double runs': kills.doubleRuns + compete.doubleRuns,
     'lost tasks': kills.lostTasks + compete.lostTasks,
@@ -79,9 +86,10 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     'bytes changed in the user repository': custody.bytesChanged,
     'writes approved without a person (MCP)': custody.mcpWritesWithoutPerson,
     'agent turns started by workers/doctor': custody.probeAgentStarts,
+    'escaped survivors': escape.total,
   };
   const { log: _log, ...options } = o;
-  return { options, kills, compete, mcp, http, secrets, accepts, custody, failures, durationS: Math.round((Date.now() - started) / 1000) };
+  return { options, kills, compete, mcp, http, secrets, accepts, custody, escape, failures, durationS: Math.round((Date.now() - started) / 1000) };
 }
 
 /** The figures as a Markdown table. */
@@ -117,6 +125,9 @@ export function renderTable(r: ChaosReport): string {
     ['**bytes changed in the user repository** (and its origin) after the task', r.failures['bytes changed in the user repository']],
     ['**writes approved without a person** (MCP delegate_task, auto_execute)', `${r.failures['writes approved without a person (MCP)']} of ${r.custody.mcpSubmitted}`],
     ['**agent turns started by `workers --json` / `doctor`**', r.failures['agent turns started by workers/doctor']],
+    ['escape tasks (six escaped processes each)', `${r.escape.tasks} (${ENDINGS.length} endings × ${r.options.escapeRounds}); held by ${Object.entries(r.escape.heldBy).map(([k, n]) => `${k} ${n}`).join(', ') || 'n/a'}`],
+    ...SHAPES.map((shape, i): [string, string] => [`survivors: ${shape}`, ENDINGS.map((e) => `${e} ${r.escape.survivors[e][i]}`).join(', ')]),
+    ['**escaped survivors** (shapes × endings)', process.platform === 'linux' ? r.failures['escaped survivors'] : `${r.failures['escaped survivors']} (not measured: no /proc on ${process.platform})`],
   ];
   return ['| figure | value |', '|---|---|', ...rows.map(([k, v]) => `| ${k} | ${v} |`)].join('\n');
 }
@@ -132,6 +143,7 @@ export function renderNotes(r: ChaosReport): string[] {
     ...tag('secrets', r.secrets.notes),
     ...tag('accepts', r.accepts.notes),
     ...tag('custody', r.custody.notes),
+    ...tag('escape', r.escape.notes),
     ...Object.entries(r.secrets.byLabel).map(([label, n]) => `- secrets: ${label} leaked in ${n} places`),
   ];
 }
