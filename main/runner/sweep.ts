@@ -223,8 +223,9 @@ async function sweepFound(trees: Tree[], graceMs: number, own: () => Set<number>
   // SIGKILL cannot be ignored; a few rounds catch what was forked between a scan and its signal.
   for (let round = 0; round < 40 && !isEmpty(scan); round++) {
     signalScan(trees, scan, 'SIGKILL', seen, groupsDone, false);
-    // The kernel kills a cgroup's whole subtree at once, newcomers included (Linux 5.14+).
-    for (const t of trees) for (const d of t.cgroups ?? []) killCgroup(d);
+    // The kernel kills a cgroup's whole subtree at once, newcomers included (Linux 5.14+); never one holding the
+    // sweeper itself (a runner an agent's MCP session started inside a task, now taking that task over).
+    for (const t of trees) for (const d of t.cgroups ?? []) if (!cgroupMembers(d).includes(process.pid)) killCgroup(d);
     await sleep(25);
     scan = scanTrees(trees, own());
   }

@@ -87,3 +87,11 @@ export function cgroupWritable(): boolean {
     return false;
   }
 }
+
+/**
+ * Whether a leader's spawner helper kills its trees itself when the leader dies (Linux, the Python helper
+ * without cgroups: LIGHTWORKER_CGROUP=0, or none writable here); else they live on until a takeover.
+ */
+export function helperKillsOnLeaderDeath(pythonRuns: boolean): boolean {
+  return process.platform === 'linux' && pythonRuns && process.env.LIGHTWORKER_SPAWNER !== 'node' && (process.env.LIGHTWORKER_CGROUP === '0' || !cgroupWritable());
+}
