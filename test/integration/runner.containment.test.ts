@@ -20,15 +20,23 @@ const modes = [
 
 let h: TestHome;
 let tokens: string[];
+/** Every token set a test used: cleanup kills what holds any of them, whatever failed. */
+let used: string[] = [];
+const fresh = () => {
+  const t = escapeTokens();
+  used.push(...t);
+  return t;
+};
 const leaders: ChildProcess[] = [];
 beforeEach(() => {
   h = makeHome();
   h.configure('[scheduler]\nlease_ttl_ms = 1500\nkill_grace_ms = 300\n');
-  tokens = escapeTokens();
+  used = [];
+  tokens = fresh();
 });
 afterEach(() => {
   for (const c of leaders.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-  killHolders(tokens);
+  killHolders(used);
   h.cleanup();
 });
 
@@ -114,4 +122,27 @@ describe.skipIf(!linux).each(modes)('six escape shapes, every ending: $name', ({
     expect(status(id)).toBe('cancelled');
     await expectNoSurvivors();
   }, 90_000);
+
+  it('two tasks at once: one ending kills its own escapes, never the other one’s', async () => {
+    lead(env);
+    const first = tokens;
+    const a = await submit(true);
+    await allSixRunning(holder);
+    tokens = fresh();
+    const second = tokens;
+    const { task: b } = await h.call('delegate_task', { objective: escapeObjective(second, false), workspace: h.repo, worker: 'escaper' });
+    await until(() => status(b.id) === 'completed', 60_000, () => `the second task to complete (${status(b.id)})`);
+    // The first task still runs: every one of its escapes lives on.
+    tokens = first;
+    expect(describeSurvivors()).toBe(SHAPES.map((sh) => `${sh}: 1`).join('; '));
+    // With a cgroup per tree the second task's escapes die with it; by orphan birth alone (no cgroup) those born
+    // while the first task ran are not told apart from its own until it ends too.
+    tokens = second;
+    if (holder === 'cgroup') await expectNoSurvivors();
+    await h.call('cancel_task', { id: a });
+    await until(() => status(a) === 'cancelled', 30_000, () => `the first task to be cancelled (${status(a)})`);
+    await expectNoSurvivors();
+    tokens = first;
+    await expectNoSurvivors();
+  }, 120_000);
 });
