@@ -33,6 +33,7 @@ export async function runEscape(o: EscapeOptions): Promise<EscapeFigures> {
   const heldBy: Record<string, number> = {};
   const notes: string[] = [];
   let tasks = 0;
+  if (o.rounds === 0) return { tasks, survivors, total: 0, heldBy, notes: ['not run (--escape-rounds 0)'] };
   if (process.platform !== 'linux') {
     notes.push(`not measured on ${process.platform}: the survivor scan reads /proc (there, only the process group is contained)`);
     return { tasks, survivors, total: 0, heldBy, notes };
