@@ -67,6 +67,7 @@ export default defineConfig({
           copyFileSync(r('main/workers/vscode-client.mjs'), r('out/main/vscode-client.mjs'));
           copyFileSync(r('main/runner/spawner-helper.mjs'), r('out/main/spawner-helper.mjs'));
           copyFileSync(r('main/runner/spawner-helper.py'), r('out/main/spawner-helper.py'));
+          copyFileSync(r('main/runner/spawner_containment.py'), r('out/main/spawner_containment.py'));
           copyFileSync(r('main/runner/fork-common.mjs'), r('out/main/fork-common.mjs'));
         },
       },

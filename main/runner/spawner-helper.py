@@ -4,11 +4,18 @@
 # 0.15 ms of CPU against 0.7 ms for Node's fork (issue 13). Standard library only; Python 3.8 or later.
 #
 # Frames, both ways over stdin/stdout: [u32 LE length of what follows][u8 type][u32 LE id][payload].
-#   leader -> helper: 1 spawn (JSON {c, a, cwd, env, detached, stdin, ident}), 2 stdin bytes, 3 stdin end,
+#   leader -> helper: 1 spawn (JSON {c, a, cwd, env, detached, stdin, ident, cg}), 2 stdin bytes, 3 stdin end,
 #                     4 release (close the child's pipes, forget it)
-#   helper -> leader: 0 ready, 10 spawned (JSON {pid, start, mark}), 11 spawn error (UTF-8 message),
-#                     12 stdout bytes, 13 stderr bytes, 14 exit (JSON [code, signal]), 15 close (JSON [code, signal])
-# It never signals anything itself, and exits when its stdin ends (the leader exited or was killed).
+#   helper -> leader: 0 ready (JSON {cgroup, subreaper}), 10 spawned (JSON {pid, start, mark, cg}), 11 spawn error
+#                     (UTF-8 message), 12 stdout bytes, 13 stderr bytes, 14 exit (JSON [code, signal]), 15 close
+# It exits when its stdin ends (the leader exited or was killed).
+#
+# Containment (Linux), what this helper adds to the Node one: it is a child subreaper (prctl), so a process
+# its trees orphan (setsid, double fork, daemon(3)) is re-parented to it instead of init, where the leader's
+# sweep finds it; and, where the cgroup v2 next to its own is writable, a request's `cg` names a cgroup it
+# creates and forks that tree's leader in (runner/cgroup.ts), which no change of group, session or
+# environment leaves. Without a cgroup, a leader's death (its stdin ends) makes it kill everything below it:
+# nothing else could tell those orphans apart from init's once it is gone.
 import errno
 import json
 import os
@@ -17,6 +24,10 @@ import signal
 import struct
 import subprocess
 import sys
+
+# The containment (cgroup, subreaper) lives beside this file; -I keeps this folder off sys.path.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import spawner_containment as contain  # noqa: E402
 
 HEAD = struct.Struct('<IBI')
 LINUX = sys.platform.startswith('linux')
@@ -96,20 +107,24 @@ class Child:
         self.stdin_watched = False
 
 
+def popen(req):
+    return subprocess.Popen(
+        [req['c']] + list(req['a']),
+        cwd=req['cwd'],
+        env=req['env'],
+        stdin=subprocess.PIPE if req.get('stdin') else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=bool(req.get('detached')),
+        close_fds=True,
+        restore_signals=True,
+    )
+
+
 def start(cid, req):
     mark = mark_pids() if req.get('ident') else None
     try:
-        proc = subprocess.Popen(
-            [req['c']] + list(req['a']),
-            cwd=req['cwd'],
-            env=req['env'],
-            stdin=subprocess.PIPE if req.get('stdin') else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=bool(req.get('detached')),
-            close_fds=True,
-            restore_signals=True,
-        )
+        proc, directory = contain.popen_in(popen, req, req.get('cg'))
     except OSError as e:
         # As Node words it (`spawn git ENOENT`): callers and people read the code.
         return send(11, cid, 'spawn %s %s' % (req['c'], errno.errorcode.get(e.errno, 'EUNKNOWN') if e.errno else e))
@@ -119,7 +134,7 @@ def start(cid, req):
     children[cid] = child
     by_pid[proc.pid] = child
     started = start_time(proc.pid) if req.get('ident') and LINUX else None
-    send(10, cid, json.dumps({'pid': proc.pid, 'start': started, 'mark': mark}))
+    send(10, cid, json.dumps({'pid': proc.pid, 'start': started, 'mark': mark, 'cg': directory}))
     for f, typ in ((proc.stdout, 12), (proc.stderr, 13)):
         os.set_blocking(f.fileno(), False)
         child.pipes[f.fileno()] = (f, typ)
@@ -160,30 +175,40 @@ def settle(child):
 
 
 def reap():
-    for child in list(by_pid.values()):
-        if child.exit is not None:
-            continue
+    # As a subreaper this process also inherits orphans: every child is reaped, not only those it started.
+    while True:
         try:
-            pid, status = os.waitpid(child.proc.pid, os.WNOHANG)
+            pid, status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
-            pid, status = child.proc.pid, 0
+            pid = 0
         if pid == 0:
-            continue
-        if os.WIFSIGNALED(status):
-            num = os.WTERMSIG(status)
-            try:
-                name = signal.Signals(num).name
-            except ValueError:
-                name = 'SIG%d' % num
-            child.exit = [None, name]
-            child.proc.returncode = -num
-        else:
-            code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
-            child.exit = [code, None]
-            child.proc.returncode = code if code is not None else 0
-        if children.get(child.id) is child:
-            send(14, child.id, json.dumps(child.exit))
-        settle(child)
+            break
+        child = by_pid.get(pid)
+        if child is not None and child.exit is None:
+            exited(child, status)
+    for child in list(by_pid.values()):
+        # Reaped by Popen itself (it never should be: every Popen is kept until reaped here): its code as Popen saw it.
+        if child.exit is None and child.proc.returncode is not None:
+            code = child.proc.returncode
+            exited(child, (code & 0xFF) << 8 if code >= 0 else -code)
+
+
+def exited(child, status):
+    if os.WIFSIGNALED(status):
+        num = os.WTERMSIG(status)
+        try:
+            name = signal.Signals(num).name
+        except ValueError:
+            name = 'SIG%d' % num
+        child.exit = [None, name]
+        child.proc.returncode = -num
+    else:
+        code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
+        child.exit = [code, None]
+        child.proc.returncode = code if code is not None else 0
+    if children.get(child.id) is child:
+        send(14, child.id, json.dumps(child.exit))
+    settle(child)
 
 
 def close_stdin(child):
@@ -252,7 +277,11 @@ def on_leader():
         return
     if not chunk:
         flush()
-        os._exit(0)  # the leader's end (exit, crash, SIGKILL): children live on in their own groups
+        if contain.SUBREAPER and contain.CGROUP is None:
+            contain.kill_descendants(reap)
+        # The leader's end (exit, crash, SIGKILL): with cgroups its trees live on in them, where its
+        # successor's takeover finds and kills them.
+        os._exit(0)
     buf = pending + chunk if pending else chunk
     off = 0
     while len(buf) - off >= 9:
@@ -277,7 +306,7 @@ def main():
     os.set_blocking(0, False)
     sel.register(0, selectors.EVENT_READ, ('leader', None))
     sel.register(wake_r, selectors.EVENT_READ, ('wake', None))
-    send(0, 0, 'ready')
+    send(0, 0, json.dumps({'cgroup': contain.CGROUP, 'subreaper': contain.SUBREAPER}))
     flush()
     while True:
         for key, _ in sel.select():

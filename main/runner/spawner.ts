@@ -1,12 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
-import { existsSync } from 'node:fs';
-import { dirname } from 'node:path';
 import type { Socket } from 'node:net';
 import { Readable, Writable } from 'node:stream';
-import { fileURLToPath } from 'node:url';
 import { spawnOptions } from './fork-common.mjs';
+import { helperKinds, readyPayload, type Containment, type HelperKind } from './spawner-kinds.js';
 import { markPids, processStartTime, type PidMark } from './process.js';
+
+export { pythonCommand, type Containment } from './spawner-kinds.js';
 
 /**
  * Where a leader's processes are forked: by default the process itself (`child_process.spawn`); once a
@@ -36,6 +36,11 @@ export interface SpawnRequest {
   stdin: boolean;
   /** Take the identity a sweep needs: start time, and the PID mark before the fork. */
   identity: boolean;
+  /**
+   * Linux: start it in a new cgroup of this name (runner/cgroup.ts), where the helper can make one; the
+   * cgroup it was started in comes back in {@link Identity}.
+   */
+  cgroup?: string;
 }
 
 /** What the callers use of a child process; Node's ChildProcess is one. Events: 'error', 'exit', 'close'. */
@@ -51,61 +56,14 @@ export interface Identity {
   pid: number;
   startTime: string | null;
   pidsSince: PidMark | null;
+  /** The cgroup directory it was started in (only the Python helper makes them), else null. */
+  cgroup: string | null;
 }
 
 export interface Spawned {
   child: ChildLike;
   /** Resolves once the process exists or failed to start (listeners attached before it miss nothing). */
   ready: Promise<Identity>;
-}
-
-const HELPER = fileURLToPath(new URL('./spawner-helper.mjs', import.meta.url));
-const HELPER_PY = fileURLToPath(new URL('./spawner-helper.py', import.meta.url));
-/**
- * The helper's live data is a few frames and its work is system calls: a small young generation, one V8 worker
- * thread, no optimizing compiler (45 MiB RSS instead of 52, 0.85 ms CPU per fork instead of 0.95).
- */
-const HELPER_FLAGS = ['--max-semi-space-size=1', '--v8-pool-size=1', '--no-opt'];
-
-/** One way to run the helper: the same protocol from Python (spawner-helper.py) or from Node (spawner-helper.mjs). */
-interface HelperKind {
-  name: 'python' | 'node';
-  command: string;
-  args: string[];
-  env: Record<string, string>;
-  cwd: string;
-}
-
-/**
- * The python3 to run: `LIGHTWORKER_PYTHON`, else the system's own where it is (a version manager's shim on
- * PATH, e.g. pyenv's, costs 80 ms of CPU in shell scripts before Python starts), else `python3` on PATH.
- */
-export function pythonCommand(): string {
-  if (process.env.LIGHTWORKER_PYTHON) return process.env.LIGHTWORKER_PYTHON;
-  return ['/usr/bin/python3', '/usr/local/bin/python3', '/opt/homebrew/bin/python3'].find((p) => existsSync(p)) ?? 'python3';
-}
-
-/** What python3 needs to be found and run (a pyenv shim reads HOME): PATH, HOME, a UTF-8 locale; nothing else. */
-function pythonEnv(): Record<string, string> {
-  const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8' };
-  if (process.env.HOME) env.HOME = process.env.HOME;
-  return env;
-}
-
-/**
- * The helpers to try, in order. Python first where its file is there: its subprocess starts a process with vfork,
- * 0.43 ms of the helper's CPU per start against 1.23 ms with Node's fork (300 starts through the protocol), paid
- * for every worker turn and git call (issue 13). python3 (pythonCommand) runs isolated (-I: no user site, no
- * environment variables; -S: no site module). A helper that cannot run (no python3, an exit before it says ready)
- * gives way to the next one; Node's always can. `LIGHTWORKER_SPAWNER=node` or `=python` chooses one.
- */
-function helperKinds(): HelperKind[] {
-  const choice = process.env.LIGHTWORKER_SPAWNER;
-  const node: HelperKind = { name: 'node', command: process.execPath, args: [...HELPER_FLAGS, HELPER], env: process.versions.electron ? { ELECTRON_RUN_AS_NODE: '1' } : {}, cwd: dirname(HELPER) };
-  const python: HelperKind = { name: 'python', command: pythonCommand(), args: ['-I', '-S', HELPER_PY], env: pythonEnv(), cwd: dirname(HELPER_PY) };
-  if (choice === 'node') return [node];
-  if (choice === 'python') return [python];
-  return existsSync(HELPER_PY) ? [python, node] : [node];
 }
 
 let helper: Helper | null = null;
@@ -131,6 +89,16 @@ export function spawnerKind(): HelperKind['name'] | null {
   return helper && !helper.dead ? helper.kind.name : null;
 }
 
+/** What the running helper contains trees with, or null when none runs (direct spawns get neither). */
+export function spawnerContainment(): Containment | null {
+  return helper && !helper.dead ? helper.containment : null;
+}
+
+/** The PIDs of the processes the helper started and still runs (its own children, not orphans it adopted). */
+export function spawnerChildPids(): Set<number> {
+  return helper && !helper.dead ? helper.childPids() : new Set();
+}
+
 /** Start `req`: through the helper when this process uses one and it lives, else directly. */
 export function spawnProcess(req: SpawnRequest): Spawned {
   if (wanted && !helper) {
@@ -150,7 +118,7 @@ function spawnDirect(req: SpawnRequest): Spawned {
   const child = spawn(req.command, req.args, spawnOptions(req));
   const pid = child.pid ?? -1;
   const startTime = pid > 0 && req.identity ? processStartTime(pid) : null;
-  return { child, ready: Promise.resolve({ pid, startTime, pidsSince }) };
+  return { child, ready: Promise.resolve({ pid, startTime, pidsSince, cgroup: null }) };
 }
 
 const T_SPAWN = 1;
@@ -254,6 +222,7 @@ class Helper {
   proc!: ChildProcess;
   kind!: HelperKind;
   dead = false;
+  containment: Containment = { cgroup: null, subreaper: false };
   /** It said `ready`: from then on frames go straight to it, and its end is a death, not a failed start. */
   private started = false;
   /** Frames written before it said ready (a helper that cannot run gives them to the next kind). */
@@ -299,9 +268,15 @@ class Helper {
     const child = new RemoteChild(this, id, req);
     if (this.live.size === 0) (this.proc.stdout as Socket).ref(); // a process runs: wait for it
     this.live.set(id, child);
-    const { command: c, args: a, cwd, env, detached, stdin, identity: ident } = req;
-    this.write(frame(T_SPAWN, id, JSON.stringify({ c, a, cwd, env, detached, stdin, ident })));
+    const { command: c, args: a, cwd, env, detached, stdin, identity: ident, cgroup: cg } = req;
+    this.write(frame(T_SPAWN, id, JSON.stringify({ c, a, cwd, env, detached, stdin, ident, cg })));
     return { child, ready: child.ready };
+  }
+
+  childPids(): Set<number> {
+    const out = new Set<number>();
+    for (const c of this.live.values()) if (c.pid > 0) out.add(c.pid);
+    return out;
   }
 
   /** The caller is done with `child` before it closed (runTree after the drain): the helper drops its pipes. */
@@ -332,6 +307,7 @@ class Helper {
   private handle(type: number, id: number, payload: Buffer): void {
     if (type === 0) {
       this.started = true;
+      this.containment = readyPayload(payload);
       const queued = this.queued;
       this.queued = [];
       for (const b of queued) this.proc.stdin!.write(b);
@@ -341,17 +317,17 @@ class Helper {
     if (!child || child.direct) return;
     switch (type) {
       case 10: {
-        const { pid, start, mark } = JSON.parse(payload.toString('utf8')) as { pid: number; start: string | null; mark: PidMark | null };
+        const { pid, start, mark, cg } = JSON.parse(payload.toString('utf8')) as { pid: number; start: string | null; mark: PidMark | null; cg?: string | null };
         child.pid = pid;
         child.stdinLog = [];
         // Without /proc (macOS) the start time comes from `ps`, as for a direct spawn.
         const startTime = start ?? (child.req.identity && process.platform !== 'linux' ? processStartTime(pid) : null);
-        child.resolveReady({ pid, startTime, pidsSince: mark });
+        child.resolveReady({ pid, startTime, pidsSince: mark, cgroup: cg ?? null });
         break;
       }
       case 11:
         this.forget(child);
-        child.resolveReady({ pid: -1, startTime: null, pidsSince: null });
+        child.resolveReady({ pid: -1, startTime: null, pidsSince: null, cgroup: null });
         child.emit('error', new Error(payload.toString('utf8')));
         break;
       case 12:
@@ -392,3 +368,4 @@ class Helper {
     }
   }
 }
+

@@ -340,9 +340,11 @@ export async function run(): Promise<Figures> {
   await ensureBuild();
   const figures: Figures = {};
   figures['file system: creating a file in the temp folder now, µs'] = fileCreateMicros();
-  await drain(figures);
-  await latency(figures);
-  await cancel(figures);
+  // LIGHTWORKER_BENCH_PARTS=drain (or latency, cancel; comma-separated): only those parts, e.g. a short before/after.
+  const parts = new Set((process.env.LIGHTWORKER_BENCH_PARTS ?? 'drain,latency,cancel').split(','));
+  if (parts.has('drain')) await drain(figures);
+  if (parts.has('latency')) await latency(figures);
+  if (parts.has('cancel')) await cancel(figures);
   return figures;
 }
 

@@ -1,4 +1,4 @@
-// `npm run chaos [-- --kills N --mcp N --mcp-clients N --http N --seed S --leaders K --schedulers K --task-timeout S --custody N --damage-tasks N --out FILE]`
+// `npm run chaos [-- --kills N --mcp N --mcp-clients N --http N --seed S --leaders K --schedulers K --task-timeout S --custody N --damage-tasks N --escape-rounds N --out FILE]`
 // Drives the real CLI and MCP server through leader kills, competing schedulers, MCP and HTTP fuzz and a
 // secret corpus; prints the figures and writes them to docs/reliability.md (`--out -` writes nothing).
 // Exit 1 when any figure that must be zero is not.
@@ -16,6 +16,7 @@ const FLAGS: Record<string, keyof typeof DEFAULTS> = {
   '--mcp-clients': 'mcpClients',
   '--http': 'http',
   '--accept-kills': 'acceptKills',
+  '--escape-rounds': 'escapeRounds',
   '--seed': 'seed',
   '--task-timeout': 'taskTimeoutS',
   '--custody': 'custody',
@@ -44,7 +45,7 @@ function parseArgs(argv: string[]): { options: Omit<ChaosOptions, 'log'>; out: s
 }
 
 function commandLine(o: Omit<ChaosOptions, 'log'>): string {
-  return `npm run chaos -- --kills ${o.kills} --leaders ${o.leaders} --schedulers ${o.schedulers} --mcp ${o.mcp} --mcp-clients ${o.mcpClients} --http ${o.http} --accept-kills ${o.acceptKills} --seed ${o.seed} --task-timeout ${o.taskTimeoutS} --custody ${o.custody} --damage-tasks ${o.damageTasks}`;
+  return `npm run chaos -- --kills ${o.kills} --leaders ${o.leaders} --schedulers ${o.schedulers} --mcp ${o.mcp} --mcp-clients ${o.mcpClients} --http ${o.http} --accept-kills ${o.acceptKills} --escape-rounds ${o.escapeRounds} --seed ${o.seed} --task-timeout ${o.taskTimeoutS} --custody ${o.custody} --damage-tasks ${o.damageTasks}`;
 }
 
 function renderDoc(r: ChaosReport): string {
@@ -113,6 +114,15 @@ Bold figures must be 0; the command exits non-zero otherwise.
   bytes, each under a leader running ${r.options.damageTasks} tasks. **Unnoticed**: the leader did not stop (exit 1,
   naming the store) within 30 s, or \`tasks\` or \`doctor\` then answered as if the store were healthy, or a
   command created a new store where the deleted one was; **survivors**: its workers still alive after it stopped.
+
+- **Escaped survivors**: a linked worker (\`test/fixtures/containment/escape-agent.sh\`) leaves six processes behind per
+  task, each out of the process group and without the \`LIGHTWORKER_*\` marker: \`env -i setsid -f sleep\`; a Python
+  daemon (double fork, setsid, every fd closed, execve with an empty environment); \`unset LIGHTWORKER_…; setsid sleep &\`;
+  a \`daemon(3)\` (cwd /); a renamed one (prctl name, \`exec -a kworker/…\`); \`env -i nohup setsid … & disown\` ignoring
+  SIGTERM and SIGHUP. Each task ends another way (${r.options.escapeRounds} × completed, cancel, timeout, kill -9 of the leader
+  and a takeover, a leader stopped by two SIGTERMs); a survivor is a process still holding the task's unique
+  \`sleep\` argument (found in \`/proc/*/cmdline\`, not by marker) 10 s after the task ended. "held by" says what
+  contained the escapes while they ran (\`cgroup\`: a tree cgroup; \`subreaper\`: re-parented to the spawner helper).
 
 ## Notes from this run
 

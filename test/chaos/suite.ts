@@ -4,12 +4,14 @@ import { runAcceptKills, type AcceptKillFigures } from './accept-kills.js';
 import { runCompete, type CompeteFigures } from './compete.js';
 import { runCustody, type CustodyFigures } from './custody.js';
 import { runDamage, type DamageFigures } from './damage.js';
+import { ENDINGS, runEscape, type EscapeFigures } from './escape.js';
 import { runHttpFuzz, type HttpFuzzFigures } from './http-fuzz.js';
 import { runKills, type KillFigures } from './kills.js';
 import { runManyClients, type ManyClientsFigures } from './many-clients.js';
 import { runMcpFuzz, type McpFuzzFigures } from './mcp-fuzz.js';
 import { percentile } from './observe.js';
 import { runSecrets, type SecretFigures } from './secrets.js';
+import { SHAPES } from '../helpers/escapes.js';
 
 export interface ChaosOptions {
   kills: number;
@@ -23,6 +25,8 @@ export interface ChaosOptions {
   http: number;
   /** Accepts killed at an aimed step. */
   acceptKills: number;
+  /** Times each task ending is tried on a worker leaving six escaped processes (0: not run). */
+  escapeRounds: number;
   seed: number;
   /** Hard timeout of each kill-scenario task, seconds. */
   taskTimeoutS: number;
@@ -44,12 +48,13 @@ export interface ChaosReport {
   accepts: AcceptKillFigures;
   custody: CustodyFigures;
   damage: DamageFigures;
+  escape: EscapeFigures;
   /** The figures that must be zero, by name. */
   failures: Record<string, number>;
   durationS: number;
 }
 
-export const DEFAULTS: Omit<ChaosOptions, 'log'> = { kills: 100, leaders: 2, schedulers: 4, mcp: 10_000, mcpClients: 100, http: 2000, acceptKills: 24, seed: 1, taskTimeoutS: 30, custody: 50, damageTasks: 50 };
+export const DEFAULTS: Omit<ChaosOptions, 'log'> = { kills: 100, leaders: 2, schedulers: 4, mcp: 10_000, mcpClients: 100, http: 2000, acceptKills: 24, escapeRounds: 1, seed: 1, taskTimeoutS: 30, custody: 50, damageTasks: 50 };
 
 /** Run every scenario and collect the figures; never throws for a bad figure (only for a broken harness). */
 export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
@@ -72,6 +77,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   const custody = await runCustody({ runs: o.custody, seed: o.seed, log: o.log });
   o.log('chaos: a full disk and a damaged store …');
   const damage = await runDamage({ tasks: o.damageTasks, log: o.log });
+  o.log(`chaos: six escape shapes × ${ENDINGS.length} endings × ${o.escapeRounds} …`);
+  const escape = await runEscape({ rounds: o.escapeRounds, log: o.log });
   const failures = {
     'double runs': kills.doubleRuns + compete.doubleRuns,
     'lost tasks': kills.lostTasks + compete.lostTasks,
@@ -100,9 +107,10 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     'full disk not said': damage.fullUnsaid,
     'unnoticed store damage': damage.unnoticed,
     'survivors (store damage)': damage.survivors,
+    'escaped survivors': escape.total,
   };
   const { log: _log, ...options } = o;
-  return { options, kills, compete, mcp, manyClients, http, secrets, accepts, custody, damage, failures, durationS: Math.round((Date.now() - started) / 1000) };
+  return { options, kills, compete, mcp, manyClients, http, secrets, accepts, custody, damage, escape, failures, durationS: Math.round((Date.now() - started) / 1000) };
 }
 
 /** The figures as a Markdown table. */
@@ -151,6 +159,9 @@ export function renderTable(r: ChaosReport): string {
     ['store damage under a leader', `${r.damage.harms.join(', ')}; ${r.options.damageTasks} tasks each`],
     ['**unnoticed store damage** (leader went on, or a command recreated/trusted it)', r.failures['unnoticed store damage']],
     ['**surviving processes** (store damage)', r.failures['survivors (store damage)']],
+    ['escape tasks (six escaped processes each)', `${r.escape.tasks} (${ENDINGS.length} endings × ${r.options.escapeRounds}); held by ${Object.entries(r.escape.heldBy).map(([k, n]) => `${k} ${n}`).join(', ') || 'n/a'}`],
+    ...SHAPES.map((shape, i): [string, string] => [`survivors: ${shape}`, ENDINGS.map((e) => `${e} ${r.escape.survivors[e][i]}`).join(', ')]),
+    ['**escaped survivors** (shapes × endings)', process.platform === 'linux' ? r.failures['escaped survivors'] : `${r.failures['escaped survivors']} (not measured: no /proc on ${process.platform})`],
   ];
   return ['| figure | value |', '|---|---|', ...rows.map(([k, v]) => `| ${k} | ${v} |`)].join('\n');
 }
@@ -177,6 +188,7 @@ export function renderNotes(r: ChaosReport): string[] {
     ...tag('accepts', r.accepts.notes),
     ...tag('custody', r.custody.notes),
     ...tag('damage', r.damage.notes),
+    ...tag('escape', r.escape.notes),
     ...Object.entries(r.secrets.byLabel).map(([label, n]) => `- secrets: ${label} leaked in ${n} places`),
   ];
 }
