@@ -49,7 +49,7 @@ const ARGV_HINT = 'must be a non-empty argv array of strings, e.g. ["/opt/agent/
 const argvSchema = z.array(z.string({ error: ARGV_HINT }).min(1, 'must not contain an empty string'), { error: ARGV_HINT }).min(1, ARGV_HINT);
 
 /**
- * `[workers.NAME]`: a linked CLI (`command` + `resume`, argv templates with {prompt}); for a built-in CLI
+ * `[workers.NAME]`: a linked CLI (`command` + `resume`, argv templates with {prompt_file}, or the prompt on stdin); for a built-in CLI
  * worker (codex, claude-code, opencode) `command` is the binary it runs (the binary and leading
  * arguments put before the adapter's own; no `resume`); and for any worker how it authenticates:
  * `auth`, extra key variables it may receive (`keys`), and whether the user's exported

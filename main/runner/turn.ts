@@ -97,7 +97,7 @@ export async function runTurn(adapter: WorkerAdapter, turn: WorkerTurn, opts: Ru
   const stderrTail = new TailBuffer(16 * 1024);
   const raw = opts.rawLogPath ? new RawLog(opts.rawLogPath, opts.rawLogMaxBytes ?? 16 * 1024 * 1024) : null;
 
-  let pending: NormalizedEvent[] = [];
+  let pending: NormalizedEvent[] = spec.warning ? [{ type: 'worker.warning', message: spec.warning }] : [];
   let flushQueued = false;
   let eventTimer: NodeJS.Timeout | null = null;
   // `fromTimer`: a throw there would crash the process. A batch the store refused then (unreachable for a
@@ -156,6 +156,7 @@ export async function runTurn(adapter: WorkerAdapter, turn: WorkerTurn, opts: Ru
     end = await runTree(spec.command, spec.args, {
       cwd: spec.cwd,
       env: spec.env,
+      input: spec.stdin,
       graceMs: opts.killGraceMs,
       signal: opts.signal,
       onSpawn: opts.onSpawn,

@@ -67,8 +67,8 @@ async function buildSpawn(turn: WorkerTurn): Promise<SpawnSpec> {
     args.push(...permissionArgs(turn));
     Object.assign(env, PERMISSION_SERVER_WAIT);
   }
-  args.push('--', turn.prompt);
-  return { command: cli.bin, args: [...cli.prefix, ...args], env, cwd: turn.workdir, release };
+  // The prompt on stdin (`-p` reads it there when no prompt argument is given): never argv, which any local user can read.
+  return { command: cli.bin, args: [...cli.prefix, ...args], env, cwd: turn.workdir, release, stdin: turn.prompt };
 }
 
 /**

@@ -119,11 +119,27 @@ async function buildSpawn(turn: WorkerTurn): Promise<SpawnSpec> {
   args.push('--sandbox', turn.sandbox, '-C', turn.workdir, '-o', lastMessagePath(turn));
   if (turn.resultSchema) args.push('--output-schema', schemaFile(turn, JSON.stringify(turn.resultSchema)));
   const prompt = turn.resumeSessionId ? { developer: null, user: turn.prompt } : splitStablePrefix(turn.prompt);
-  if (prompt.developer !== null) args.push('-c', `developer_instructions=${tomlString(prompt.developer)}`);
+  writeTurnConfig(home, prompt.developer);
   if (turn.resumeSessionId) args.push('resume', turn.resumeSessionId);
-  // `--` so a prompt that starts with "-" is never read as an option.
-  args.push('--', prompt.user);
-  return { command: cli.bin, args: [...cli.prefix, ...args], env, cwd: turn.workdir, release };
+  // `-`: the prompt is read from stdin. Never argv, which any local user can read (/proc/<pid>/cmdline).
+  args.push('-');
+  return { command: cli.bin, args: [...cli.prefix, ...args], env, cwd: turn.workdir, release, stdin: prompt.user };
+}
+
+const TURN_CONFIG_MARK = '# Written by LightWorker for one turn; replaced by the next.\n';
+
+/**
+ * The stable prefix as `developer_instructions` in CODEX_HOME/config.toml (0600, in the task's private
+ * folder) rather than `-c` on the command line: it may carry a context pack, and argv is readable by
+ * every local user. A resumed turn gets none (the session replays it), so the file is removed then.
+ */
+function writeTurnConfig(home: string, developer: string | null): void {
+  const file = join(home, 'config.toml');
+  if (developer === null) {
+    if (existsSync(file) && readFileSync(file, 'utf8').startsWith(TURN_CONFIG_MARK)) rmSync(file, { force: true });
+    return;
+  }
+  writeFileSync(file, `${TURN_CONFIG_MARK}developer_instructions = ${tomlString(developer)}\n`, { mode: 0o600 });
 }
 
 /**
