@@ -4,6 +4,7 @@ import { parse as parseToml } from 'smol-toml';
 import { z } from 'zod';
 import { AppError } from './errors.js';
 import { CONFIG_TEMPLATE } from './config-template.js';
+import { PRIVATE_FILE } from './private-home.js';
 
 export const MODES = ['plan_only', 'auto_readonly', 'auto_execute'] as const;
 export const EFFORTS = ['low', 'medium', 'high', 'xhigh'] as const;
@@ -297,6 +298,6 @@ export { CONFIG_TEMPLATE };
 
 export function writeDefaultConfig(path: string, force: boolean): boolean {
   if (existsSync(path) && !force) return false;
-  writeFileSync(path, CONFIG_TEMPLATE, 'utf8');
+  writeFileSync(path, CONFIG_TEMPLATE, { encoding: 'utf8', mode: PRIVATE_FILE });
   return true;
 }

@@ -1,10 +1,11 @@
-import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
+import { closeSync, openSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { createLineRedactor, redactText } from '../core/redact.js';
 import type { NormalizedEvent, TurnOutcome, WorkerAdapter, WorkerTurn } from '../workers/adapter.js';
 import { LineSplitter, TailBuffer } from './lines.js';
 import { runTree } from './lifecycle.js';
+import { mkdirPrivate } from '../core/private-home.js';
 
 export interface RunTurnOptions {
   /** Aborting sweeps the whole process tree; the abort reason ('timeout' | 'cancel' | …) is reported back. */
@@ -69,7 +70,7 @@ class RawLog {
     if (this.failed) return;
     try {
       if (this.fd === null) {
-        mkdirSync(dirname(this.path), { recursive: true });
+        mkdirPrivate(dirname(this.path));
         this.fd = openSync(this.path, 'a', 0o600);
       }
       writeSync(this.fd, text);

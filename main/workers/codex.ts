@@ -8,6 +8,7 @@ import { cliMissingReason, probeVersion, requireCliCommand, resolveCliCommand, v
 import { authOfTurn, stageLogin } from './credentials.js';
 import { providerModel } from './routing.js';
 import { PROMPT_PROTOCOL } from '../cachelab/prompt.js';
+import { mkdirPrivate, PRIVATE_FILE } from '../core/private-home.js';
 
 /**
  * Codex CLI (`codex exec --json`). Every turn runs with CODEX_HOME = <runDir>/codex-home, so the
@@ -139,7 +140,7 @@ function writeTurnConfig(home: string, developer: string | null): void {
     if (existsSync(file) && readFileSync(file, 'utf8').startsWith(TURN_CONFIG_MARK)) rmSync(file, { force: true });
     return;
   }
-  writeFileSync(file, `${TURN_CONFIG_MARK}developer_instructions = ${tomlString(developer)}\n`, { mode: 0o600 });
+  writeFileSync(file, `${TURN_CONFIG_MARK}developer_instructions = ${tomlString(developer)}\n`, { mode: PRIVATE_FILE });
 }
 
 /**
@@ -155,7 +156,7 @@ function emptyHome(turn: WorkerTurn): string {
       if (lstatSync(dir).isDirectory() && readdirSync(dir).length === 0) return dir;
     } catch {
       try {
-        mkdirSync(turn.shareDir, { recursive: true });
+        mkdirPrivate(turn.shareDir);
         mkdirSync(dir, { mode: 0o555 });
         return dir;
       } catch {
@@ -177,7 +178,7 @@ function emptyHome(turn: WorkerTurn): string {
 function schemaFile(turn: WorkerTurn, text: string): string {
   if (!turn.shareDir) {
     const file = join(turn.runDir, 'codex-result-schema.json');
-    writeFileSync(file, text);
+    writeFileSync(file, text, { mode: PRIVATE_FILE });
     return file;
   }
   const file = join(turn.shareDir, `codex-schema-${createHash('sha256').update(text).digest('hex').slice(0, 32)}.json`);
@@ -186,9 +187,9 @@ function schemaFile(turn: WorkerTurn, text: string): string {
   } catch {
     // missing: written below
   }
-  mkdirSync(turn.shareDir, { recursive: true });
+  mkdirPrivate(turn.shareDir);
   const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync(tmp, text);
+  writeFileSync(tmp, text, { mode: PRIVATE_FILE });
   renameSync(tmp, file);
   return file;
 }
