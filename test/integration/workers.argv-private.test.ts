@@ -55,6 +55,21 @@ describe.skipIf(nobody !== null)('the real CLIs never carry the objective in arg
     await gw?.close();
   });
 
+  it('mock: the objective is in no command line while it runs', { timeout: T }, async () => {
+    const objective = `Survey the cache. ${MARKER}-mock. The staging key is ${SECRET}.`;
+    const { task } = await h.call('delegate_task', { objective, workspace: h.repo, kind: 'explore', worker: 'mock', metadata: { mock: { sleep_ms: 60_000 } } });
+    const id = task.id as string;
+    const running = runCli(['run', '--until-idle'], { home: h.home, timeoutMs: T });
+    try {
+      let cmdlines: { pid: number; cmdline: string }[] = [];
+      await waitFor(() => (cmdlines = cmdlinesSeenByNobody()).some((c) => c.cmdline.includes('mock-agent.mjs') && c.cmdline.includes('sleep_ms')), 'the mock agent to run');
+      expect(cmdlines.filter((c) => c.cmdline.includes(MARKER) || c.cmdline.includes(SECRET)).map((c) => `${c.pid}: ${c.cmdline.slice(0, 400)}`)).toEqual([]);
+    } finally {
+      await h.call('cancel_task', { id });
+      expect((await running).code).toBe(0);
+    }
+  });
+
   for (const [worker, bin, model] of [
     ['codex', 'codex', 'gpt-5.5'],
     ['claude-code', 'claude', 'claude-sonnet-4-5'],
