@@ -112,8 +112,8 @@ export async function inspectWorktree(engine: Engine, task: Task, input: Inspect
 function replacedGitDir(engine: Engine, task: Task, input: InspectInput, later: (write: () => void) => void): Inspection {
   const violations = [`${join(input.worktree, '.git')} (the worker replaced the task repository's git dir; nothing there was committed)`];
   const diffArtifact = join(engine.home.artifacts, task.id, `diff-${task.attempt}.patch`);
-  mkdirSync(dirname(diffArtifact), { recursive: true });
-  writeFileSync(diffArtifact, '');
+  mkdirPrivate(dirname(diffArtifact));
+  writeFileSync(diffArtifact, '', { mode: PRIVATE_FILE });
   later(() => appendEvent(engine.db, task.id, 'changes.inspected', { head: input.baseCommit, changedFiles: [], changedCount: 0, violations, empty: true, diffArtifact }));
   return { head: input.baseCommit, changedFiles: [], violations, diffArtifact, diffBytes: 0 };
 }
