@@ -3,7 +3,7 @@ import { watch as fsWatch, type FSWatcher } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { loadConfig, type Config } from './core/config.js';
 import { registerSecretValues, secretValuesOfEnv } from './core/secret-values.js';
-import { ensureHomeDirs, resolveHome, type HomePaths } from './core/home.js';
+import { openHomePrivately, resolveHome, type HomePaths } from './core/home.js';
 import { isPostgres, openDb, writeTx, type Db } from './store/db.js';
 import { openPgDb, storeTarget } from './store/pg/open.js';
 import type { PgDb } from './store/pg/pg-db.js';
@@ -66,7 +66,7 @@ export class Engine {
   constructor(opts: EngineOptions = {}) {
     this.nativeBinding = opts.nativeBinding;
     this.home = resolveHome(opts.home);
-    ensureHomeDirs(this.home);
+    openHomePrivately(this.home);
     this.config = opts.config ?? loadConfig(this.home.config);
     const target = storeTarget(this.currentConfig);
     if (this.currentConfig.store.key_file) useKeyFile(this.home.root, this.currentConfig.store.key_file);

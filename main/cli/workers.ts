@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import type { WorkerListing } from '../commands/workers.js';
 import { AppError } from '../core/errors.js';
 import { withEngine } from './context.js';
-import { out, printJson, table } from './output.js';
+import { err, out, printJson, table } from './output.js';
 import { GATEWAY_PRESETS } from '../workers/gateway-presets.js';
 
 function jsonArgv(name: string) {
@@ -46,8 +46,8 @@ export function registerWorkerCommands(program: Command): void {
 
   workers
     .command('link <name>')
-    .description('link a generic agent CLI by argv template ({prompt}, {workdir}, {session})')
-    .requiredOption('--command-json <argv>', 'JSON argv template containing {prompt}', jsonArgv('command_json'))
+    .description('link a generic agent CLI by argv template ({prompt_file}, {workdir}, {session}; without a prompt placeholder the prompt goes to stdin)')
+    .requiredOption('--command-json <argv>', 'JSON argv template ({prompt_file}: a private file holding the prompt; {prompt}: the prompt in argv, readable by every local user)', jsonArgv('command_json'))
     .option('--resume-json <argv>', 'JSON argv template for follow-ups containing {session}', jsonArgv('resume_json'))
     .option('--max-concurrency <n>', 'turns of this worker at once', (v) => Number(v))
     .option('--json')
@@ -56,6 +56,7 @@ export function registerWorkerCommands(program: Command): void {
         const r = await call('link_worker', { name, command_json: o.commandJson, resume_json: o.resumeJson, max_concurrency: o.maxConcurrency });
         if (o.json) printJson(r);
         else out(`linked ${name}: ${JSON.stringify(o.commandJson)}${o.resumeJson ? ` (resume ${JSON.stringify(o.resumeJson)})` : ''}`);
+        if (r.warning && !o.json) err(`warning: ${r.warning}`);
       });
     });
 

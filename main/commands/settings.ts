@@ -7,6 +7,7 @@ import { AppError } from '../core/errors.js';
 import { editToml, isPlainObject } from '../core/toml-edit.js';
 import { DEFAULT_PRICES, effectivePrices } from '../tasks/cost.js';
 import { defineCommand, requirePersonOrAllowed } from './table.js';
+import { PRIVATE_FILE } from '../core/private-home.js';
 
 type Section = keyof typeof configSchema.shape;
 type Doc = Record<string, unknown>;
@@ -123,7 +124,7 @@ export const updateSettings = defineCommand({
     const out = fileText(text, next);
     if (out !== text) {
       const tmp = `${path}.${process.pid}.tmp`;
-      writeFileSync(tmp, out, 'utf8');
+      writeFileSync(tmp, out, { encoding: 'utf8', mode: PRIVATE_FILE });
       renameSync(tmp, path);
     }
     ctx.engine.config = config;

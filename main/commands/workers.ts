@@ -3,7 +3,7 @@ import { AppError } from '../core/errors.js';
 import { containsSecret } from '../core/redact.js';
 import { deleteSetting, getSetting, setSetting } from '../store/settings.js';
 import type { WorkerInfo } from '../workers/adapter.js';
-import { validateLinkedSpec, type LinkedWorkerSpec } from '../workers/linked.js';
+import { promptInArgv, promptInArgvWarning, validateLinkedSpec, type LinkedWorkerSpec } from '../workers/linked.js';
 import { allWorkerNames, BUILTIN_ADAPTERS, LINKED_PREFIX, resolveAdapter } from '../workers/registry.js';
 import { resolveAuth, workerAuthSettings, type GatewayKey } from '../workers/credentials.js';
 import { addGatewayPreset } from '../workers/gateway-presets.js';
@@ -68,15 +68,15 @@ const ARGV = z.array(z.string().max(4096)).min(1).max(64);
 
 export const linkWorker = defineCommand({
   name: 'link_worker',
-  description: 'Link a generic agent CLI by argv template ({prompt}, {workdir}, {session}); optional resume template.',
+  description: 'Link a generic agent CLI by argv template ({prompt_file}, {workdir}, {session}; no prompt placeholder: the prompt on stdin); optional resume template.',
   input: z.strictObject({
     name: z.string().min(1).max(64),
-    command_json: ARGV.describe('argv template, must contain {prompt}'),
+    command_json: ARGV.describe('argv template: {prompt_file} (a private file holding the prompt), or none (the prompt on stdin); {prompt} puts it in argv, readable by every local user'),
     resume_json: ARGV.optional().describe('argv template for follow-ups, must contain {session}'),
     max_concurrency: z.number().int().min(1).max(64).optional(),
   }),
   readOnly: false,
-  handler(ctx, input): { worker: LinkedWorkerSpec } {
+  handler(ctx, input): { worker: LinkedWorkerSpec; warning?: string } {
     // A linked command is run by later tasks: only a person says which programs run as workers.
     requirePersonOrAllowed(ctx, 'linking a worker');
     if (BUILTIN_ADAPTERS.has(input.name)) throw new AppError('conflict', `name: "${input.name}" is a built-in worker`, { field: 'name' });
@@ -84,7 +84,7 @@ export const linkWorker = defineCommand({
     validateLinkedSpec(spec);
     refuseLiteralSecrets(input);
     ctx.engine.write(() => setSetting(ctx.engine.db, LINKED_PREFIX + spec.name, spec));
-    return { worker: spec };
+    return promptInArgv(spec) ? { worker: spec, warning: promptInArgvWarning(spec.name) } : { worker: spec };
   },
 });
 

@@ -51,8 +51,9 @@ types = { chore = "cheapest" }                # workflow type -> profile, or "ch
 # inherit_base_url = false   # true: honour an exported OPENAI_BASE_URL / ANTHROPIC_BASE_URL
 
 # [workers.myagent]
-# command = ["myagent", "run", "{prompt}"]
-# resume = ["myagent", "resume", "{session}", "{prompt}"]
+# command = ["myagent", "run", "--prompt-file", "{prompt_file}"]   # no prompt placeholder: the prompt on stdin
+# resume = ["myagent", "resume", "{session}", "--prompt-file", "{prompt_file}"]
+# ({prompt} puts the prompt itself in argv, which every local user can read: avoid it)
 # read_only_sandbox = false   # true only if it enforces read-only itself (read-only tasks then run in place)
 # [workers.codex]                  # a built-in CLI (codex, claude-code, opencode) outside PATH:
 # command = ["/opt/codex/bin/codex"] # its binary (+ leading args); the adapter adds its own arguments

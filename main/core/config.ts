@@ -4,6 +4,7 @@ import { parse as parseToml } from 'smol-toml';
 import { z } from 'zod';
 import { AppError } from './errors.js';
 import { CONFIG_TEMPLATE } from './config-template.js';
+import { PRIVATE_FILE } from './private-home.js';
 
 export const MODES = ['plan_only', 'auto_readonly', 'auto_execute'] as const;
 export const EFFORTS = ['low', 'medium', 'high', 'xhigh'] as const;
@@ -49,7 +50,7 @@ const ARGV_HINT = 'must be a non-empty argv array of strings, e.g. ["/opt/agent/
 const argvSchema = z.array(z.string({ error: ARGV_HINT }).min(1, 'must not contain an empty string'), { error: ARGV_HINT }).min(1, ARGV_HINT);
 
 /**
- * `[workers.NAME]`: a linked CLI (`command` + `resume`, argv templates with {prompt}); for a built-in CLI
+ * `[workers.NAME]`: a linked CLI (`command` + `resume`, argv templates with {prompt_file}, or the prompt on stdin); for a built-in CLI
  * worker (codex, claude-code, opencode) `command` is the binary it runs (the binary and leading
  * arguments put before the adapter's own; no `resume`); and for any worker how it authenticates:
  * `auth`, extra key variables it may receive (`keys`), and whether the user's exported
@@ -297,6 +298,6 @@ export { CONFIG_TEMPLATE };
 
 export function writeDefaultConfig(path: string, force: boolean): boolean {
   if (existsSync(path) && !force) return false;
-  writeFileSync(path, CONFIG_TEMPLATE, 'utf8');
+  writeFileSync(path, CONFIG_TEMPLATE, { encoding: 'utf8', mode: PRIVATE_FILE });
   return true;
 }

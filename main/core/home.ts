@@ -1,6 +1,7 @@
-import { mkdirSync, accessSync, constants } from 'node:fs';
+import { accessSync, constants } from 'node:fs';
 import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
+import { makeHomePrivate, mkdirPrivate } from './private-home.js';
 
 /** Every path LightWorker owns inside one home. */
 export interface HomePaths {
@@ -44,13 +45,13 @@ export function homePaths(root: string): HomePaths {
 }
 
 /**
- * Create the home's folders (idempotent). In a home this user may not write, a missing folder is left
- * missing: reads still work, and a write names what it could not write.
+ * Create the home's folders (idempotent), private to this user (core/private-home.ts). In a home this user
+ * may not write, a missing folder is left missing: reads still work, and a write names what it could not write.
  */
 export function ensureHomeDirs(home: HomePaths): void {
   for (const dir of [home.root, home.worktrees, home.artifacts, home.logs]) {
     try {
-      mkdirSync(dir, { recursive: true });
+      mkdirPrivate(dir);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code !== 'EACCES' && code !== 'EPERM' && code !== 'EROFS') throw err;
@@ -65,4 +66,15 @@ export function isWritable(dir: string): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * Open a home for use: its folders made (ensureHomeDirs) and the whole of it private to this user
+ * (makeHomePrivate). An existing home found readable by others is narrowed, and said once on stderr (the
+ * next open finds it private and says nothing).
+ */
+export function openHomePrivately(home: HomePaths): void {
+  ensureHomeDirs(home);
+  const narrowed = makeHomePrivate(home.root, home.db);
+  if (narrowed) process.stderr.write(`lightworker: ${home.root} was readable by other local users; made it private (folders 0700, files 0600: ${narrowed} entries)\n`);
 }

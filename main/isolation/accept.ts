@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { AppError } from '../core/errors.js';
 import { newToken } from '../core/ids.js';
@@ -21,6 +21,7 @@ import { holdSignals } from '../core/signal-hold.js';
 import { statusEntries } from './source-status.js';
 import { verifiedOutcome } from './verify.js';
 import { removeWorktree } from './worktree.js';
+import { mkdirPrivate } from '../core/private-home.js';
 
 export interface AcceptOptions {
   /** Squash onto this branch instead of the source checkout's current branch (created from HEAD if missing). */
@@ -281,7 +282,7 @@ async function acceptCopy(engine: Engine, task: Task, alloc: Allocation, folder:
       field: 'branch',
     });
   const locks = join(engine.home.root, 'locks');
-  mkdirSync(locks, { recursive: true });
+  mkdirPrivate(locks);
   const lock = join(locks, `copy-${createHash('sha256').update(folder).digest('hex').slice(0, 16)}.lock`);
   const outcome = await withLockFile(lock, `accept ${id} into ${folder}`, async () => {
     if (requireTask(engine.db, id).status !== 'completed') throw new AppError('conflict', `task ${id} was accepted or changed meanwhile`);

@@ -1,4 +1,4 @@
-import { lstatSync, mkdirSync, readlinkSync, realpathSync, writeFileSync } from 'node:fs';
+import { lstatSync, readlinkSync, realpathSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { redactText } from '../core/redact.js';
 import type { Engine } from '../engine.js';
@@ -13,6 +13,7 @@ import { isInside } from './guards.js';
 import { withRepoLock } from './repo-lock.js';
 import { attributeSourceChanges } from './attribution.js';
 import type { SourceSnapshot } from './source-status.js';
+import { mkdirPrivate, PRIVATE_FILE } from '../core/private-home.js';
 
 export interface InspectInput {
   repo: string;
@@ -87,8 +88,8 @@ export async function inspectWorktree(engine: Engine, task: Task, input: Inspect
   violations.push(...source.violations);
   const patch = await git(input.worktree, ['diff', '--binary', '--no-color', input.baseCommit, head], { raw: true });
   const diffArtifact = join(engine.home.artifacts, task.id, `diff-${task.attempt}.patch`);
-  mkdirSync(dirname(diffArtifact), { recursive: true });
-  writeFileSync(diffArtifact, redactText(patch));
+  mkdirPrivate(dirname(diffArtifact));
+  writeFileSync(diffArtifact, redactText(patch), { mode: PRIVATE_FILE });
   later(() => {
     if (getAllocation(engine.db, task.id)) setHeadCommit(engine.db, task.id, head);
     appendEvent(engine.db, task.id, 'changes.inspected', {
@@ -111,8 +112,8 @@ export async function inspectWorktree(engine: Engine, task: Task, input: Inspect
 function replacedGitDir(engine: Engine, task: Task, input: InspectInput, later: (write: () => void) => void): Inspection {
   const violations = [`${join(input.worktree, '.git')} (the worker replaced the task repository's git dir; nothing there was committed)`];
   const diffArtifact = join(engine.home.artifacts, task.id, `diff-${task.attempt}.patch`);
-  mkdirSync(dirname(diffArtifact), { recursive: true });
-  writeFileSync(diffArtifact, '');
+  mkdirPrivate(dirname(diffArtifact));
+  writeFileSync(diffArtifact, '', { mode: PRIVATE_FILE });
   later(() => appendEvent(engine.db, task.id, 'changes.inspected', { head: input.baseCommit, changedFiles: [], changedCount: 0, violations, empty: true, diffArtifact }));
   return { head: input.baseCommit, changedFiles: [], violations, diffArtifact, diffBytes: 0 };
 }

@@ -13,6 +13,7 @@ import { git, gitBytes, gitTry } from './git-exec.js';
 import { matchAny } from './globs.js';
 import { checkContainment, checkDiskReserve } from './guards.js';
 import { branchFor, worktreePathFor } from './worktree.js';
+import { mkdirPrivate, PRIVATE_FILE } from '../core/private-home.js';
 
 /**
  * Copy isolation: a workspace that is not a git repository is copied into a private git repository
@@ -152,8 +153,8 @@ export async function prepareCopy(engine: Engine, task: Task): Promise<PreparedC
     await git(path, ['add', '-A', '-f', '--', '.']);
     await git(path, [...LW_AUTHOR, 'commit', '-q', '--no-verify', '--allow-empty', '-m', `lightworker: copy of ${folder}`]);
     manifest.baseCommit = await git(path, ['rev-parse', 'HEAD']);
-    mkdirSync(dirname(manifestPath(engine, task.id, task.attempt)), { recursive: true });
-    writeFileSync(manifestPath(engine, task.id, task.attempt), JSON.stringify(manifest));
+    mkdirPrivate(dirname(manifestPath(engine, task.id, task.attempt)));
+    writeFileSync(manifestPath(engine, task.id, task.attempt), JSON.stringify(manifest), { mode: PRIVATE_FILE });
   } catch (err) {
     rmSync(path, { recursive: true, force: true });
     engine.write(() => markReleased(engine.db, task.id, `copy failed: ${(err as Error).message}`));

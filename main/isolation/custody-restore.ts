@@ -1,9 +1,10 @@
-import { existsSync, mkdirSync, readdirSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, sep } from 'node:path';
 import { newToken } from '../core/ids.js';
 import type { FileEntry } from './custody-capture.js';
 import { git, gitTry, splitZ } from './git-exec.js';
 import { SAFE_GIT } from './private-repo.js';
+import { mkdirPrivate, PRIVATE_FILE } from '../core/private-home.js';
 
 /** One packed ref with its peeled line, if any. */
 interface PackedRecord {
@@ -74,9 +75,9 @@ export async function restoreWorktree(store: string, repo: string, before: strin
   }
   const todo = changes.filter((c) => !acceptedNow.has(c.path));
   if (!todo.length) return { restored: [], failed: [] };
-  mkdirSync(dir, { recursive: true });
+  mkdirPrivate(dir);
   const patch = await git(store, [...gd, 'diff', '--binary', '--no-color', '--no-ext-diff', '--no-textconv', before, after, '--', ...todo.map((c) => `:(literal)${c.path}`)], { raw: true });
-  writeFileSync(join(dir, 'worktree.patch'), patch);
+  writeFileSync(join(dir, 'worktree.patch'), patch, { mode: PRIVATE_FILE });
   const failed: WorktreeRestore['failed'] = [];
   const write = todo.filter((c) => c.change !== 'added').map((c) => c.path);
   if (write.length) {

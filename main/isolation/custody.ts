@@ -10,6 +10,7 @@ import { SAFE_GIT } from './private-repo.js';
 import { withRepoLock } from './repo-lock.js';
 import { storeOf } from './snapshot.js';
 import { restorePackedRefs, restoreWorktree } from './custody-restore.js';
+import { mkdirPrivate, PRIVATE_FILE } from '../core/private-home.js';
 
 /**
  * Custody of the user's repository around every task: its state is captured before the task's workspace
@@ -134,9 +135,9 @@ function putBack(path: string, entry: FileEntry): void {
 function keepLeft(dir: string, rel: string, entry: FileEntry | undefined): void {
   if (!entry) return;
   const to = join(dir, 'git', rel.replace(/^(\.\.\/)+/, 'outside/'));
-  mkdirSync(dirname(to), { recursive: true });
-  if ('link' in entry) writeFileSync(`${to}.link`, entry.link);
-  else writeFileSync(to, entry.bytes);
+  mkdirPrivate(dirname(to));
+  if ('link' in entry) writeFileSync(`${to}.link`, entry.link, { mode: PRIVATE_FILE });
+  else writeFileSync(to, entry.bytes, { mode: PRIVATE_FILE });
 }
 
 function removeEmptyDirs(from: string, stop: string): void {
@@ -218,8 +219,8 @@ async function checkAndRestore(engine: Engine, task: Task, lease: CustodyLease):
   if (idxChanged.length || (before.index === null) !== (after.index === null)) {
     const indexPath = join(before.gitDir, 'index');
     if (after.index) {
-      mkdirSync(dir, { recursive: true });
-      writeFileSync(join(dir, 'index'), after.index);
+      mkdirPrivate(dir);
+      writeFileSync(join(dir, 'index'), after.index, { mode: PRIVATE_FILE });
     }
     if (existsSync(`${indexPath}.lock`)) failed.push({ path: '.git/index', error: 'the index is locked by a git command running now; left as found' });
     else {
@@ -234,9 +235,9 @@ async function checkAndRestore(engine: Engine, task: Task, lease: CustodyLease):
     failed.push(...r.failed);
   }
   if (!restored.length && !failed.length) return null;
-  mkdirSync(dir, { recursive: true });
+  mkdirPrivate(dir);
   const report: CustodyReport = { restored, failed, artifact: dir };
-  writeFileSync(join(dir, 'restored.json'), `${JSON.stringify({ repo: lease.repo, ...report }, null, 2)}\n`);
+  writeFileSync(join(dir, 'restored.json'), `${JSON.stringify({ repo: lease.repo, ...report }, null, 2)}\n`, { mode: PRIVATE_FILE });
   engine.write(() =>
     appendEvent(engine.db, task.id, 'custody.restored', {
       repo: lease.repo,

@@ -205,7 +205,7 @@ function tryTake(path: string, owner: LockOwner, again = true): Take | null {
   const file = ownerFileOf(path);
   if (file) {
     try {
-      writeFileSync(file, body, { mode: 0o644 });
+      writeFileSync(file, body, { mode: 0o600 });
       linkSync(file, path);
       return { token: owner.token, ino: lstatSync(file).ino };
     } catch (err) {
@@ -261,7 +261,7 @@ async function acquire(path: string, what: string, timeoutMs: number): Promise<T
 function tryCreate(path: string, body: string): boolean {
   let fd: number;
   try {
-    fd = openSync(path, 'wx', 0o644);
+    fd = openSync(path, 'wx', 0o600);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
     throw new AppError('git_failed', `cannot create repository lock ${path}: ${(err as Error).message}`);

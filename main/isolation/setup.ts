@@ -9,6 +9,7 @@ import type { Engine } from '../engine.js';
 import { commandEnv, runBounded } from './bounded-run.js';
 import { git, splitZ } from './git-exec.js';
 import { matchGlob, mayContainMatch } from './globs.js';
+import { mkdirPrivate, PRIVATE_FILE } from '../core/private-home.js';
 
 /**
  * Per-repository setup (`.lightworker/setup.toml` in the source checkout, or `[setup."<repo path>"]` in
@@ -116,8 +117,8 @@ export async function runSetup(
   }
   if (!cfg.setup) return { copied, command: null, exitCode: null, durationMs: 0, log: null };
   const r = await runBounded(cfg.setup, { cwd: worktree, env: commandEnv(env), timeoutMs: cfg.setup_timeout_s * 1000, signal });
-  mkdirSync(dirname(logPath), { recursive: true });
-  writeFileSync(logPath, redactText(r.output));
+  mkdirPrivate(dirname(logPath));
+  writeFileSync(logPath, redactText(r.output), { mode: PRIVATE_FILE });
   const shown = Array.isArray(cfg.setup) ? cfg.setup.join(' ') : cfg.setup;
   if (r.spawnError) throw new AppError('invalid_input', `setup command "${shown}" could not start: ${r.spawnError}`);
   if (r.timedOut)

@@ -19,6 +19,7 @@ import {
 import { commonGitDir, git, gitTry, splitZ } from './git-exec.js';
 import { checkContainment } from './guards.js';
 import { withLockFile } from './repo-lock.js';
+import { mkdirPrivate } from '../core/private-home.js';
 
 /**
  * Read-only snapshots: where a plan/explore/review task runs when its worker has no enforced read-only
@@ -91,7 +92,7 @@ async function ensureStore(engine: Engine, repo: string): Promise<string> {
   const common = await commonGitDir(repo);
   if (!existsSync(join(store, 'HEAD'))) {
     const parent = dirname(store);
-    mkdirSync(parent, { recursive: true });
+    mkdirPrivate(parent);
     await withLockFile(join(parent, 'store.lock'), `create the snapshot store of ${repo}`, async () => {
       if (existsSync(join(store, 'HEAD'))) return;
       // A folder without HEAD is what a crash inside an older, unlocked creation left; a scratch folder, what a
@@ -308,7 +309,7 @@ async function createSnapshot(engine: Engine, task: Task, repo: string, stateCom
   const path = join(snapshotsRoot(engine), repoKey(repo), id);
   engine.write(() => insertSnapshot(engine.db, { id, repo, path, taskId: task.id, ownerPid: owner.pid, ownerStart: owner.start }));
   try {
-    mkdirSync(path, { recursive: true });
+    mkdirPrivate(path);
     await git(path, ['init', '-q', path]);
     writeFileSync(join(path, '.git', 'objects', 'info', 'alternates'), `${join(storeOf(engine, repo), 'objects')}\n`);
     await git(path, inSnapshot(path, ['checkout', '-q', '--force', '--detach', stateCommit]));

@@ -1,4 +1,4 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { redactText } from '../core/redact.js';
 import type { Engine } from '../engine.js';
@@ -9,6 +9,7 @@ import { getAllocation, setVerifyOutcome } from './allocations.js';
 import { treeMarkerEnv } from '../runner/lifecycle.js';
 import { commandEnv, runBounded } from './bounded-run.js';
 import { gitTry } from './git-exec.js';
+import { mkdirPrivate, PRIVATE_FILE } from '../core/private-home.js';
 
 export interface VerifyCommandOutcome {
   command: VerifyCommand;
@@ -89,8 +90,8 @@ export async function verifyIn(
   let log: string | null = null;
   if (commands.length) {
     log = join(engine.home.artifacts, task.id, `verify-${task.attempt}-${run}.log`);
-    mkdirSync(dirname(log), { recursive: true });
-    writeFileSync(log, redactText(logParts.join('\n')));
+    mkdirPrivate(dirname(log));
+    writeFileSync(log, redactText(logParts.join('\n')), { mode: PRIVATE_FILE });
   }
   engine.write(() => {
     if (getAllocation(engine.db, task.id)?.state === 'ready') setVerifyOutcome(engine.db, task.id, ok, head);

@@ -3,6 +3,7 @@ import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } fr
 import { z } from 'zod';
 import { Engine } from '../engine.js';
 import { decidePermission } from '../requests/permission.js';
+import { playStartHook } from './permission-hook.js';
 import { SERVER_VERSION } from './server.js';
 import { LineTransport } from './stdio-transport.js';
 
@@ -43,6 +44,7 @@ export async function runPermissionServer(opts: { home?: string; taskId: string 
   };
   transport.onclose = stop;
   for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(sig, stop);
+  await playStartHook();
   await server.connect(transport);
   await new Promise<void>(() => undefined);
 }

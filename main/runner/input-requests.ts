@@ -1,5 +1,6 @@
 import type { Engine } from '../engine.js';
 import { mcpLaunch } from '../mcp/launch.js';
+import { START_HOOK_ENV } from '../mcp/permission-hook.js';
 import { parseEscalation } from '../requests/escalation.js';
 import { decideRequest } from '../requests/policy.js';
 import { enterWaiting, openRequest, recordDenied } from '../requests/requests.js';
@@ -57,7 +58,10 @@ export function stopForInput(engine: Engine, task: Task, request: TaskRequest): 
 export function permissionServerFor(engine: Engine, adapter: WorkerAdapter, task: Task): WorkerTurn['permissionServer'] {
   if (!adapter.permissionTool) return undefined;
   const launch = mcpLaunch('auto');
-  return { command: launch.command, args: [...launch.args, '--permission-for', task.id], env: { ...launch.env, LIGHTWORKER_HOME: engine.home.root } };
+  const env: Record<string, string> = { ...launch.env, LIGHTWORKER_HOME: engine.home.root };
+  const hook = process.env[START_HOOK_ENV];
+  if (hook) env[START_HOOK_ENV] = hook;
+  return { command: launch.command, args: [...launch.args, '--permission-for', task.id], env };
 }
 
 /**

@@ -82,6 +82,8 @@ export interface RunTreeOptions {
   /** How long to keep reading the pipes after the process exited (a background child may hold them). */
   drainMs?: number;
   onSpawn?: (pid: number, startTime: string | null) => void;
+  /** Written to the child's stdin, which is then closed (else stdin is closed from the start). */
+  input?: string;
   onStdout?: (chunk: Buffer) => void;
   onStderr?: (chunk: Buffer) => void;
 }
@@ -105,7 +107,8 @@ let treeCount = 0;
 export const DRAIN_MS = 500;
 
 /**
- * Run `command args` as a tree: its own process group, exactly `opts.env`, stdin closed, no shell.
+ * Run `command args` as a tree: its own process group, exactly `opts.env`, stdin closed (or `opts.input`
+ * and then closed), no shell.
  * The run ends when the process itself exits (or cannot start); its pipes are then drained for at
  * most `drainMs` and destroyed, and the whole tree is swept before this resolves — so nothing it
  * started outlives it, and a background child holding stdout cannot keep it open.
@@ -114,8 +117,14 @@ export async function runTree(command: string, args: string[], opts: RunTreeOpti
   const started = Date.now();
   const marker = markerOf(opts.env);
   const cgroup = marker && process.platform === 'linux' ? cgroupName(marker, `${process.pid}.${++treeCount}`) : undefined;
-  const { child, ready } = spawnProcess({ command, args, cwd: opts.cwd, env: opts.env, detached: process.platform !== 'win32', stdin: false, identity: true, cgroup });
+  const withInput = opts.input !== undefined;
+  const { child, ready } = spawnProcess({ command, args, cwd: opts.cwd, env: opts.env, detached: process.platform !== 'win32', stdin: withInput, identity: true, cgroup });
   const exited = exitOf(child);
+  if (withInput && child.stdin) {
+    // A process that exits without reading all of it (EPIPE) simply ends: its exit is what counts.
+    child.stdin.on('error', () => undefined);
+    child.stdin.end(opts.input);
+  }
   if (opts.onStdout) child.stdout?.on('data', opts.onStdout);
   else child.stdout?.resume();
   if (opts.onStderr) child.stderr?.on('data', opts.onStderr);

@@ -1,4 +1,3 @@
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { isAppError } from '../core/errors.js';
 import type { Engine } from '../engine.js';
@@ -31,6 +30,7 @@ import { runTurn, type TurnResult } from './turn.js';
 import { Deferred, landEndWrite, persistEvents, threadUsageOf, writeEvents, type EndWriteContext } from './task-writes.js';
 import { storeFaultOf, storeFullError } from '../store/store-faults.js';
 import { checkTurnForInput, MAX_DENIALS_PER_ATTEMPT, permissionServerFor, runBudget, stopForInput, WaitForInput } from './input-requests.js';
+import { mkdirPrivate } from '../core/private-home.js';
 
 export interface RunContext {
   engine: Engine;
@@ -93,7 +93,7 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
     if (resume?.reverify) return await reverifyOnly(ctx, task, ws);
     if (sources || !adapter) return await integrate(ctx, task, ws, sources ?? []);
     const runDir = join(engine.home.artifacts, task.id, `attempt-${task.attempt}`);
-    mkdirSync(runDir, { recursive: true });
+    mkdirPrivate(runDir);
     const route = resolveRoute(engine.config, task);
     const auth = resolveAuth(task.worker, workerAuthSettings(engine.config, task.worker), route.gateway);
     if (!auth.ok) throw new StopTask('failed', 'auth_missing', `worker ${task.worker} has no credentials (${auth.source}): ${auth.hint}`);

@@ -1,10 +1,11 @@
-import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
+import { closeSync, openSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { createLineRedactor, redactText } from '../core/redact.js';
 import type { NormalizedEvent, TurnOutcome, WorkerAdapter, WorkerTurn } from '../workers/adapter.js';
 import { LineSplitter, TailBuffer } from './lines.js';
 import { runTree } from './lifecycle.js';
+import { mkdirPrivate } from '../core/private-home.js';
 
 export interface RunTurnOptions {
   /** Aborting sweeps the whole process tree; the abort reason ('timeout' | 'cancel' | …) is reported back. */
@@ -69,7 +70,7 @@ class RawLog {
     if (this.failed) return;
     try {
       if (this.fd === null) {
-        mkdirSync(dirname(this.path), { recursive: true });
+        mkdirPrivate(dirname(this.path));
         this.fd = openSync(this.path, 'a', 0o600);
       }
       writeSync(this.fd, text);
@@ -97,7 +98,7 @@ export async function runTurn(adapter: WorkerAdapter, turn: WorkerTurn, opts: Ru
   const stderrTail = new TailBuffer(16 * 1024);
   const raw = opts.rawLogPath ? new RawLog(opts.rawLogPath, opts.rawLogMaxBytes ?? 16 * 1024 * 1024) : null;
 
-  let pending: NormalizedEvent[] = [];
+  let pending: NormalizedEvent[] = spec.warning ? [{ type: 'worker.warning', message: spec.warning }] : [];
   let flushQueued = false;
   let eventTimer: NodeJS.Timeout | null = null;
   // `fromTimer`: a throw there would crash the process. A batch the store refused then (unreachable for a
@@ -156,6 +157,7 @@ export async function runTurn(adapter: WorkerAdapter, turn: WorkerTurn, opts: Ru
     end = await runTree(spec.command, spec.args, {
       cwd: spec.cwd,
       env: spec.env,
+      input: spec.stdin,
       graceMs: opts.killGraceMs,
       signal: opts.signal,
       onSpawn: opts.onSpawn,

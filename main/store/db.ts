@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { AppError } from '../core/errors.js';
+import { touchPrivate } from '../core/private-home.js';
 import { MIGRATIONS } from './migrations/index.js';
 
 /**
@@ -114,6 +115,8 @@ export const SCHEMA_VERSION = MIGRATIONS.length;
  */
 export function openDb(opts: OpenDbOptions): Db {
   const readonly = opts.readonly ?? !canWriteDb(opts.path);
+  // Made 0600 before SQLite creates it 0644: its -wal and -shm files take the database file's mode.
+  if (!readonly && opts.path !== ':memory:' && opts.path !== '') touchPrivate(opts.path);
   const db: SqliteDb = readonly ? openReadonly(opts) : new Database(opts.path, bindingOption(opts));
   dbPaths.set(db, opts.path);
   try {

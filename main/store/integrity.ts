@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Db } from './db.js';
 import { storeFaultOf } from './store-faults.js';
+import { touchPrivate } from '../core/private-home.js';
 
 // Noticing a store that is no longer the database it was, while a process holds it open. SQLite itself
 // does not: a connection keeps writing into a deleted file (its inode lives on while open), into a
@@ -107,6 +108,8 @@ export function quickCheckFile(path: string, nativeBinding?: string, home?: stri
  */
 export function rescueStore(db: Db, dest: string): string | null {
   try {
+    // An empty 0600 file first (VACUUM INTO accepts an empty one): the copy holds every task, private like the store.
+    touchPrivate(dest);
     db.prepare('VACUUM INTO ?').run(dest);
     return dest;
   } catch {

@@ -107,6 +107,13 @@ export interface SpawnSpec {
   /** The complete environment of the child (nothing else is inherited). */
   env: Record<string, string>;
   cwd: string;
+  /**
+   * Written to the child's stdin, which is then closed: how the prompt reaches a CLI. Never argv, which
+   * every local user can read (/proc/<pid>/cmdline, ps). Unset: stdin is closed.
+   */
+  stdin?: string;
+  /** Something the user should know about how this turn runs (recorded as a `worker.warning` event). */
+  warning?: string;
   /** Called once the turn's process tree has ended: removes staged credentials (writing a refreshed login back). */
   release?: () => void;
 }
@@ -126,7 +133,8 @@ export type NormalizedEvent =
       thread?: ThreadUsage;
     }
   | { type: 'worker.completed'; text: string | null }
-  | { type: 'worker.failed'; message: string; rateLimited?: boolean };
+  | { type: 'worker.failed'; message: string; rateLimited?: boolean }
+  | { type: 'worker.warning'; message: string };
 
 export interface TurnOutcome {
   ok: boolean;

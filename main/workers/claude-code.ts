@@ -63,9 +63,12 @@ async function buildSpawn(turn: WorkerTurn): Promise<SpawnSpec> {
   if (model) args.push('--model', model);
   if (turn.reasoningEffort) args.push('--effort', turn.reasoningEffort);
   if (turn.resumeSessionId) args.push('--resume', turn.resumeSessionId);
-  if (turn.permissionServer) args.push(...permissionArgs(turn));
-  args.push('--', turn.prompt);
-  return { command: cli.bin, args: [...cli.prefix, ...args], env, cwd: turn.workdir, release };
+  if (turn.permissionServer) {
+    args.push(...permissionArgs(turn));
+    Object.assign(env, PERMISSION_SERVER_WAIT);
+  }
+  // The prompt on stdin (`-p` reads it there when no prompt argument is given): never argv, which any local user can read.
+  return { command: cli.bin, args: [...cli.prefix, ...args], env, cwd: turn.workdir, release, stdin: turn.prompt };
 }
 
 /**
@@ -81,6 +84,22 @@ function permissionArgs(turn: WorkerTurn): string[] {
 }
 
 const PERMISSION_SERVER = 'lightworker_permission';
+
+/**
+ * `claude -p` connects MCP servers in the background by default, so a model's first tool call can come
+ * before the permission server answered tools/list, and Claude exits "… (passed via
+ * --permission-prompt-tool) not found". MCP_CONNECTION_NONBLOCKING=0 makes it wait for the connection
+ * before the first model request; MCP_TIMEOUT bounds that wait (and names the server when it fails).
+ */
+const PERMISSION_SERVER_WAIT = { MCP_CONNECTION_NONBLOCKING: '0', MCP_TIMEOUT: '60000' };
+
+/** The cause, in words, when Claude ended because the permission server was not connected (null otherwise). */
+function permissionServerMissing(turn: WorkerTurn, stderrTail: string): string | null {
+  const said = /Error: MCP tool \S+ \(passed via --permission-prompt-tool\) not found[^\n]*/.exec(stderrTail)?.[0];
+  if (!said || !turn.permissionServer) return null;
+  const logs = join(claudeHome(turn), '.cache', 'claude-cli-nodejs');
+  return `LightWorker's permission server (lightworker mcp --permission-for ${turn.task.id}) was not connected when Claude Code needed it: it did not answer within ${Number(PERMISSION_SERVER_WAIT.MCP_TIMEOUT) / 1000} s or it exited (Claude Code's MCP logs: ${logs}). Claude Code said: ${said}`;
+}
 
 function createParser(turn: WorkerTurn): StreamParser {
   let sessionId: string | null = turn.resumeSessionId;
@@ -148,7 +167,7 @@ function createParser(turn: WorkerTurn): StreamParser {
     finish(exitCode, stderrTail): TurnOutcome {
       if (exitCode === 0 && failure === null && resultSeen) return { ok: true, finalText, sessionId };
       const tail = stderrTail.trim();
-      const message = failure ?? `claude exited with code ${exitCode}${lastRetry ? ` after ${lastRetry}` : ''}${tail ? `: ${tail.slice(-500)}` : ''}`;
+      const message = permissionServerMissing(turn, tail) ?? failure ?? `claude exited with code ${exitCode}${lastRetry ? ` after ${lastRetry}` : ''}${tail ? `: ${tail.slice(-500)}` : ''}`;
       return { ok: false, finalText, sessionId, error: { code: RATE_LIMIT_PATTERN.test(message) ? 'rate_limited' : 'worker_failed', message } };
     },
   };

@@ -8,6 +8,7 @@ import { cliMissingReason, probeVersion, requireCliCommand, resolveCliCommand, v
 import { authOfTurn, stageLogin } from './credentials.js';
 import { providerModel } from './routing.js';
 import { PROMPT_PROTOCOL } from '../cachelab/prompt.js';
+import { mkdirPrivate, PRIVATE_FILE } from '../core/private-home.js';
 
 /**
  * Codex CLI (`codex exec --json`). Every turn runs with CODEX_HOME = <runDir>/codex-home, so the
@@ -119,11 +120,27 @@ async function buildSpawn(turn: WorkerTurn): Promise<SpawnSpec> {
   args.push('--sandbox', turn.sandbox, '-C', turn.workdir, '-o', lastMessagePath(turn));
   if (turn.resultSchema) args.push('--output-schema', schemaFile(turn, JSON.stringify(turn.resultSchema)));
   const prompt = turn.resumeSessionId ? { developer: null, user: turn.prompt } : splitStablePrefix(turn.prompt);
-  if (prompt.developer !== null) args.push('-c', `developer_instructions=${tomlString(prompt.developer)}`);
+  writeTurnConfig(home, prompt.developer);
   if (turn.resumeSessionId) args.push('resume', turn.resumeSessionId);
-  // `--` so a prompt that starts with "-" is never read as an option.
-  args.push('--', prompt.user);
-  return { command: cli.bin, args: [...cli.prefix, ...args], env, cwd: turn.workdir, release };
+  // `-`: the prompt is read from stdin. Never argv, which any local user can read (/proc/<pid>/cmdline).
+  args.push('-');
+  return { command: cli.bin, args: [...cli.prefix, ...args], env, cwd: turn.workdir, release, stdin: prompt.user };
+}
+
+const TURN_CONFIG_MARK = '# Written by LightWorker for one turn; replaced by the next.\n';
+
+/**
+ * The stable prefix as `developer_instructions` in CODEX_HOME/config.toml (0600, in the task's private
+ * folder) rather than `-c` on the command line: it may carry a context pack, and argv is readable by
+ * every local user. A resumed turn gets none (the session replays it), so the file is removed then.
+ */
+function writeTurnConfig(home: string, developer: string | null): void {
+  const file = join(home, 'config.toml');
+  if (developer === null) {
+    if (existsSync(file) && readFileSync(file, 'utf8').startsWith(TURN_CONFIG_MARK)) rmSync(file, { force: true });
+    return;
+  }
+  writeFileSync(file, `${TURN_CONFIG_MARK}developer_instructions = ${tomlString(developer)}\n`, { mode: PRIVATE_FILE });
 }
 
 /**
@@ -139,7 +156,7 @@ function emptyHome(turn: WorkerTurn): string {
       if (lstatSync(dir).isDirectory() && readdirSync(dir).length === 0) return dir;
     } catch {
       try {
-        mkdirSync(turn.shareDir, { recursive: true });
+        mkdirPrivate(turn.shareDir);
         mkdirSync(dir, { mode: 0o555 });
         return dir;
       } catch {
@@ -161,7 +178,7 @@ function emptyHome(turn: WorkerTurn): string {
 function schemaFile(turn: WorkerTurn, text: string): string {
   if (!turn.shareDir) {
     const file = join(turn.runDir, 'codex-result-schema.json');
-    writeFileSync(file, text);
+    writeFileSync(file, text, { mode: PRIVATE_FILE });
     return file;
   }
   const file = join(turn.shareDir, `codex-schema-${createHash('sha256').update(text).digest('hex').slice(0, 32)}.json`);
@@ -170,9 +187,9 @@ function schemaFile(turn: WorkerTurn, text: string): string {
   } catch {
     // missing: written below
   }
-  mkdirSync(turn.shareDir, { recursive: true });
+  mkdirPrivate(turn.shareDir);
   const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync(tmp, text);
+  writeFileSync(tmp, text, { mode: PRIVATE_FILE });
   renameSync(tmp, file);
   return file;
 }

@@ -2,6 +2,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { parse as parseToml } from 'smol-toml';
 import { parseConfig, type Config } from '../core/config.js';
 import { AppError } from '../core/errors.js';
+import { PRIVATE_FILE } from '../core/private-home.js';
 
 /**
  * Ready-made `[gateways.NAME]` blocks (`lightworker gateways add PRESET`). A preset is appended to
@@ -60,6 +61,6 @@ export function addGatewayPreset(path: string, preset: string, over: { name?: st
   const block = presetBlock(name, { ...base, ...(over.base_url ? { base_url: over.base_url } : {}), ...(over.key_env ? { key_env: over.key_env } : {}) });
   const next = `${current}${current && !current.endsWith('\n') ? '\n' : ''}${current ? '\n' : ''}${block}`;
   const config = parseConfig(parseToml(next), path);
-  writeFileSync(path, next, 'utf8');
+  writeFileSync(path, next, { encoding: 'utf8', mode: PRIVATE_FILE });
   return { config, block, name };
 }

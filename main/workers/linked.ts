@@ -1,11 +1,17 @@
 import { execFileSync } from 'node:child_process';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { AppError } from '../core/errors.js';
 import { RATE_LIMIT_PATTERN, type NormalizedEvent, type StreamParser, type WorkerAdapter, type WorkerInfo, type WorkerTurn } from './adapter.js';
 import { findOnPath } from './which.js';
 
 export interface LinkedWorkerSpec {
   name: string;
-  /** argv template; `{prompt}`, `{workdir}` and `{session}` are replaced per turn (whole-argument or inline). */
+  /**
+   * argv template; `{prompt_file}`, `{workdir}` and `{session}` are replaced per turn (whole-argument or
+   * inline). Without `{prompt_file}` or `{prompt}` the prompt is written to the CLI's stdin. `{prompt}`
+   * (the prompt itself in argv, readable by every local user) still works, with a warning.
+   */
   command: string[];
   /** argv template for follow-up turns; without it follow-ups start a fresh turn. */
   resume?: string[];
@@ -14,15 +20,27 @@ export interface LinkedWorkerSpec {
   readOnlySandbox?: boolean;
 }
 
-const PLACEHOLDER = /\{(prompt|workdir|session)\}/g;
+const PLACEHOLDER = /\{(prompt_file|prompt|workdir|session)\}/g;
+
+/** The file `{prompt_file}` names: in the turn's private run folder, 0600, rewritten each turn. */
+const PROMPT_FILE = 'linked-prompt.txt';
+
+/** Does this link put the prompt itself in argv (`{prompt}`)? */
+export function promptInArgv(spec: Pick<LinkedWorkerSpec, 'command' | 'resume'>): boolean {
+  return [...spec.command, ...(spec.resume ?? [])].some((a) => a.includes('{prompt}'));
+}
+
+/** What a user is told about a link with `{prompt}`: every local user can read argv. */
+export function promptInArgvWarning(name: string): string {
+  return `worker ${name} gets the prompt (the task's objective) in its argv, which every local user can read (ps, /proc/<pid>/cmdline); use {prompt_file} (a private file) or no prompt placeholder (the prompt on stdin) if the CLI can read it that way`;
+}
 
 export function validateLinkedSpec(spec: LinkedWorkerSpec): void {
   if (!/^[a-z0-9][a-z0-9_-]*$/.test(spec.name)) throw new AppError('invalid_input', `name: "${spec.name}" must be lowercase letters, digits, - or _`, { field: 'name' });
   if (!Array.isArray(spec.command) || spec.command.length === 0 || spec.command.some((a) => typeof a !== 'string')) {
     throw new AppError('invalid_input', 'command_json: must be a non-empty JSON array of strings', { field: 'command_json' });
   }
-  if (!spec.command.some((a) => a.includes('{prompt}'))) throw new AppError('invalid_input', 'command_json: must contain {prompt}', { field: 'command_json' });
-  if (PLACEHOLDER.test(spec.command[0])) throw new AppError('invalid_input', 'command_json: the executable itself cannot be a placeholder', { field: 'command_json' });
+  if (spec.command[0].search(PLACEHOLDER) !== -1) throw new AppError('invalid_input', 'command_json: the executable itself cannot be a placeholder', { field: 'command_json' });
   if (spec.resume && (!spec.resume.length || !spec.resume.some((a) => a.includes('{session}')))) {
     throw new AppError('invalid_input', 'resume_json: must be a JSON array of strings containing {session}', { field: 'resume_json' });
   }
@@ -41,6 +59,14 @@ function linkedKeys(turn: WorkerTurn): Record<string, string> {
 
 function fill(template: string[], values: Record<string, string>): string[] {
   return template.map((a) => a.replace(PLACEHOLDER, (_, k: string) => values[k] ?? ''));
+}
+
+function writePromptFile(turn: WorkerTurn): string {
+  mkdirSync(turn.runDir, { recursive: true, mode: 0o700 });
+  const file = join(turn.runDir, PROMPT_FILE);
+  rmSync(file, { force: true });
+  writeFileSync(file, turn.prompt, { mode: 0o600, flag: 'wx' });
+  return file;
 }
 
 /**
@@ -75,9 +101,17 @@ export function linkedAdapter(spec: LinkedWorkerSpec): WorkerAdapter {
       };
     },
     async buildSpawn(turn: WorkerTurn) {
-      const values = { prompt: turn.prompt, workdir: turn.workdir, session: turn.resumeSessionId ?? '' };
-      const argv = turn.resumeSessionId && spec.resume ? fill(spec.resume, values) : fill(spec.command, values);
-      return { command: findOnPath(argv[0]) ?? argv[0], args: argv.slice(1), env: { ...turn.baseEnv, ...linkedKeys(turn) }, cwd: turn.workdir };
+      const template = turn.resumeSessionId && spec.resume ? spec.resume : spec.command;
+      const values = { prompt: turn.prompt, prompt_file: '', workdir: turn.workdir, session: turn.resumeSessionId ?? '' };
+      const viaFile = template.some((a) => a.includes('{prompt_file}'));
+      if (viaFile) values.prompt_file = writePromptFile(turn);
+      const argv = fill(template, values);
+      const viaArgv = template.some((a) => a.includes('{prompt}'));
+      return {
+        command: findOnPath(argv[0]) ?? argv[0], args: argv.slice(1), env: { ...turn.baseEnv, ...linkedKeys(turn) }, cwd: turn.workdir,
+        ...(viaFile || viaArgv ? {} : { stdin: turn.prompt }),
+        ...(viaArgv ? { warning: promptInArgvWarning(spec.name) } : {}),
+      };
     },
     createParser(): StreamParser {
       let sessionId: string | null = null;

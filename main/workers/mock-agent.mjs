@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The `mock` worker: a deterministic fake agent CLI, scripted by the task's metadata.mock (see mock.ts).
 // Plain JavaScript with no dependencies so it starts fast and runs anywhere Node runs.
-import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
 import { spawn } from 'node:child_process';
 
@@ -10,8 +10,16 @@ const opt = (name) => {
   const i = args.indexOf(name);
   return i === -1 ? undefined : args[i + 1];
 };
+// The objective and prompt come as JSON on stdin (`--objective` / `--prompt` when run by hand).
+const input = (() => {
+  try {
+    return JSON.parse(readFileSync(0, 'utf8') || '{}');
+  } catch {
+    return {};
+  }
+})();
 const spec = JSON.parse(opt('--spec') ?? '{}');
-const prompt = opt('--prompt') ?? '';
+const prompt = input.prompt ?? opt('--prompt') ?? '';
 const resume = opt('--resume');
 const session = resume ?? `mock-${process.pid}-${Date.now().toString(36)}`;
 const followup = Boolean(resume);
@@ -82,7 +90,7 @@ if (step.fail_message) {
 // By default a schema-valid answer for the task's kind.
 const kind = kindArg;
 const summary = `mock completed ${kind} task`;
-const objective = (opt('--objective') ?? 'the goal').trim();
+const objective = (input.objective ?? opt('--objective') ?? 'the goal').trim();
 const step1 = { id: 't1', title: `survey: ${objective.slice(0, 60)}`, kind: 'explore', objective: `Survey the repository for: ${objective}`, depends_on: [], profile: null, success_criteria: [], verify: [] };
 const step2 = { ...step1, id: 't2', title: `report: ${objective.slice(0, 60)}`, objective: `Report how to do: ${objective}`, depends_on: ['t1'] };
 const defaults = {

@@ -39,10 +39,11 @@ export const mockAdapter: WorkerAdapter = {
   },
   async buildSpawn(turn: WorkerTurn) {
     const spec = (turn.task.metadata.mock ?? {}) as Record<string, unknown>;
-    const args = [AGENT, '--spec', JSON.stringify(spec), '--kind', turn.task.kind, '--objective', turn.task.objective, '--prompt', turn.prompt];
+    const args = [AGENT, '--spec', JSON.stringify(spec), '--kind', turn.task.kind];
     if (turn.resumeSessionId) args.push('--resume', turn.resumeSessionId);
     if (turn.model) args.push('--model', turn.model);
-    return { command: process.execPath, args, env: turn.baseEnv, cwd: turn.workdir };
+    // The objective and prompt on stdin, as every worker gets them: never argv, which any local user can read.
+    return { command: process.execPath, args, env: turn.baseEnv, cwd: turn.workdir, stdin: JSON.stringify({ objective: turn.task.objective, prompt: turn.prompt }) };
   },
   createParser(): StreamParser {
     let sessionId: string | null = null;

@@ -106,8 +106,8 @@ async function buildSpawn(turn: WorkerTurn): Promise<SpawnSpec> {
   const args = ['run', '--format', 'json'];
   if (turn.resumeSessionId) args.push('--session', turn.resumeSessionId);
   if (turn.reasoningEffort && turn.reasoningEffort !== 'medium') args.push('--variant', turn.reasoningEffort === 'xhigh' ? 'max' : turn.reasoningEffort);
-  args.push('--', turn.prompt);
-  return { command: cli.bin, args: [...cli.prefix, ...args], env, cwd: turn.workdir, release };
+  // The prompt on stdin (`run` without a message reads it there): never argv, which any local user can read.
+  return { command: cli.bin, args: [...cli.prefix, ...args], env, cwd: turn.workdir, release, stdin: turn.prompt };
 }
 
 function createParser(turn: WorkerTurn): StreamParser {

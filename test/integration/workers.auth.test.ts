@@ -47,7 +47,7 @@ function allowingBash(a: WorkerAdapter): WorkerAdapter {
     ...a,
     async buildSpawn(turn) {
       const spec = await a.buildSpawn(turn);
-      spec.args.splice(spec.args.indexOf('--'), 0, '--allowedTools', 'Bash');
+      spec.args.push('--allowedTools', 'Bash');
       return spec;
     },
   };

@@ -1,3 +1,5 @@
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { buildPrompt } from '../../main/cachelab/prompt.js';
 import type { ContextPack } from '../../main/cachelab/context-packs.js';
@@ -46,14 +48,20 @@ describe('codex prompt delivery', () => {
     expect(splitStablePrefix('[lw-prompt/0]\n# Role\nr\n\n# Task\nx').developer).toBeNull();
   });
 
-  it('passes the stable part as developer_instructions on a first turn only, with skills off', async () => {
+  it('passes the stable part as developer_instructions (its private config.toml, not argv) on a first turn only, the rest on stdin, with skills off', async () => {
     const built = promptFor('Add a flag.', '/w/wt-1');
+    const config = join(tmp.dir, 'codex-home', 'config.toml');
     const first = await codexAdapter.buildSpawn(turn({ prompt: built.text }));
-    expect(first.args).toContain(`developer_instructions=${JSON.stringify(built.stablePrefix)}`);
-    expect(first.args.slice(-2)).toEqual(['--', built.text.slice(built.stablePrefix.length + 2)]);
+    expect(first.args.some((a) => a.startsWith('developer_instructions='))).toBe(false);
+    expect(readFileSync(config, 'utf8')).toContain(`developer_instructions = ${JSON.stringify(built.stablePrefix)}`);
+    expect(statSync(config).mode & 0o777).toBe(0o600);
+    expect(first.args.at(-1)).toBe('-');
+    expect(first.stdin).toBe(built.text.slice(built.stablePrefix.length + 2));
+    expect(first.args.join('\n')).not.toContain('Add a flag.');
     expect(first.args).toEqual(expect.arrayContaining(['skills.bundled.enabled=false', 'skills.include_instructions=false']));
     const followUp = await codexAdapter.buildSpawn(turn({ prompt: built.text, resumeSessionId: 'th-1' }));
-    expect(followUp.args.some((a) => a.startsWith('developer_instructions='))).toBe(false);
-    expect(followUp.args.slice(-4)).toEqual(['resume', 'th-1', '--', built.text]);
+    expect(existsSync(config)).toBe(false);
+    expect(followUp.args.slice(-3)).toEqual(['resume', 'th-1', '-']);
+    expect(followUp.stdin).toBe(built.text);
   });
 });

@@ -7,7 +7,8 @@ describe('workers commands', () => {
 
   it('links, lists and unlinks a generic CLI; bad templates change nothing', async () => {
     h = makeHome();
-    await h.call('link_worker', { name: 'myagent', command_json: ['myagent-bin', 'run', '{prompt}'], resume_json: ['myagent-bin', 'resume', '{session}', '{prompt}'] });
+    const linked = await h.call('link_worker', { name: 'myagent', command_json: ['myagent-bin', 'run', '{prompt}'], resume_json: ['myagent-bin', 'resume', '{session}', '{prompt}'] });
+    expect(linked.warning).toMatch(/myagent gets the prompt .* in its argv, which every local user can read .*\{prompt_file\}/);
     const { workers } = await h.call('list_workers');
     const names = workers.map((w: { name: string }) => w.name);
     expect(names).toEqual(expect.arrayContaining(['mock', 'codex', 'claude-code', 'opencode', 'myagent']));
@@ -18,7 +19,10 @@ describe('workers commands', () => {
       if (w.installed) expect(w.version).toMatch(/^\d+\.\d+\.\d+/);
       else expect(w.reason).toBeTruthy();
     }
-    await expect(h.call('link_worker', { name: 'other', command_json: ['x'] })).rejects.toThrow(/command_json: must contain \{prompt\}/);
+    await expect(h.call('link_worker', { name: 'other', command_json: ['{prompt_file}', 'x'] })).rejects.toThrow(/command_json: the executable itself cannot be a placeholder/);
+    // No prompt placeholder: the prompt goes to stdin; {prompt_file}: a private file. Neither is warned about.
+    expect((await h.call('link_worker', { name: 'piped', command_json: ['x'] })).warning).toBeUndefined();
+    expect((await h.call('link_worker', { name: 'filed', command_json: ['x', '--prompt-file', '{prompt_file}'] })).warning).toBeUndefined();
     const secret = ['agent', '--api-key', 'sk-proj-AbCdEf0123456789abcdefGHIJklmn', '{prompt}'];
     await expect(h.call('link_worker', { name: 'leaky', command_json: secret })).rejects.toThrow(/command_json\[2\]: looks like a secret/);
     await expect(h.call('link_worker', { name: 'leaky', command_json: ['agent', '{prompt}'], resume_json: ['agent', 'password=hunter22', '{session}'] })).rejects.toThrow(/resume_json\[1\]/);

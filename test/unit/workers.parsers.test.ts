@@ -121,7 +121,8 @@ describe('argv and environment', () => {
     expect(spec.env.CODEX_HOME.startsWith(tmp.dir)).toBe(true);
     expect(spec.env.FAKE_KEY).toBe('k-123');
     expect(spec.args).toEqual(expect.arrayContaining(['--disable', 'plugins', 'shell_snapshot', 'unbounded_connection_retries', 'analytics.enabled=false', '--sandbox', 'read-only', '--output-schema', '-o']));
-    expect(spec.args.slice(-4)).toEqual(['resume', 'th-9', '--', 'p']);
+    expect(spec.args.slice(-3)).toEqual(['resume', 'th-9', '-']);
+    expect(spec.stdin).toBe('p');
     expect(spec.args.join(' ')).toContain('env_key="FAKE_KEY"');
     expect(spec.args.join(' ')).not.toContain('k-123');
   });
@@ -165,6 +166,8 @@ describe('argv and environment', () => {
     expect(ro.env.HOME.startsWith(tmp.dir)).toBe(true);
     const rw = await claudeCodeAdapter.buildSpawn(turn({ gateway, resumeSessionId: 's-1' }));
     expect(rw.args).toEqual(expect.arrayContaining(['--permission-mode', 'acceptEdits', '--resume', 's-1']));
+    expect(rw.args).not.toContain('p');
+    expect(rw.stdin).toBe('p');
   });
   it('opencode: config from the environment without the key, the key staged in its private auth.json, npm registry off the gateway', async () => {
     const spec = await opencodeAdapter.buildSpawn(turn({ gateway, sandbox: 'read-only', resumeSessionId: 'ses_1' }));
@@ -176,6 +179,7 @@ describe('argv and environment', () => {
     const staged = JSON.parse(readFileSync(join(spec.env.XDG_DATA_HOME, 'opencode', 'auth.json'), 'utf8'));
     expect(staged.lightworker).toEqual({ type: 'api', key: 'k-123' });
     expect(spec.env).toMatchObject({ npm_config_registry: DEAD_REGISTRY, OPENCODE_DISABLE_AUTOUPDATE: '1' });
-    expect(spec.args).toEqual(['run', '--format', 'json', '--session', 'ses_1', '--', 'p']);
+    expect(spec.args).toEqual(['run', '--format', 'json', '--session', 'ses_1']);
+    expect(spec.stdin).toBe('p');
   });
 });
