@@ -53,6 +53,7 @@ types = { chore = "cheapest" }                # workflow type -> profile, or "ch
 # [workers.myagent]
 # command = ["myagent", "run", "{prompt}"]
 # resume = ["myagent", "resume", "{session}", "{prompt}"]
+# version = ["myagent", "--version"]  # how \`workers\`/\`doctor\` ask its version (without it: "version unknown")
 # read_only_sandbox = false   # true only if it enforces read-only itself (read-only tasks then run in place)
 # [workers.codex]                  # a built-in CLI (codex, claude-code, opencode) outside PATH:
 # command = ["/opt/codex/bin/codex"] # its binary (+ leading args); the adapter adds its own arguments
