@@ -206,7 +206,7 @@ function canConnect(host: string, port: number, timeoutMs: number): Promise<bool
 
 export const runDoctor = defineCommand({
   name: 'run_doctor',
-  description: 'Check git, node, home, database, disk, workers, scheduler lock.',
+  description: 'Check git, node, home, store, disk, workers, leader.',
   input: z.strictObject({}),
   readOnly: true,
   async handler(ctx) {

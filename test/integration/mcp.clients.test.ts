@@ -228,6 +228,16 @@ describe('real agent CLIs as MCP clients, configured with mcp-config, driven by 
       expect(bodies[0].tools.some((t) => t.type === 'tool_search')).toBe(false);
       expect(offered(bodies[0].tools).sort()).toEqual(buildTools(COMMANDS, 'full').map((t) => t.name).sort());
     }
+    // What the model saw of delegate_task: each field with its type and hint (a field listed without a type
+    // came out as `{}`, its hint dropped).
+    const shown = [...bodies[0].tools, ...bodies.flatMap((b) => b.input.filter((i) => i.type === 'tool_search_output').flatMap((i) => i.tools))]
+      .filter((t) => t.type === 'namespace' && t.name === 'mcp__lightworker')
+      .flatMap((t) => t.tools)
+      .find((f: any) => f.name === 'delegate_task');
+    const fields = shown.parameters.properties;
+    expect(fields.workspace).toMatchObject({ type: 'string', description: expect.stringMatching(/absolute path/) });
+    expect(fields.objective).toMatchObject({ type: 'string', description: 'self-contained instructions' });
+    expect(fields.kind).toMatchObject({ type: 'string', description: expect.stringMatching(/only execute writes/) });
 
     // Codex called them through its MCP client: one completed mcp_tool_call item per call, structured results
     // (get_task and list_tasks run in parallel, so they complete in either order).
