@@ -215,6 +215,20 @@ export function stageLogin(src: string, dest: string): () => void {
   };
 }
 
+/** Set on a runner an MCP server started (scheduler/background.ts): its environment is the MCP host's. */
+export const STARTED_BY_ENV = 'LIGHTWORKER_STARTED_BY';
+
+/**
+ * The `auth_missing` message of a task. A runner an MCP server started has the environment the MCP host
+ * gave that server, and Codex gives only a short whitelist (PATH, HOME, …): a key the user exported in
+ * their shell is then missing here although `workers` in that shell shows it.
+ */
+export function authMissingMessage(worker: string, auth: TurnAuth, env: NodeJS.ProcessEnv = process.env): string {
+  const base = `worker ${worker} has no credentials (${auth.source}): ${auth.hint}`;
+  if (env[STARTED_BY_ENV] !== 'mcp') return base;
+  return `${base}. This runner was started by an MCP server (lightworker mcp), so it has only the environment the MCP host passed it; the likely cause is the host's environment whitelist (Codex passes only a few variables): name the keys in the host's MCP config (Codex: env_vars = [...], as \`lightworker mcp-config --client codex\` prints) or in config.toml's [gateways.NAME] key_env`;
+}
+
 /** Write a secret file for one turn (mode 0600); the returned release removes it. */
 export function stageSecretFile(dest: string, content: string): () => void {
   mkdirSync(dirname(dest), { recursive: true, mode: 0o700 });
