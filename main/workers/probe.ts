@@ -21,8 +21,8 @@ import { minimalEnv } from './env.js';
 export const CACHE_MS = 10 * 60_000;
 /** A probe that failed or timed out is retried after this long. */
 export const FAILURE_CACHE_MS = 60_000;
-/** Probes running at once in this process; more wait their turn. */
-export const MAX_RUNNING = 2;
+/** Probes running at once in this process (the built-in CLIs and git probe in one round); more wait their turn. */
+export const MAX_RUNNING = 4;
 /** Default hard limit of one probe (then its process group is killed). */
 export const PROBE_TIMEOUT_MS = 5_000;
 /** Default longest a caller waits for a probe, queueing included. */
