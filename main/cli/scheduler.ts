@@ -216,6 +216,7 @@ export function registerSchedulerCommands(program: Command): void {
         if (o.json) printJson(r);
         else {
           out(`${r.reason}`);
+          if (r.next) out(`next: ${r.next}`);
           for (const t of r.tasks) out(`${t.id}  ${t.status}${t.waitingOn ? ` (waiting on approval of ${t.waitingOn.join(', ')})` : ''}${t.needs ? `  needs ${t.needs.kind}: ${t.needs.asks}` : ''}${t.error ? `  ${t.error.code}: ${t.error.message.split('\n')[0]}` : ''}`);
         }
         if (r.reason === 'timeout') process.exitCode = 1;

@@ -55,7 +55,8 @@ function printCreated(r: { strategy: string; rootId: string; tasks: Task[] }, js
 
 function printReport(r: TeamReport): void {
   out(`team ${r.strategy}  root ${r.rootId}  state: ${r.state}`);
-  out(table(['ID', 'ROLE', 'ROUND', 'WORKER', 'STATUS', 'ATTEMPT', 'DIFF LINES', 'VERDICT'], r.members.map((m) => [m.id, m.role, m.round ?? '', m.worker, m.status, m.attempt, m.diffLines ?? '', m.verdict ?? m.error?.code ?? ''].map(String))));
+  out(table(['ID', 'ROLE', 'ROUND', 'WORKER', 'STATUS', 'ATTEMPT', 'DIFF LINES', 'VERDICT'], r.members.map((m) => [m.id, m.role, m.round ?? '', m.worker, m.status, m.attempt, m.diffLines ?? '', m.verdict ?? (m.noVerdict ? 'NO VALID VERDICT' : (m.error?.code ?? ''))].map(String))));
+  for (const m of r.members) if (m.noVerdict) out(`review ${m.id}: ${m.noVerdict}`);
   if (r.outcome) out(`outcome: ${JSON.stringify(r.outcome)}`);
   for (const c of r.conflicts as { file: string; source: string; clashesWith: string[] }[]) out(`conflict: ${c.file} (${c.source}${c.clashesWith.length ? ` vs ${c.clashesWith.join(', ')}` : ''})`);
   out(r.acceptable ? `accept with: lightworker team accept ${r.rootId}  (takes ${r.acceptable})` : 'nothing to accept yet');

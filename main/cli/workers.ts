@@ -36,7 +36,7 @@ export function registerWorkerCommands(program: Command): void {
           table(
             ['worker', 'installed', 'version', 'auth', 'sessions', 'schema', 'sandbox', 'note'],
             r.workers.map((w) => [
-              w.name, yesNo(w.installed), w.version ?? '-', yesNo(w.authenticated), yesNo(w.capabilities.sessions), yesNo(w.capabilities.structuredOutput),
+              w.name, yesNo(w.installed), w.version ?? (w.versionNote ? 'unknown' : '-'), yesNo(w.authenticated), yesNo(w.capabilities.sessions), yesNo(w.capabilities.structuredOutput),
               w.capabilities.sandboxModes.join(',') || '-', w.reason ?? (w.auth.ok ? w.auth.source : `${w.auth.source}: ${w.auth.hint}`),
             ]),
           ),
@@ -49,11 +49,12 @@ export function registerWorkerCommands(program: Command): void {
     .description('link a generic agent CLI by argv template ({prompt_file}, {workdir}, {session}; without a prompt placeholder the prompt goes to stdin)')
     .requiredOption('--command-json <argv>', 'JSON argv template ({prompt_file}: a private file holding the prompt; {prompt}: the prompt in argv, readable by every local user)', jsonArgv('command_json'))
     .option('--resume-json <argv>', 'JSON argv template for follow-ups containing {session}', jsonArgv('resume_json'))
+    .option('--version-json <argv>', 'JSON argv that prints its version, e.g. \'["agent","--version"]\' (without it `workers` and `doctor` run nothing of it)', jsonArgv('version_json'))
     .option('--max-concurrency <n>', 'turns of this worker at once', (v) => Number(v))
     .option('--json')
     .action(async (name: string, o, cmd: Command) => {
       await withEngine(cmd, async (call) => {
-        const r = await call('link_worker', { name, command_json: o.commandJson, resume_json: o.resumeJson, max_concurrency: o.maxConcurrency });
+        const r = await call('link_worker', { name, command_json: o.commandJson, resume_json: o.resumeJson, version_json: o.versionJson, max_concurrency: o.maxConcurrency });
         if (o.json) printJson(r);
         else out(`linked ${name}: ${JSON.stringify(o.commandJson)}${o.resumeJson ? ` (resume ${JSON.stringify(o.resumeJson)})` : ''}`);
         if (r.warning && !o.json) err(`warning: ${r.warning}`);

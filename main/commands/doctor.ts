@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, statfsSync } from 'node:fs';
 import { parse as parseToml } from 'smol-toml';
 import { loadConfig } from '../core/config.js';
@@ -8,7 +7,9 @@ import { z } from 'zod';
 import { isWritable } from '../core/home.js';
 import { storeIdOf } from '../store/identity.js';
 import { currentLease } from '../scheduler/lease.js';
+import { probeVersionLine } from '../workers/probe.js';
 import { allWorkerNames, resolveAdapter } from '../workers/registry.js';
+import { findOnPath } from '../workers/which.js';
 import { defineCommand, type CommandContext } from './table.js';
 import { workerAuth } from './workers.js';
 import { describeStore, fleetStatus, NO_LEADER, type StoreInfo } from './fleet.js';
@@ -23,14 +24,17 @@ export interface DoctorCheck {
   optional?: boolean;
 }
 
+/** git answers `--version` (probed like a worker CLI: cached, bounded, never in the caller's folder). */
+async function gitCheck(): Promise<DoctorCheck> {
+  const fix = 'install git and put it on PATH';
+  const bin = findOnPath('git');
+  if (!bin) return { name: 'git', ok: false, detail: 'git not found on PATH', fix };
+  const probe = await probeVersionLine(bin, ['--version']);
+  return probe.line ? { name: 'git', ok: true, detail: probe.line } : { name: 'git', ok: false, detail: `git not runnable: ${probe.unknown}`, fix };
+}
+
 function baseChecks(ctx: CommandContext): DoctorCheck[] {
   const checks: DoctorCheck[] = [];
-  try {
-    const v = execFileSync('git', ['--version'], { encoding: 'utf8', timeout: 5000 }).trim();
-    checks.push({ name: 'git', ok: true, detail: v });
-  } catch (err) {
-    checks.push({ name: 'git', ok: false, detail: `git not runnable: ${(err as Error).message}`, fix: 'install git and put it on PATH' });
-  }
   const major = Number(process.versions.node.split('.')[0]);
   checks.push({ name: 'node', ok: major >= 20, detail: `node ${process.versions.node}`, fix: major >= 20 ? undefined : 'use Node.js 20 or newer' });
   const home = ctx.engine.home.root;
@@ -143,7 +147,10 @@ const INSTALL_HINT: Record<string, string> = {
   vscode: 'npm run vscode:package, install vscode-extension/lightworker-vscode-bridge.vsix in VS Code, open the repository there',
 };
 
-/** Every worker: installed and its version (detection never runs a model). Missing CLIs only warn. */
+/**
+ * Every worker: installed and its version (detection never runs a model, nor a linked agent: see
+ * workers/probe.ts). Missing CLIs only warn.
+ */
 async function workerChecks(ctx: CommandContext): Promise<DoctorCheck[]> {
   return Promise.all(
     allWorkerNames(ctx.engine).map(async (name): Promise<DoctorCheck> => {
@@ -151,7 +158,7 @@ async function workerChecks(ctx: CommandContext): Promise<DoctorCheck[]> {
         const info = await resolveAdapter(ctx.engine, name).detect();
         if (info.installed) {
           const auth = workerAuth(ctx, name);
-          const detail = `${info.version ?? 'installed'}${info.command ? ` (${info.command})` : ''}; auth: ${auth.source}`;
+          const detail = `${info.version ?? info.versionNote ?? 'installed'}${info.command ? ` (${info.command})` : ''}; auth: ${auth.source}`;
           // A worker without credentials warns with the exact fix; a note (an ignored base URL) rides along.
           if (!auth.ok) return { name: `worker ${name}`, ok: false, optional: true, detail: `${detail}: not usable without credentials`, fix: auth.hint ?? undefined };
           return { name: `worker ${name}`, ok: true, detail: auth.hint ? `${detail} (note: ${auth.hint})` : detail };
@@ -199,7 +206,7 @@ function canConnect(host: string, port: number, timeoutMs: number): Promise<bool
 
 export const runDoctor = defineCommand({
   name: 'run_doctor',
-  description: 'Check git, node, home, database, disk, workers, scheduler lock.',
+  description: 'Check git, node, home, store, disk, workers, leader.',
   input: z.strictObject({}),
   readOnly: true,
   async handler(ctx) {
@@ -214,7 +221,8 @@ export const runDoctor = defineCommand({
     } catch (err) {
       checks.push({ name: 'fleet', ok: false, detail: (err as Error).message });
     }
-    const [workers, gateways] = await Promise.all([workerChecks(ctx), gatewayChecks(ctx)]);
+    const [git, workers, gateways] = await Promise.all([gitCheck(), workerChecks(ctx), gatewayChecks(ctx)]);
+    checks.unshift(git);
     checks.push(...workers, ...gateways);
     return { ok: checks.every((c) => c.ok || c.optional), checks, store };
   },

@@ -6,15 +6,15 @@ import { defineCommand } from './table.js';
 
 export const getEvents = defineCommand({
   name: 'get_events',
-  description: 'Events oldest first after a cursor, or the newest; returns the next cursor.',
+  description: 'Events after a cursor (oldest first) or the newest; gives the next cursor.',
   input: z.strictObject({
     cursor: z.number().int().min(0).default(0),
     task_id: TASK_ID.optional(),
-    tree: z.boolean().default(false).describe('with task_id: its whole tree'),
+    tree: z.boolean().default(false).describe('with task_id: whole tree'),
     types: z.array(z.string().min(1).max(64)).max(50).optional(),
     limit: z.number().int().min(1).max(5000).default(200),
     before: z.number().int().min(1).optional().describe('only events below this seq'),
-    newest: z.boolean().default(false).describe('the newest `limit`, oldest first'),
+    newest: z.boolean().default(false).describe('the newest limit'),
   }),
   readOnly: true,
   handler(ctx, input) {

@@ -10,7 +10,7 @@ import { defineCommand, FACE_LABELS, requirePersonOrAllowed } from './table.js';
 
 export const acceptTaskCommand = defineCommand({
   name: 'accept_task',
-  description: 'Commit a completed, verified task onto its source repository (or copy it back into its plain folder).',
+  description: 'Apply a verified task to its source repository (or plain folder).',
   input: z.strictObject({
     id: TASK_ID,
     branch: z
@@ -52,7 +52,7 @@ export const getTaskDiff = defineCommand({
 
 export const pruneWorkspacesCommand = defineCommand({
   name: 'prune_workspaces',
-  description: 'List, or with apply remove, stale worktrees of ended tasks.',
+  description: 'List (apply: remove) stale worktrees of ended tasks.',
   input: z.strictObject({
     apply: z.boolean().default(false),
     ttl_hours: z.number().min(0).max(100_000).optional(),

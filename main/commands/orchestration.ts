@@ -25,12 +25,12 @@ const WORKER = z.string().min(1).max(64).regex(/^[a-z0-9][a-z0-9_-]*$/, 'a worke
 
 export const orchestrateGoal = defineCommand({
   name: 'orchestrate_goal',
-  description: 'Queue a planner that splits a goal into a DAG of up to 12 tasks.',
+  description: 'A planner splits a goal into up to 12 tasks (a DAG).',
   input: z.strictObject({
     goal: noNul(z.string().min(1, 'goal must not be empty')).refine((s) => Buffer.byteLength(s) <= MAX_OBJECTIVE_BYTES, `goal is larger than ${MAX_OBJECTIVE_BYTES} bytes`),
     workspace: noNul(z.string().min(1).max(4096)),
     mode: z.enum(MODES).optional(),
-    worker: WORKER.optional().describe('worker of the planner'),
+    worker: WORKER.optional().describe("the planner's"),
     reasoning_effort: z.enum(EFFORTS).optional(),
     context_pack: z.string().min(1).max(128).optional(),
     base_ref: z.string().min(1).max(256).optional(),

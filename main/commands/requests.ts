@@ -7,7 +7,7 @@ import { defineCommand, FACE_LABELS, requirePersonOrAllowed } from './table.js';
 
 export const answerTaskCommand = defineCommand({
   name: 'answer_task',
-  description: 'Answer a waiting task: text, or allow/deny a permission.',
+  description: 'Answer a waiting task: text, or allow/deny.',
   input: z.strictObject({
     id: TASK_ID,
     text: noNul(z.string().min(1).max(32_768)).optional(),

@@ -156,7 +156,7 @@ function costOf(ctx: CommandContext, t: Task): { task: CostSummary; root: CostSu
 
 export const getTask = defineCommand({
   name: 'get_task',
-  description: 'One task in full, with its latest verification.',
+  description: 'A task in full, with its last verification.',
   input: z.strictObject({ id: TASK_ID }),
   readOnly: true,
   handler(ctx, input) {
@@ -168,7 +168,7 @@ export const getTask = defineCommand({
 
 export const listTasksCommand = defineCommand({
   name: 'list_tasks',
-  description: 'Task summaries, newest first; filter, page by cursor; detail: full records.',
+  description: 'Task summaries, newest first, paged by cursor; detail: full records.',
   input: z.strictObject({
     status: z.array(z.enum(STATUSES)).max(STATUSES.length).optional(),
     root_id: TASK_ID.optional(),
@@ -214,7 +214,7 @@ export interface TreeNode {
 
 export const getTaskTree = defineCommand({
   name: 'get_task_tree',
-  description: 'The tree (root, children, dependencies) of a task.',
+  description: "A task's tree: root, children, dependencies.",
   input: z.strictObject({ id: TASK_ID }),
   readOnly: true,
   handler(ctx, input) {
@@ -248,7 +248,7 @@ export const approveTaskCommand = defineCommand({
 
 export const cancelTaskCommand = defineCommand({
   name: 'cancel_task',
-  description: 'Cancel a task; kills its process tree if running.',
+  description: 'Cancel a task, killing its process tree.',
   input: z.strictObject({ id: TASK_ID, reason: z.string().max(500).optional() }),
   readOnly: false,
   destructive: true,

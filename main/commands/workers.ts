@@ -73,6 +73,7 @@ export const linkWorker = defineCommand({
     name: z.string().min(1).max(64),
     command_json: ARGV.describe('argv template: {prompt_file} (a private file holding the prompt), or none (the prompt on stdin); {prompt} puts it in argv, readable by every local user'),
     resume_json: ARGV.optional().describe('argv template for follow-ups, must contain {session}'),
+    version_json: ARGV.optional().describe('argv that prints its version (no placeholders); without it workers/doctor run nothing of it'),
     max_concurrency: z.number().int().min(1).max(64).optional(),
   }),
   readOnly: false,
@@ -80,7 +81,13 @@ export const linkWorker = defineCommand({
     // A linked command is run by later tasks: only a person says which programs run as workers.
     requirePersonOrAllowed(ctx, 'linking a worker');
     if (BUILTIN_ADAPTERS.has(input.name)) throw new AppError('conflict', `name: "${input.name}" is a built-in worker`, { field: 'name' });
-    const spec: LinkedWorkerSpec = { name: input.name, command: input.command_json, ...(input.resume_json ? { resume: input.resume_json } : {}), ...(input.max_concurrency ? { maxConcurrency: input.max_concurrency } : {}) };
+    const spec: LinkedWorkerSpec = {
+      name: input.name,
+      command: input.command_json,
+      ...(input.resume_json ? { resume: input.resume_json } : {}),
+      ...(input.version_json ? { version: input.version_json } : {}),
+      ...(input.max_concurrency ? { maxConcurrency: input.max_concurrency } : {}),
+    };
     validateLinkedSpec(spec);
     refuseLiteralSecrets(input);
     ctx.engine.write(() => setSetting(ctx.engine.db, LINKED_PREFIX + spec.name, spec));
@@ -92,8 +99,8 @@ export const linkWorker = defineCommand({
  * A template is stored as written (settings, `workers --json`): redacting a secret in it would break the
  * command, so one that carries a secret is refused and nothing is stored.
  */
-function refuseLiteralSecrets(input: { command_json: string[]; resume_json?: string[] }): void {
-  for (const field of ['command_json', 'resume_json'] as const) {
+function refuseLiteralSecrets(input: { command_json: string[]; resume_json?: string[]; version_json?: string[] }): void {
+  for (const field of ['command_json', 'resume_json', 'version_json'] as const) {
     const i = (input[field] ?? []).findIndex((arg) => containsSecret(arg));
     if (i >= 0) {
       throw new AppError('invalid_input', `${field}[${i}]: looks like a secret, and templates are stored as written; keep it in the agent CLI's own config or a wrapper script`, { field: `${field}[${i}]` });

@@ -54,6 +54,7 @@ types = { chore = "cheapest" }                # workflow type -> profile, or "ch
 # command = ["myagent", "run", "--prompt-file", "{prompt_file}"]   # no prompt placeholder: the prompt on stdin
 # resume = ["myagent", "resume", "{session}", "--prompt-file", "{prompt_file}"]
 # ({prompt} puts the prompt itself in argv, which every local user can read: avoid it)
+# version = ["myagent", "--version"]  # how \`workers\`/\`doctor\` ask its version (without it: "version unknown")
 # read_only_sandbox = false   # true only if it enforces read-only itself (read-only tasks then run in place)
 # [workers.codex]                  # a built-in CLI (codex, claude-code, opencode) outside PATH:
 # command = ["/opt/codex/bin/codex"] # its binary (+ leading args); the adapter adds its own arguments

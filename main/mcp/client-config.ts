@@ -1,6 +1,8 @@
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import { defineCommand } from '../commands/table.js';
+import type { Config } from '../core/config.js';
+import { CLI_AUTH } from '../workers/credentials.js';
 import { mcpLaunch, type Launch } from './launch.js';
 
 export const MCP_CLIENTS = ['codex', 'claude-code', 'cursor', 'vscode', 'windsurf', 'json'] as const;
@@ -19,11 +21,28 @@ export interface ClientSnippet {
 }
 
 /**
+ * The key variables this configuration reads from the environment, sorted: every gateway's `key_env`,
+ * every `[workers.NAME] keys`, and the CLI's own key variables of a worker with `auth = "env"`. Codex
+ * passes an MCP server only a short whitelist of its environment (PATH, HOME, …): without `env_vars`
+ * naming these, the runner the MCP server starts never sees the keys the user exported.
+ */
+export function forwardedKeyVars(config: Config): string[] {
+  const names = new Set<string>();
+  for (const g of Object.values(config.gateways)) names.add(g.key_env);
+  for (const [worker, w] of Object.entries(config.workers)) {
+    const block = (w ?? {}) as { keys?: string[]; auth?: string };
+    for (const k of block.keys ?? []) names.add(k);
+    if (block.auth === 'env') for (const k of CLI_AUTH[worker]?.keys ?? []) names.add(k);
+  }
+  return [...names].sort();
+}
+
+/**
  * A working MCP client configuration for `lightworker mcp`. LIGHTWORKER_HOME is always set explicitly:
  * Codex passes servers only a short whitelist of variables (not XDG_STATE_HOME), and Claude Code
  * ignores `cwd`, so nothing may depend on the client's environment or working directory.
  */
-export function clientSnippet(client: McpClient, home: string, launch: Launch, name = 'lightworker'): ClientSnippet {
+export function clientSnippet(client: McpClient, home: string, launch: Launch, name = 'lightworker', keyVars: readonly string[] = []): ClientSnippet {
   const env = { LIGHTWORKER_HOME: home, ...launch.env };
   const server = { command: launch.command, args: launch.args, env };
   const json = (v: unknown) => JSON.stringify(v, null, 2);
@@ -35,6 +54,7 @@ export function clientSnippet(client: McpClient, home: string, launch: Launch, n
         `[mcp_servers.${name}]`,
         `command = ${q(launch.command)}`,
         `args = [${launch.args.map(q).join(', ')}]`,
+        ...(keyVars.length ? [`env_vars = [${keyVars.map(q).join(', ')}]    # the keys config.toml names: Codex passes no others`] : []),
         'required = true                       # fail instead of running silently without LightWorker',
         'startup_timeout_sec = 30',
         'tool_timeout_sec = 120                # wait_tasks blocks up to 55 s',
@@ -45,6 +65,7 @@ export function clientSnippet(client: McpClient, home: string, launch: Launch, n
         '',
       ].join('\n');
       notes.push('Append to $CODEX_HOME/config.toml (default ~/.codex/config.toml).');
+      if (!keyVars.length) notes.push('Codex passes an MCP server only a short list of variables: add env_vars = ["MY_KEY"] for a key the runner needs (a gateway key_env adds it here).');
       return { client, target: '~/.codex/config.toml', format: 'toml', snippet, notes, launch };
     }
     case 'claude-code': {
@@ -86,6 +107,6 @@ export const mcpConfigCommand = defineCommand({
   }),
   readOnly: true,
   handler(ctx, input) {
-    return clientSnippet(input.client, input.home ? resolve(input.home) : ctx.engine.home.root, mcpLaunch(input.launch), input.name);
+    return clientSnippet(input.client, input.home ? resolve(input.home) : ctx.engine.home.root, mcpLaunch(input.launch), input.name, forwardedKeyVars(ctx.engine.config));
   },
 });

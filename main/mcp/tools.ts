@@ -88,18 +88,25 @@ const HINTED_TOOL = 'delegate_task';
 
 /**
  * A field hint is given once per listing, on delegate_task (where most calls go): a tool sharing its
- * fields (orchestrate_goal: workspace, mode, priority) drops the repeated hints and says "fields as in
- * delegate_task" once instead — the same words, a third of the bytes.
+ * fields (orchestrate_goal: workspace, mode, priority) drops the repeated hints and choices (enums; the
+ * type stays) and says "fields as in delegate_task" once instead — the same words, a third of the bytes.
  */
 function hintOnce(tools: ToolSpec[]): void {
   const hinted = tools.find((t) => t.name === HINTED_TOOL);
-  const shared = new Set(Object.keys((hinted?.inputSchema.properties as Record<string, unknown> | undefined) ?? {}));
+  const hintedProps = (hinted?.inputSchema.properties as Record<string, Record<string, unknown>> | undefined) ?? {};
   for (const t of tools) {
     if (t === hinted) continue;
     let dropped = false;
     for (const [k, v] of Object.entries((t.inputSchema.properties as Record<string, Record<string, unknown>> | undefined) ?? {})) {
-      if (shared.has(k) && FIELD_HINTS[k] && v.description === FIELD_HINTS[k]) {
+      const same = hintedProps[k];
+      if (!same) continue;
+      if (FIELD_HINTS[k] && v.description === FIELD_HINTS[k]) {
         delete v.description;
+        dropped = true;
+      }
+      // The same choices as delegate_task's field: listed there once; the type stays here.
+      if (Array.isArray(v.enum) && JSON.stringify(v.enum) === JSON.stringify(same.enum)) {
+        delete v.enum;
         dropped = true;
       }
     }
@@ -158,15 +165,24 @@ export function toInputSchema(schema: z.ZodType): ToolSpec['inputSchema'] {
  * schema has no description of its own. Kept few: every byte here is paid on every tools/list.
  */
 const FIELD_HINTS: Record<string, string> = {
-  workspace: 'absolute path in a git repository',
+  workspace: 'absolute path',
   objective: 'self-contained instructions',
-  kind: 'default explore; only execute writes (in its own worktree)',
+  kind: 'default explore; only execute writes',
   mode: 'auto_readonly (default): execute tasks wait for a person; plan_only: every task waits',
   ref: 'batch-local name for depends_on',
-  depends_on: 'task ids or batch refs to complete first',
-  worker: 'codex, claude-code, opencode, mock or linked',
-  verify: 'commands that must all exit 0 after the worker',
-  priority: '0-100, high runs first',
+  depends_on: 'ids or batch refs to finish first',
+  worker: 'codex, claude-code, opencode, mock, linked',
+  verify: 'commands that must exit 0',
+  priority: '0-100, high first',
+};
+
+/**
+ * Fields whose long list of choices is named by a hint instead (the type stays; the server still checks
+ * the value against every choice): list_tasks' 15 statuses cost 200 bytes on every listing, and every
+ * answer names a task's status anyway.
+ */
+const CHOICES_HINTED: Record<string, string> = {
+  status: 'e.g. queued, running, failed',
 };
 
 function addHints(node: unknown): void {
@@ -176,6 +192,13 @@ function addHints(node: unknown): void {
   const props = o.properties as Record<string, Record<string, unknown>> | undefined;
   if (props && typeof props === 'object') {
     for (const [k, v] of Object.entries(props)) if (FIELD_HINTS[k] && v && typeof v === 'object' && !v.description) v.description = FIELD_HINTS[k];
+    for (const [k, hint] of Object.entries(CHOICES_HINTED)) {
+      const items = props[k]?.items as Record<string, unknown> | undefined;
+      if (items && Array.isArray(items.enum)) {
+        delete items.enum;
+        props[k].description ??= hint;
+      }
+    }
   }
   for (const v of Object.values(o)) addHints(v);
 }
@@ -193,12 +216,9 @@ function stripNoise(node: unknown): void {
   if (!node || typeof node !== 'object') return;
   if (Array.isArray(node)) return node.forEach(stripNoise);
   const o = node as Record<string, unknown>;
+  // Every field keeps its `type`, string enums and plain text included: a client that meets a field
+  // without one (Codex) drops its description with it, and the model then sees `workspace: {}`.
   for (const k of LISTING_NOISE) delete o[k];
-  // An enum of strings says its type by itself (JSON Schema; Codex infers `string` from `enum` too).
-  if (o.type === 'string' && Array.isArray(o.enum) && o.enum.every((v) => typeof v === 'string')) delete o.type;
-  // A plain text field is listed as `{}` (or with its hint only): Codex reads a schema without a type as
-  // a string, other clients pass it through, and the server checks the call's types, naming the field.
-  if (o.type === 'string' && Object.keys(o).every((k) => k === 'type' || k === 'description')) delete o.type;
   for (const [k, v] of Object.entries(o)) {
     // The keys of `properties` are field names, not keywords: a field may be called "default".
     if (k === 'properties' && v && typeof v === 'object') Object.values(v).forEach(stripNoise);
@@ -208,9 +228,10 @@ function stripNoise(node: unknown): void {
 
 /**
  * Fields accepted over MCP but not listed: `budget` (a task tree's limits, set from the CLI) would cost
- * tools/list ~500 bytes in three tools for a knob agents rarely need.
+ * tools/list ~500 bytes in three tools for a knob agents rarely need; get_events' `before` (paging
+ * backwards, for the console) 70 bytes, where `cursor` and `newest` page an agent's way.
  */
-const UNLISTED_FIELDS = ['budget'];
+const UNLISTED_FIELDS = ['budget', 'before'];
 
 function dropUnlisted(node: unknown): void {
   if (!node || typeof node !== 'object') return;

@@ -55,7 +55,8 @@ function endTeam(db: Db, rootId: string, strategy: string, outcome: TeamOutcome)
  * reads the team's state from the store and makes at most the one step that is due, in one transaction.
  * - implement_review: a review that found problems, with rounds left → a follow-up turn of the
  *   implementer (same session and worktree) with the findings, and the next review after it; a passed
- *   review, a spent budget or a failed member → `team.ended` with the outcome.
+ *   review, a review without a valid verdict (`no_verdict`), a spent budget or a failed member →
+ *   `team.ended` with the outcome.
  * - best_of_n: once every candidate ended → a worker judge over the completed ones (when asked for),
  *   then the ranking (`team.ended` with `ranking` and `winner`).
  */
@@ -95,6 +96,19 @@ function reviewPassed(r: Task): boolean {
   return r.schemaValid === true && (res.verdict === 'approve' || (res.verdict === 'comment' && !res.issues?.length));
 }
 
+/**
+ * Why a completed review has no verdict the team can act on (its answer is not the review contract:
+ * free text, or JSON with a verdict outside approve / request_changes / comment), or null when it has one.
+ */
+export function missingVerdict(r: Task): string | null {
+  if (r.kind !== 'review' || r.status !== 'completed' || r.schemaValid === true) return null;
+  const res = (r.result ?? null) as (ReviewResult & Record<string, unknown>) | null;
+  if (!res || typeof res !== 'object') return 'the review returned no answer';
+  if (typeof res.verdict === 'string') return `the review's verdict "${res.verdict.slice(0, 40)}" is not approve, request_changes or comment`;
+  if (typeof res.text === 'string') return 'the review answered in free text, not with a verdict';
+  return 'the review answered without a valid verdict';
+}
+
 /** The findings as the implementer's next turn reads them. */
 export function findingsMessage(r: Task, round: number, rounds: number): string {
   const res = (r.result ?? {}) as ReviewResult;
@@ -122,6 +136,10 @@ function advanceImplementReview(ctx: CreateContext, rootId: string, members: (Ta
       const implFailed = impl.status !== 'completed' && impl.status !== 'accepted';
       const culprit = implFailed ? impl : last;
       outcome = { outcome: `${implFailed ? 'implement' : 'review'}_${culprit.status}`, ...base, reason: culprit.error?.message?.slice(0, 500) ?? culprit.status };
+    } else if (missingVerdict(last)) {
+      // Neither a pass nor findings to fix: a person decides (sending free text back as "findings" would
+      // spend a round on a guess, and counting it as clean would let an unreviewed change through).
+      outcome = { outcome: 'no_verdict', ...base, reason: `review ${last.id}: ${missingVerdict(last)}` };
     } else if (reviewPassed(last)) {
       outcome = { outcome: 'passed', ...base };
     } else if (round >= rounds) {

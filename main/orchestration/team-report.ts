@@ -4,7 +4,7 @@ import { listEvents } from '../store/events.js';
 import { requireTask } from '../store/tasks.js';
 import { cancelTask } from '../tasks/ops.js';
 import { FAILED_ENDS, TERMINAL, type Task } from '../tasks/types.js';
-import { diffLines, teamEnded, teamMembers, type TeamOutcome } from './team-driver.js';
+import { diffLines, missingVerdict, teamEnded, teamMembers, type TeamOutcome } from './team-driver.js';
 import { teamTagOf, type Strategy } from './team-schema.js';
 
 export interface TeamMemberReport {
@@ -17,14 +17,16 @@ export interface TeamMemberReport {
   /** Changed lines of its latest diff (execute tasks), null when none was recorded. */
   diffLines: number | null;
   error: Task['error'];
-  /** Review verdict / explore summary, when the member returned one. */
+  /** Review verdict (only a valid one) / explore summary, when the member returned one. */
   verdict: string | null;
+  /** A completed review whose answer holds no valid verdict: why (it is not a clean review). */
+  noVerdict?: string;
 }
 
 export interface TeamReport {
   rootId: string;
   strategy: Strategy;
-  /** running, or how the team ended (passed, budget_spent, ranked, completed, merge_conflict, failed, …). */
+  /** running, or how the team ended (passed, no_verdict, budget_spent, ranked, completed, merge_conflict, failed, …). */
   state: string;
   outcome: TeamOutcome | null;
   members: TeamMemberReport[];
@@ -38,6 +40,7 @@ function member(db: Db, t: Task): TeamMemberReport {
   const tag = teamTagOf(t.metadata)!;
   const lines = t.kind === 'execute' ? diffLines(db, t.id) : Infinity;
   const res = (t.result ?? null) as { verdict?: string; summary?: string } | null;
+  const noVerdict = missingVerdict(t);
   return {
     id: t.id,
     role: tag.role,
@@ -47,7 +50,8 @@ function member(db: Db, t: Task): TeamMemberReport {
     attempt: t.attempt,
     diffLines: Number.isFinite(lines) ? lines : null,
     error: t.error,
-    verdict: res?.verdict ?? (typeof res?.summary === 'string' ? res.summary.slice(0, 200) : null),
+    verdict: noVerdict ? null : (res?.verdict ?? (typeof res?.summary === 'string' ? res.summary.slice(0, 200) : null)),
+    ...(noVerdict ? { noVerdict } : {}),
   };
 }
 

@@ -18,7 +18,7 @@ import type { NormalizedEvent, WorkerAdapter, WorkerTurn } from '../workers/adap
 import { minimalEnv } from '../workers/env.js';
 import { resolveAdapter } from '../workers/registry.js';
 import { resolveRoute } from '../workers/routing.js';
-import { resolveAuth, workerAuthSettings } from '../workers/credentials.js';
+import { authMissingMessage, resolveAuth, workerAuthSettings } from '../workers/credentials.js';
 import { describeRoute } from '../workers/route-record.js';
 import { parseResult, resultJsonSchema } from '../workers/result-schemas.js';
 import { recordPrompt } from '../cachelab/prompt-record.js';
@@ -96,7 +96,7 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
     mkdirPrivate(runDir);
     const route = resolveRoute(engine.config, task);
     const auth = resolveAuth(task.worker, workerAuthSettings(engine.config, task.worker), route.gateway);
-    if (!auth.ok) throw new StopTask('failed', 'auth_missing', `worker ${task.worker} has no credentials (${auth.source}): ${auth.hint}`);
+    if (!auth.ok) throw new StopTask('failed', 'auth_missing', authMissingMessage(task.worker, auth));
     const resultSchema = resultJsonSchema(task.kind);
     const prompt = buildPrompt(task, { resultSchema, config: engine.config, db: engine.db });
     // Team members (a reviewer, a synthesizer, a judge) also read what the steps before them produced.

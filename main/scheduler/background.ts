@@ -3,6 +3,7 @@ import { closeSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import type { HomePaths } from '../core/home.js';
 import { withoutTreeMarker } from '../runner/lifecycle.js';
+import { STARTED_BY_ENV } from '../workers/credentials.js';
 
 /**
  * V8 flags of a leader LightWorker starts itself: young-generation semi-spaces capped at 2 MiB (V8 lets
@@ -47,8 +48,9 @@ export function spawnBackgroundRunner(home: HomePaths, entry: string = process.a
       detached: true,
       stdio: ['ignore', log, log],
       cwd: home.root,
-      // Not part of the task whose agent may have started this MCP session: no tree marker.
-      env: leaderEnv(process.env, opts),
+      // Not part of the task whose agent may have started this MCP session: no tree marker. Marked as
+      // started by an MCP server, whose host may have passed it only a whitelist of variables.
+      env: { ...leaderEnv(process.env, opts), [STARTED_BY_ENV]: 'mcp' },
       windowsHide: true,
     });
     child.on('error', () => undefined);

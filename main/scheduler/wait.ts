@@ -6,6 +6,7 @@ import { waitingOn } from '../tasks/ops.js';
 import { summarizeTask, type TaskSummary } from '../tasks/summary.js';
 import { TERMINAL, type TaskStatus } from '../tasks/types.js';
 import { withNeeds } from '../requests/needs.js';
+import { nextStep } from './next-step.js';
 
 export interface WaitResult {
   /**
@@ -17,12 +18,19 @@ export interface WaitResult {
   counts: Partial<Record<TaskStatus, number>>;
   /** One summary per id, in the order asked (full records: get_task). */
   tasks: TaskSummary[];
+  /** With needs_approval / needs_input: who acts next, and where (next-step.ts). */
+  next?: string;
 }
 
 function countStatuses(tasks: TaskSummary[]): WaitResult['counts'] {
   const counts: WaitResult['counts'] = {};
   for (const t of tasks) counts[t.status] = (counts[t.status] ?? 0) + 1;
   return counts;
+}
+
+function result(engine: Engine, reason: WaitResult['reason'], tasks: TaskSummary[]): WaitResult {
+  const next = nextStep(reason, tasks, engine.config);
+  return { reason, counts: countStatuses(tasks), tasks, ...(next ? { next } : {}) };
 }
 
 function snapshot(engine: Engine, ids: string[]): { done: WaitResult['reason'] | null; tasks: WaitResult['tasks']; anyQueued: boolean } {
@@ -59,7 +67,7 @@ function snapshot(engine: Engine, ids: string[]): { done: WaitResult['reason'] |
 export function waitTasks(engine: Engine, ids: string[], timeoutMs: number, signal?: AbortSignal, onSnapshot?: (tasks: TaskSummary[]) => void): Promise<WaitResult> {
   const first = snapshot(engine, ids);
   onSnapshot?.(first.tasks);
-  if (first.done) return Promise.resolve({ reason: first.done, counts: countStatuses(first.tasks), tasks: first.tasks });
+  if (first.done) return Promise.resolve(result(engine, first.done, first.tasks));
   engine.watch();
   return new Promise((resolve) => {
     const finish = (reason: WaitResult['reason']) => {
@@ -73,7 +81,7 @@ export function waitTasks(engine: Engine, ids: string[], timeoutMs: number, sign
       } catch {
         // a database closed under us: report what we have
       }
-      resolve({ reason, counts: countStatuses(tasks), tasks });
+      resolve(result(engine, reason, tasks));
     };
     // Look again only after events that can change the answer: one of the named tasks', or, while one of
     // them is queued, any task starting to await approval (it may be a dependency it then waits on).

@@ -45,7 +45,8 @@ export function cancelTask(db: Db, id: string, by: string, reason?: string): Tas
 
 export const RETRY_STRATEGIES = ['same', 'fallback_gateway', 'deeper_profile', 'resume'] as const;
 export type RetryStrategy = (typeof RETRY_STRATEGIES)[number];
-const RETRYABLE: TaskStatus[] = ['failed', 'timed_out', 'cancelled', 'orphaned'];
+/** The states retry_task makes a new attempt of (the console offers Retry on these only: renderer/src/api/types.ts). */
+export const RETRYABLE: readonly TaskStatus[] = ['failed', 'timed_out', 'cancelled', 'orphaned'];
 
 /**
  * What `--strategy resume` continues: a run that was interrupted from outside, not one that ended on its

@@ -36,6 +36,12 @@ export interface WorkerInfo {
   name: string;
   installed: boolean;
   version: string | null;
+  /**
+   * "version unknown: <why>" when `version` is null although the worker is there: a linked CLI whose link
+   * names no version command (looking at a worker never runs an agent turn), a probe that failed or is
+   * still running.
+   */
+  versionNote?: string;
   /** null when the adapter cannot tell without calling a model. */
   authenticated: boolean | null;
   capabilities: { sessions: boolean; structuredOutput: boolean; sandboxModes: string[] };

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import {
   RATE_LIMIT_PATTERN, type NormalizedEvent, type SpawnSpec, type StreamParser, type TurnOutcome, type WorkerAdapter, type WorkerInfo, type WorkerTurn,
 } from './adapter.js';
-import { cliMissingReason, probeVersion, requireCliCommand, resolveCliCommand, versionNumber } from './cli-detect.js';
+import { detectCli, requireCliCommand } from './cli-detect.js';
 import { authOfTurn, stageLogin } from './credentials.js';
 import { providerModel } from './routing.js';
 
@@ -173,13 +173,8 @@ function createParser(turn: WorkerTurn): StreamParser {
   };
 }
 
-async function detect(command?: readonly string[] | null): Promise<WorkerInfo> {
-  const cli = resolveCliCommand('claude', command);
-  const bin = cli?.bin;
-  const capabilities = { sessions: true, structuredOutput: false, sandboxModes: ['read-only', 'workspace-write'] };
-  if (!bin) return { name: 'claude-code', installed: false, version: null, authenticated: null, capabilities, reason: cliMissingReason('claude-code', 'claude', command, 'npm i -g @anthropic-ai/claude-code'), command: null };
-  const version = versionNumber(await probeVersion(cli.bin, 8000, cli.prefix));
-  return { name: 'claude-code', installed: true, version, authenticated: null, capabilities, reason: version ? null : `${bin} --version did not answer`, command: bin };
+function detect(command?: readonly string[] | null): Promise<WorkerInfo> {
+  return detectCli('claude-code', 'claude', command, 'npm i -g @anthropic-ai/claude-code', { sessions: true, structuredOutput: false, sandboxModes: ['read-only', 'workspace-write'] });
 }
 
 export const claudeCodeAdapter: WorkerAdapter = { name: 'claude-code', maxConcurrency: 4, permissionTool: true, detect, buildSpawn, createParser };

@@ -1,14 +1,13 @@
-import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AppError } from '../core/errors.js';
+import type { WorkerInfo } from './adapter.js';
+import { PROBE_TIMEOUT_MS, probeVersionLine, type VersionProbe } from './probe.js';
 import { findOnPath } from './which.js';
 
 /**
  * Finding and probing the real agent CLIs without running a model: the binary (this checkout's
- * node_modules/.bin first, then PATH) and its `--version` under a throwaway home.
+ * node_modules/.bin first, then PATH) and its `--version` under the probe rules (probe.ts).
  */
 
 /** node_modules/.bin/<name> of the nearest enclosing checkout of this module, else PATH. */
@@ -59,31 +58,26 @@ export function requireCliCommand(worker: string, binName: string, configured: r
 }
 
 /**
- * `<bin> --version` with HOME, XDG_* and the CLI's own config variables pointed at a temp folder
- * (removed afterwards), so probing never writes into the user's config. First line of stdout, or null.
+ * `<bin> [prefix] --version` under the probe rules (probe.ts: an empty temporary folder as cwd and HOME,
+ * the minimal worker environment, a short timeout, cached per binary). First line of stdout, or why not.
  */
-export function probeVersion(bin: string, timeoutMs = 8000, prefix: string[] = []): Promise<string | null> {
-  const home = mkdtempSync(join(tmpdir(), 'lw-probe-'));
-  const env: Record<string, string> = {
-    PATH: process.env.PATH ?? '/usr/bin:/bin',
-    HOME: home,
-    CODEX_HOME: home,
-    CLAUDE_CONFIG_DIR: join(home, '.claude'),
-    XDG_CONFIG_HOME: join(home, '.config'),
-    XDG_DATA_HOME: join(home, '.local', 'share'),
-    XDG_CACHE_HOME: join(home, '.cache'),
-    XDG_STATE_HOME: join(home, '.local', 'state'),
-    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-    OPENCODE_DISABLE_AUTOUPDATE: '1',
-    OPENCODE_DISABLE_MODELS_FETCH: '1',
-  };
-  return new Promise((resolve) => {
-    execFile(bin, [...prefix, '--version'], { env, timeout: timeoutMs, encoding: 'utf8', killSignal: 'SIGKILL' }, (err, stdout) => {
-      rmSync(home, { recursive: true, force: true });
-      const line = (stdout ?? '').trim().split('\n')[0]?.trim();
-      resolve(err || !line ? null : line);
-    });
-  });
+export function probeVersion(bin: string, timeoutMs = PROBE_TIMEOUT_MS, prefix: string[] = []): Promise<VersionProbe> {
+  return probeVersionLine(bin, [...prefix, '--version'], { timeoutMs });
+}
+
+/**
+ * What a built-in CLI adapter's `detect` reports: the binary (configured or found), its version from the
+ * probe, and "version unknown" with the probe's reason when it gave none.
+ */
+export async function detectCli(worker: string, binName: string, command: readonly string[] | null | undefined, install: string, capabilities: WorkerInfo['capabilities']): Promise<WorkerInfo> {
+  const cli = resolveCliCommand(binName, command);
+  if (!cli) return { name: worker, installed: false, version: null, authenticated: null, capabilities, reason: cliMissingReason(worker, binName, command, install), command: null };
+  const probe = await probeVersion(cli.bin, PROBE_TIMEOUT_MS, cli.prefix);
+  const version = versionNumber(probe.line);
+  if (version) return { name: worker, installed: true, version, authenticated: null, capabilities, reason: null, command: cli.bin };
+  // A probe still running is no fault of the CLI; one that failed says the binary may not work.
+  const failed = probe.unknown !== null && !probe.unknown.startsWith('still probing');
+  return { name: worker, installed: true, version: null, versionNote: `version unknown: ${probe.unknown}`, authenticated: null, capabilities, reason: failed ? `${cli.bin} --version did not answer: ${probe.unknown}` : null, command: cli.bin };
 }
 
 /** The version number in a `--version` line ("codex-cli 0.169.0" → "0.169.0"). */

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import {
   RATE_LIMIT_PATTERN, type NormalizedEvent, type SpawnSpec, type StreamParser, type TurnOutcome, type WorkerAdapter, type WorkerInfo, type WorkerTurn,
 } from './adapter.js';
-import { cliMissingReason, probeVersion, requireCliCommand, resolveCliCommand, versionNumber } from './cli-detect.js';
+import { detectCli, requireCliCommand } from './cli-detect.js';
 import { authOfTurn, stageLogin } from './credentials.js';
 import { providerModel } from './routing.js';
 import { PROMPT_PROTOCOL } from '../cachelab/prompt.js';
@@ -300,16 +300,8 @@ function createParser(turn: WorkerTurn): StreamParser {
   };
 }
 
-async function detect(command?: readonly string[] | null): Promise<WorkerInfo> {
-  const cli = resolveCliCommand('codex', command);
-  const bin = cli?.bin;
-  const capabilities = { sessions: true, structuredOutput: true, sandboxModes: ['read-only', 'workspace-write'] };
-  if (!bin) return { name: 'codex', installed: false, version: null, authenticated: null, capabilities, reason: cliMissingReason('codex', 'codex', command, 'npm i -g @openai/codex'), command: null };
-  const version = versionNumber(await probeVersion(cli.bin, 8000, cli.prefix));
-  return {
-    name: 'codex', installed: true, version, authenticated: null, capabilities,
-    reason: version ? null : `${bin} --version did not answer`, command: bin,
-  };
+function detect(command?: readonly string[] | null): Promise<WorkerInfo> {
+  return detectCli('codex', 'codex', command, 'npm i -g @openai/codex', { sessions: true, structuredOutput: true, sandboxModes: ['read-only', 'workspace-write'] });
 }
 
 /**

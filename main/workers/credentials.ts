@@ -4,6 +4,7 @@ import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { AUTH_MODES, Config } from '../core/config.js';
 import { registerSecretValues } from '../core/secret-values.js';
+import { loginFileProblem } from './login-shape.js';
 
 /**
  * What credentials a worker receives (SPEC §5; `[workers.NAME] auth`), decided without running a model:
@@ -125,23 +126,36 @@ export function resolveAuth(worker: string, settings: WorkerAuthSettings, gatewa
     const ok = gateway.key !== null && gateway.key !== '';
     return { ...base, mode: 'gateway', source: `gateway ${gateway.name} (${gateway.keyEnv})`, ok, hint: ok ? null : `export ${gateway.keyEnv} where LightWorker runs (the key of gateway ${gateway.name})` };
   };
+  // A login file that is there but holds nothing usable (`{}`, cut off): said, never used.
+  let broken: { path: string; problem: string } | null = null;
   const viaLogin = (): TurnAuth | null => {
     if (!cli) return null;
     const file = cli.loginFile(env);
-    return existsSync(file) ? { ...base, mode: 'login', source: `login ${tilde(file, env)}`, ok: true, loginFile: file, hint: note } : null;
+    if (!existsSync(file)) return null;
+    const problem = loginFileProblem(worker, file);
+    if (problem) {
+      broken = { path: tilde(file, env), problem };
+      return null;
+    }
+    return { ...base, mode: 'login', source: `login ${tilde(file, env)}`, ok: true, loginFile: file, hint: note };
   };
   const viaEnv = (): TurnAuth | null => {
     const names = [...(cli?.keys ?? []), ...(settings.keys ?? [])];
     const keys = pick(names, env);
     registerSecretValues(Object.values(keys));
     if (!Object.keys(keys).length) return null;
-    return { ...base, mode: 'env', source: `env ${Object.keys(keys).join(', ')}`, ok: true, env: keys, hint: note };
+    const hint = [broken ? `${broken.path} ${broken.problem}, so it is not used` : null, note].filter(Boolean).join('; ') || null;
+    return { ...base, mode: 'env', source: `env ${Object.keys(keys).join(', ')}`, ok: true, env: keys, hint };
   };
+  const unusableLogin = (b: { path: string; problem: string }, fix: string): TurnAuth => ({ ...base, mode: 'login', source: `login ${b.path} (unusable)`, ok: false, hint: `${b.path} ${b.problem}; ${fix}` });
 
   if (requested === 'none') return { ...base, mode: 'none', source: cli ? 'none' : 'its own config (your HOME)', ok: true };
   if (requested === 'gateway' || (requested === undefined && gateway)) return viaGateway();
   if (requested === 'login') {
-    return viaLogin() ?? { ...base, mode: 'login', source: 'login (missing)', ok: false, hint: cli ? `${cli.loginFix}; expected ${tilde(cli.loginFile(env), env)}` : `worker ${worker} has no known login file; use auth = "env" or "none"` };
+    const login = viaLogin();
+    if (login) return login;
+    if (broken && cli) return unusableLogin(broken, cli.loginFix);
+    return { ...base, mode: 'login', source: 'login (missing)', ok: false, hint: cli ? `${cli.loginFix}; expected ${tilde(cli.loginFile(env), env)}` : `worker ${worker} has no known login file; use auth = "env" or "none"` };
   }
   if (requested === 'env') {
     const names = [...(cli?.keys ?? []), ...(settings.keys ?? [])];
@@ -151,6 +165,7 @@ export function resolveAuth(worker: string, settings: WorkerAuthSettings, gatewa
   // ANTHROPIC_AUTH_TOKEN for an Anthropic-compatible provider): that pair wins over the vendor login.
   const found = Object.keys(baseUrls).length ? (viaEnv() ?? viaLogin()) : (viaLogin() ?? viaEnv());
   if (found) return found;
+  if (broken) return unusableLogin(broken, `${cli!.loginFix}, or export ${cli!.keys.join(' / ')}, or route it through a gateway ([gateways.NAME], --gateway NAME)`);
   return {
     ...base, mode: 'login', source: 'none found', ok: false,
     hint: `${cli!.loginFix}, or export ${cli!.keys.join(' / ')}, or route it through a gateway ([gateways.NAME], --gateway NAME)`,
@@ -198,6 +213,20 @@ export function stageLogin(src: string, dest: string): () => void {
       rmSync(dest, { force: true });
     }
   };
+}
+
+/** Set on a runner an MCP server started (scheduler/background.ts): its environment is the MCP host's. */
+export const STARTED_BY_ENV = 'LIGHTWORKER_STARTED_BY';
+
+/**
+ * The `auth_missing` message of a task. A runner an MCP server started has the environment the MCP host
+ * gave that server, and Codex gives only a short whitelist (PATH, HOME, …): a key the user exported in
+ * their shell is then missing here although `workers` in that shell shows it.
+ */
+export function authMissingMessage(worker: string, auth: TurnAuth, env: NodeJS.ProcessEnv = process.env): string {
+  const base = `worker ${worker} has no credentials (${auth.source}): ${auth.hint}`;
+  if (env[STARTED_BY_ENV] !== 'mcp') return base;
+  return `${base}. This runner was started by an MCP server (lightworker mcp), so it has only the environment the MCP host passed it; the likely cause is the host's environment whitelist (Codex passes only a few variables): name the keys in the host's MCP config (Codex: env_vars = [...], as \`lightworker mcp-config --client codex\` prints) or in config.toml's [gateways.NAME] key_env`;
 }
 
 /** Write a secret file for one turn (mode 0600); the returned release removes it. */

@@ -1,8 +1,8 @@
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AppError } from '../core/errors.js';
 import { RATE_LIMIT_PATTERN, type NormalizedEvent, type StreamParser, type WorkerAdapter, type WorkerInfo, type WorkerTurn } from './adapter.js';
+import { probeVersionLine } from './probe.js';
 import { findOnPath } from './which.js';
 
 export interface LinkedWorkerSpec {
@@ -16,11 +16,17 @@ export interface LinkedWorkerSpec {
   /** argv template for follow-up turns; without it follow-ups start a fresh turn. */
   resume?: string[];
   maxConcurrency?: number;
+  /**
+   * argv that prints the CLI's version (`workers link --version-json`, `[workers.NAME] version`), run under
+   * the probe rules (probe.ts). Without it nothing of the CLI is run to look at it: "version unknown".
+   */
+  version?: string[];
   /** `[workers.NAME] read_only_sandbox = true`: the user vouches the CLI enforces read-only (read-only tasks run in place). */
   readOnlySandbox?: boolean;
 }
 
 const PLACEHOLDER = /\{(prompt_file|prompt|workdir|session)\}/g;
+const ANY_PLACEHOLDER = /\{(prompt_file|prompt|workdir|session)\}/;
 
 /** The file `{prompt_file}` names: in the turn's private run folder, 0600, rewritten each turn. */
 const PROMPT_FILE = 'linked-prompt.txt';
@@ -40,9 +46,17 @@ export function validateLinkedSpec(spec: LinkedWorkerSpec): void {
   if (!Array.isArray(spec.command) || spec.command.length === 0 || spec.command.some((a) => typeof a !== 'string')) {
     throw new AppError('invalid_input', 'command_json: must be a non-empty JSON array of strings', { field: 'command_json' });
   }
-  if (spec.command[0].search(PLACEHOLDER) !== -1) throw new AppError('invalid_input', 'command_json: the executable itself cannot be a placeholder', { field: 'command_json' });
+  if (ANY_PLACEHOLDER.test(spec.command[0])) throw new AppError('invalid_input', 'command_json: the executable itself cannot be a placeholder', { field: 'command_json' });
   if (spec.resume && (!spec.resume.length || !spec.resume.some((a) => a.includes('{session}')))) {
     throw new AppError('invalid_input', 'resume_json: must be a JSON array of strings containing {session}', { field: 'resume_json' });
+  }
+  if (spec.version !== undefined) {
+    if (!Array.isArray(spec.version) || !spec.version.length || spec.version.some((a) => typeof a !== 'string' || !a)) {
+      throw new AppError('invalid_input', 'version_json: must be a non-empty JSON array of non-empty strings, e.g. ["agent","--version"]', { field: 'version_json' });
+    }
+    // A version command is asked for a version, never given a turn's prompt, folder or session.
+    const i = spec.version.findIndex((a) => ANY_PLACEHOLDER.test(a));
+    if (i >= 0) throw new AppError('invalid_input', `version_json[${i}]: a version command takes no {prompt}, {workdir} or {session}`, { field: `version_json[${i}]` });
   }
 }
 
@@ -83,17 +97,24 @@ export function linkedAdapter(spec: LinkedWorkerSpec): WorkerAdapter {
     async detect(): Promise<WorkerInfo> {
       const bin = findOnPath(spec.command[0]);
       let version: string | null = null;
+      let versionNote: string | undefined;
       if (bin) {
-        try {
-          version = execFileSync(bin, ['--version'], { encoding: 'utf8', timeout: 3000, stdio: ['ignore', 'pipe', 'ignore'] }).trim().split('\n')[0] || null;
-        } catch {
-          version = null;
-        }
+        // Only the command the link names for it, under the probe rules: the agent itself is never run
+        // to look at it (a linked agent asked `--version` may well take that as a prompt and act).
+        const versionBin = spec.version ? findOnPath(spec.version[0]) : null;
+        const probe = !spec.version
+          ? { line: null, unknown: 'the link names no version command (workers link NAME --version-json \'["agent","--version"]\')' }
+          : versionBin
+            ? await probeVersionLine(versionBin, spec.version.slice(1))
+            : { line: null, unknown: `${spec.version[0]} (its version command) not found on PATH` };
+        version = probe.line;
+        if (!version) versionNote = `version unknown: ${probe.unknown}`;
       }
       return {
         name: spec.name,
         installed: Boolean(bin),
         version,
+        ...(versionNote ? { versionNote } : {}),
         authenticated: null,
         capabilities: { sessions: Boolean(spec.resume), structuredOutput: false, sandboxModes: [] },
         reason: bin ? null : `${spec.command[0]} not found on PATH`,

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import {
   RATE_LIMIT_PATTERN, type NormalizedEvent, type SpawnSpec, type StreamParser, type TurnOutcome, type WorkerAdapter, type WorkerInfo, type WorkerTurn,
 } from './adapter.js';
-import { cliMissingReason, probeVersion, requireCliCommand, resolveCliCommand, versionNumber } from './cli-detect.js';
+import { detectCli, requireCliCommand } from './cli-detect.js';
 import { authOfTurn, stageLogin, stageSecretFile } from './credentials.js';
 import { providerModel } from './routing.js';
 
@@ -178,13 +178,8 @@ function createParser(turn: WorkerTurn): StreamParser {
   };
 }
 
-async function detect(command?: readonly string[] | null): Promise<WorkerInfo> {
-  const cli = resolveCliCommand('opencode', command);
-  const bin = cli?.bin;
-  const capabilities = { sessions: true, structuredOutput: false, sandboxModes: ['read-only', 'workspace-write'] };
-  if (!bin) return { name: 'opencode', installed: false, version: null, authenticated: null, capabilities, reason: cliMissingReason('opencode', 'opencode', command, 'npm i -g opencode-ai'), command: null };
-  const version = versionNumber(await probeVersion(cli.bin, 15000, cli.prefix));
-  return { name: 'opencode', installed: true, version, authenticated: null, capabilities, reason: version ? null : `${bin} --version did not answer`, command: bin };
+function detect(command?: readonly string[] | null): Promise<WorkerInfo> {
+  return detectCli('opencode', 'opencode', command, 'npm i -g opencode-ai', { sessions: true, structuredOutput: false, sandboxModes: ['read-only', 'workspace-write'] });
 }
 
 export const opencodeAdapter: WorkerAdapter = { name: 'opencode', maxConcurrency: 4, detect, buildSpawn, createParser };

@@ -20,7 +20,7 @@ export function linkedSpecs(engine: Engine): LinkedWorkerSpec[] {
   // A [workers.NAME] block without `command` only sets how a worker authenticates ([workers.vscode]
   // configures the built-in bridge worker): only entries with a command are linked CLIs.
   const fromConfig = Object.entries(engine.config.workers).flatMap(([name, w]) =>
-    w && 'command' in w && w.command && !BUILTIN_ADAPTERS.has(name) ? [{ name, command: w.command, resume: w.resume, maxConcurrency: w.max_concurrency, readOnlySandbox: w.read_only_sandbox }] : [],
+    w && 'command' in w && w.command && !BUILTIN_ADAPTERS.has(name) ? [{ name, command: w.command, resume: w.resume, version: w.version, maxConcurrency: w.max_concurrency, readOnlySandbox: w.read_only_sandbox }] : [],
   );
   const seen = new Set(fromDb.map((s) => s.name));
   return [...fromDb, ...fromConfig.filter((s) => !seen.has(s.name))];
@@ -52,7 +52,7 @@ export function resolveAdapter(engine: Engine, name: string): WorkerAdapter {
   const stored = getSetting<LinkedWorkerSpec>(engine.db, LINKED_PREFIX + name);
   if (stored) return linkedAdapter(stored);
   const cfg = engine.config.workers[name];
-  if (cfg?.command) return linkedAdapter({ name, command: cfg.command, resume: cfg.resume, maxConcurrency: cfg.max_concurrency, readOnlySandbox: cfg.read_only_sandbox });
+  if (cfg?.command) return linkedAdapter({ name, command: cfg.command, resume: cfg.resume, version: cfg.version, maxConcurrency: cfg.max_concurrency, readOnlySandbox: cfg.read_only_sandbox });
   throw new AppError('worker_missing', `no worker named "${name}" (built in: ${[...BUILTIN_ADAPTERS.keys()].join(', ')}; link others with \`lightworker workers link\`)`);
 }
 

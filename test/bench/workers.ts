@@ -21,7 +21,7 @@ export async function run(): Promise<Record<string, number | string>> {
   const figures: Record<string, number | string> = { rounds: ROUNDS };
   for (const c of CLIS) {
     const bin = findCliBinary(c.bin);
-    const version = bin ? versionNumber(await probeVersion(bin, 20_000)) : null;
+    const version = bin ? versionNumber((await probeVersion(bin, 20_000)).line) : null;
     if (!version) {
       figures[`${c.worker}.version`] = 'not runnable';
       continue;

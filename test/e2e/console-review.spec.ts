@@ -250,9 +250,32 @@ test.describe('approval inbox', () => {
     await expect(page.locator('.notice', { hasText: 'Approved: the task is queued' })).toBeVisible();
   });
 
+  test('Retry is offered only where the engine retries: failed yes; completed, blocked and awaiting approval no', async ({ page, lw }) => {
+    const done = await lw.call('delegate_task', { objective: 'done already', name: 'finished', workspace: lw.repo, metadata: { mock: { sleep_ms: 50 } } });
+    const failed = await lw.call('delegate_task', { objective: 'fails', name: 'fails', workspace: lw.repo, metadata: { mock: { sleep_ms: 50, fail_message: 'broken on purpose' } } });
+    const blocked = await lw.call('delegate_task', { objective: 'after the failure', name: 'blocked by it', workspace: lw.repo, depends_on: [failed.task.id], metadata: { mock: { sleep_ms: 50 } } });
+    const waiting = await lw.call('delegate_task', { objective: 'waits', name: 'waits', workspace: lw.repo, mode: 'plan_only', metadata: { mock: { sleep_ms: 50 } } });
+    expect(await waitEnded(lw, done.task.id)).toBe('completed');
+    expect(await waitEnded(lw, failed.task.id)).toBe('failed');
+    expect(await waitEnded(lw, blocked.task.id)).toBe('blocked');
+    for (const [id, enabled] of [[done.task.id, false], [blocked.task.id, false], [waiting.task.id, false], [failed.task.id, true]] as const) {
+      await page.goto(`${lw.url}#/tasks/${id}`);
+      await expect(page.getByTestId('detail-status')).toHaveAttribute('data-status', (await lw.call('get_task', { id })).task.status);
+      const retry = page.locator('button[data-action=retry]');
+      if (enabled) await expect(retry).toBeEnabled();
+      else await expect(retry).toBeDisabled();
+    }
+    // The engine agrees: a completed task is not retried, a failed one is.
+    await expect(lw.call('retry_task', { id: done.task.id })).rejects.toThrow(/completed/);
+    await page.locator('button[data-action=retry]').click();
+    await expect(page.locator('.notice', { hasText: 'Retry queued' })).toBeVisible();
+    expect((await lw.call('get_task', { id: failed.task.id })).task.attempt).toBe(2);
+  });
+
   test('a disabled Approve is the quietest button, in both themes', async ({ page, lw, shot }) => {
-    const t = await lw.call('delegate_task', { objective: 'done already', name: 'finished', workspace: lw.repo, metadata: { mock: { sleep_ms: 50 } } });
-    await waitEnded(lw, t.task.id);
+    // A failed task: Approve is disabled, Retry enabled (the engine retries failed tasks).
+    const t = await lw.call('delegate_task', { objective: 'failed already', name: 'failed', workspace: lw.repo, metadata: { mock: { sleep_ms: 50, fail_message: 'broken on purpose' } } });
+    expect(await waitEnded(lw, t.task.id)).toBe('failed');
     for (const theme of ['light', 'dark'] as const) {
       await openAt(page, lw.url, `#/tasks/${t.task.id}`, 1440, theme);
       const approve = page.locator('button[data-action=approve]');

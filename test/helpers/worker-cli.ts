@@ -20,8 +20,8 @@ export const GATEWAY_KEY = 'sk-test-gateway-key-0123456789';
 export async function cliUnavailable(bin: string): Promise<string | null> {
   const path = findCliBinary(bin);
   if (!path) return `${bin} is not installed (node_modules/.bin or PATH)`;
-  const version = await probeVersion(path, 20_000);
-  return version ? null : `${path} --version did not answer`;
+  const probe = await probeVersion(path, 20_000);
+  return probe.line ? null : `${path} --version did not answer: ${probe.unknown}`;
 }
 
 export interface Bench {

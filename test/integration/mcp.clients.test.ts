@@ -80,8 +80,8 @@ async function seedHundredTasks(): Promise<void> {
 const idsIn = (text: string) => new Set(text.match(/[0-9A-HJKMNP-TV-Z]{26}/g) ?? []);
 
 /** `lightworker mcp-config` output for a client, exactly as a user would paste it. */
-function mcpConfig(client: string): string {
-  return execFileSync(process.execPath, [BIN, '--home', home, 'mcp-config', '--client', client], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+function mcpConfig(client: string, forHome = home): string {
+  return execFileSync(process.execPath, [BIN, '--home', forHome, 'mcp-config', '--client', client], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
 describe.skipIf(!existsSync(INSPECTOR))('MCP inspector CLI as client', () => {
@@ -228,6 +228,16 @@ describe('real agent CLIs as MCP clients, configured with mcp-config, driven by 
       expect(bodies[0].tools.some((t) => t.type === 'tool_search')).toBe(false);
       expect(offered(bodies[0].tools).sort()).toEqual(buildTools(COMMANDS, 'full').map((t) => t.name).sort());
     }
+    // What the model saw of delegate_task: each field with its type and hint (a field listed without a type
+    // came out as `{}`, its hint dropped).
+    const shown = [...bodies[0].tools, ...bodies.flatMap((b) => b.input.filter((i) => i.type === 'tool_search_output').flatMap((i) => i.tools))]
+      .filter((t) => t.type === 'namespace' && t.name === 'mcp__lightworker')
+      .flatMap((t) => t.tools)
+      .find((f: any) => f.name === 'delegate_task');
+    const fields = shown.parameters.properties;
+    expect(fields.workspace).toMatchObject({ type: 'string', description: expect.stringMatching(/absolute path/) });
+    expect(fields.objective).toMatchObject({ type: 'string', description: 'self-contained instructions' });
+    expect(fields.kind).toMatchObject({ type: 'string', description: expect.stringMatching(/only execute writes/) });
 
     // Codex called them through its MCP client: one completed mcp_tool_call item per call, structured results
     // (get_task and list_tasks run in parallel, so they complete in either order).
@@ -246,4 +256,37 @@ describe('real agent CLIs as MCP clients, configured with mcp-config, driven by 
     if (deferred) for (const t of listed.tasks) expect(listOutput).toContain(t.id);
     expect(tasksInHome().find((t) => t.objective === objective)).toBeTruthy();
   });
+
+  it('Codex CLI passes the MCP server the keys config.toml names (env_vars from mcp-config)', { timeout: 180_000 }, async (ctx) => {
+    if (!existsSync(CODEX) || reason) {
+      console.warn(`skipped: ${reason ?? 'codex binary not installed'}`);
+      return ctx.skip();
+    }
+    const envHome = join(dir, 'home-env');
+    mkdirSync(envHome, { recursive: true });
+    writeFileSync(join(envHome, 'config.toml'), `[gateways.fwd]\nbase_url = "${gw!.url}/v1"\nkey_env = "LW_FWD_TEST_KEY"\n`);
+    const codexHome = join(dir, 'codex-home-env');
+    mkdirSync(codexHome, { recursive: true });
+    writeFileSync(
+      join(codexHome, 'config.toml'),
+      [
+        'model = "fake-model"', 'model_provider = "fakegw"',
+        '[model_providers.fakegw]', 'name = "fakegw"', `base_url = "${gw!.url}/v1"`, 'wire_api = "responses"', 'env_key = "FAKEGW_API_KEY"',
+        '[analytics]', 'enabled = false', '[features]', 'plugins = false', 'shell_snapshot = false', '', mcpConfig('codex', envHome),
+      ].join('\n'),
+    );
+    gw!.clearRequests();
+    gw!.setScript(({ turnIndex }) => (turnIndex === 0 ? { tools: [{ mcp: { server: 'lightworker', tool: 'run_doctor', input: {} } }] } : { text: 'done' }));
+    const { stdout, stderr, code } = await run(CODEX, ['exec', '--json', '--strict-config', '--skip-git-repo-check', '--sandbox', 'read-only', '-C', repo, 'check lightworker'], {
+      timeout: 120_000,
+      env: { PATH: process.env.PATH ?? '', HOME: codexHome, CODEX_HOME: codexHome, FAKEGW_API_KEY: 'dummy', LW_FWD_TEST_KEY: 'sk-fwd-test-0123456789abcdef' },
+    });
+    expect(code, stderr.slice(-2000)).toBe(0);
+    const call = stdout.trim().split('\n').map((l) => JSON.parse(l)).find((e) => e.type === 'item.completed' && e.item.type === 'mcp_tool_call' && e.item.tool === 'run_doctor');
+    const check = call.item.result.structured_content.checks.find((c: { name: string }) => c.name === 'gateway fwd');
+    // The server (and so the runner it would start) saw the key the user exported where Codex runs.
+    expect(check.detail).not.toMatch(/LW_FWD_TEST_KEY is not set/);
+    expect(check).toMatchObject({ ok: true, detail: expect.stringMatching(/key in LW_FWD_TEST_KEY/) });
+  });
+
 });

@@ -55,11 +55,30 @@ async function allPages(harness: McpHarness, args: Record<string, unknown>): Pro
 }
 
 describe('compact MCP answers', () => {
-  it('tools/list for every tool fits in 6,300 bytes (room under 7,000 for new tools) and keeps object schemas, annotations and descriptions', async () => {
+  it('tools/list for every tool fits in 7,000 bytes with a type on every field, and keeps object schemas, annotations and descriptions', async () => {
     h = await inMemory();
     const listed = await h.client.listTools();
     expect(listed.tools.length).toBe(18);
     expect(bytes(listed)).toBeLessThanOrEqual(7_000);
+    // Every field, item and alternative says its type: a client that meets one without (Codex) drops its
+    // description too, and the model sees `workspace: {}`.
+    const untyped: string[] = [];
+    const visit = (node: any, path: string) => {
+      for (const [k, v] of Object.entries<any>(node.properties ?? {})) {
+        if (!v.type) untyped.push(`${path}.${k}`);
+        visit(v, `${path}.${k}`);
+      }
+      if (node.items) {
+        if (!node.items.type && !node.items.anyOf) untyped.push(`${path}[]`);
+        visit(node.items, `${path}[]`);
+      }
+      (node.anyOf ?? []).forEach((alt: any, i: number) => {
+        if (!alt.type) untyped.push(`${path}|${i}`);
+        visit(alt, `${path}|${i}`);
+      });
+    };
+    for (const t of listed.tools) visit(t.inputSchema, t.name);
+    expect(untyped).toEqual([]);
     for (const t of listed.tools) {
       expect(t.inputSchema.type, t.name).toBe('object');
       expect(t.description!.length, t.name).toBeGreaterThan(10);
@@ -77,11 +96,13 @@ describe('compact MCP answers', () => {
     const ok = await h.call('delegate_batch', { tasks: [{ ref: 'a', objective: 'x', workspace: h.repo }, { objective: 'y', workspace: h.repo, depends_on: ['a'] }] });
     expect(ok.isError).toBeFalsy();
     // The hints a model needs stay, given once: on delegate_task, and orchestrate_goal points to them.
-    const props = delegate.inputSchema.properties as Record<string, { description?: string; enum?: string[] }>;
+    const props = delegate.inputSchema.properties as Record<string, { type?: string; description?: string; enum?: string[] }>;
     expect(props.kind.description).toMatch(/only execute writes/);
     expect(props.kind.enum).toEqual(['plan', 'explore', 'review', 'execute']);
     expect(props.mode.description).toMatch(/auto_readonly \(default\)/);
-    expect(props.workspace.description).toMatch(/absolute path/);
+    expect(props.workspace).toEqual({ type: 'string', description: expect.stringMatching(/absolute path/) });
+    expect(props.objective).toEqual({ type: 'string', description: 'self-contained instructions' });
+    expect(props.kind.type).toBe('string');
     expect(listed.tools.find((t) => t.name === 'orchestrate_goal')!.description).toMatch(/fields as in delegate_task/);
     const bad = await h.call('delegate_batch', { tasks: [{ objective: 'x', workspace: h.repo, bogus: 1 }] });
     expect(bad.isError).toBe(true);

@@ -122,6 +122,31 @@ describe('implement_review', () => {
     expect(acc.stderr).toMatch(/budget_spent/);
   });
 
+  it('a review without a valid verdict is reported as such, never as a clean review', async () => {
+    // One reviewer answers in free text, the other with JSON whose verdict is outside the contract.
+    const script = join(h.root, 'prose.mjs');
+    writeFileSync(script, "console.log('Looks good to me, ship it!');\n");
+    const link = await cli(['workers', 'link', 'prose', '--command-json', JSON.stringify([process.execPath, script, '{prompt}'])]);
+    expect(link.code, link.stderr).toBe(0);
+    await linkScript('lgtm', "return { summary: 'fine', verdict: 'lgtm', issues: [] };");
+    for (const [reviewer, why] of [['prose', /free text/], ['lgtm', /verdict "lgtm" is not approve, request_changes or comment/]] as const) {
+      const t = await startTeam(['implement_review', '--workers', `mock,${reviewer}`, '--rounds', '2', '--metadata', JSON.stringify({ mock: { write_files: { 'x.txt': 'x\n' } } }), 'write x']);
+      await runUntilIdle();
+      const r = await report(t.rootId);
+      expect(r.state, JSON.stringify(r)).toBe('no_verdict');
+      expect(r.outcome).toMatchObject({ outcome: 'no_verdict', reason: expect.stringMatching(why) });
+      const review = r.members.find((m: any) => m.role === 'review');
+      expect(review).toMatchObject({ status: 'completed', verdict: null, noVerdict: expect.stringMatching(why) });
+      // Only the one review round: no guessed findings went back to the implementer.
+      expect(r.members.filter((m: any) => m.role === 'review')).toHaveLength(1);
+      expect(r.acceptable).toBeNull();
+      const shown = await cli(['team', 'show', t.rootId]);
+      expect(shown.stdout).toMatch(/state: no_verdict/);
+      expect(shown.stdout).toMatch(/NO VALID VERDICT/);
+      expect(shown.stdout).not.toMatch(/\blgtm\b\s*$/m);
+    }
+  });
+
   it('goes on after an ended team\'s implementer is retried: the blocked review is released and the loop finishes', async () => {
     await linkScript('reviewer', "return { summary: 'fine', verdict: 'approve', issues: [] };");
     const flag = join(h.root, 'flag');

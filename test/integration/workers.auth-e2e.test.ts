@@ -56,10 +56,44 @@ describe('workers --json and doctor tell the truth about credentials', () => {
     expect(w['claude-code'].auth.hint).toMatch(/ANTHROPIC_API_KEY/);
     expect(w.mock.auth.ok).toBe(true);
     mkdirSync(join(user.dir, '.claude'), { recursive: true });
-    writeFileSync(join(user.dir, '.claude', '.credentials.json'), '{}');
+    writeFileSync(join(user.dir, '.claude', '.credentials.json'), JSON.stringify({ claudeAiOauth: { accessToken: 'sk-ant-oat01-e2e-0123456789', refreshToken: 'sk-ant-ort01-e2e' } }));
     w = await workers({ ANTHROPIC_BASE_URL: 'https://open.bigmodel.cn/api/anthropic' });
     expect(w['claude-code'].auth).toMatchObject({ mode: 'login', ok: true, source: 'login ~/.claude/.credentials.json' });
     expect(w['claude-code'].auth.hint).toMatch(/ANTHROPIC_BASE_URL is not used/);
+  });
+});
+
+describe('a login file that holds no credential', () => {
+  it('is not ok in workers --json and doctor, which say what is wrong with it', { timeout: 90_000 }, async () => {
+    const h = makeHome();
+    const user = tempDir('lw-user-');
+    try {
+      const env = { ...CLEAR, HOME: user.dir };
+      mkdirSync(join(user.dir, '.codex'), { recursive: true });
+      mkdirSync(join(user.dir, '.claude'), { recursive: true });
+      mkdirSync(join(user.dir, '.local', 'share', 'opencode'), { recursive: true });
+      writeFileSync(join(user.dir, '.codex', 'auth.json'), '{}');
+      writeFileSync(join(user.dir, '.claude', '.credentials.json'), '{"claudeAiOauth": {"accessTo');
+      writeFileSync(join(user.dir, '.local', 'share', 'opencode', 'auth.json'), '{"openai": {"type": "api"}}');
+      const r = await runCli(['workers', '--json'], { home: h.home, env });
+      const w = Object.fromEntries((JSON.parse(r.stdout).workers as Listed[]).map((x) => [x.name, x]));
+      expect(w.codex.auth).toMatchObject({ ok: false, source: 'login ~/.codex/auth.json (unusable)' });
+      expect(w.codex.auth.hint).toMatch(/~\/\.codex\/auth\.json is an empty JSON object \(\{\}\): it holds no token or key; run `codex login`/);
+      expect(w['claude-code'].auth).toMatchObject({ ok: false });
+      expect(w['claude-code'].auth.hint).toMatch(/\.credentials\.json is not valid JSON/);
+      expect(w.opencode.auth).toMatchObject({ ok: false });
+      expect(w.opencode.auth.hint).toMatch(/holds no credential \(expected a provider entry/);
+      const doctor = await runCli(['doctor', '--json'], { home: h.home, env });
+      const check = (JSON.parse(doctor.stdout).checks as { name: string; ok: boolean; detail: string; fix?: string }[]).find((c) => c.name === 'worker codex')!;
+      expect(check).toMatchObject({ ok: false, detail: expect.stringMatching(/not usable without credentials/) });
+      expect(check.fix).toMatch(/empty JSON object/);
+      // A key variable still works, and the broken login is named rather than silently skipped.
+      const withKey = JSON.parse((await runCli(['workers', '--json'], { home: h.home, env: { ...env, OPENAI_API_KEY: 'sk-env-0123456789abcdef' } })).stdout).workers.find((x: Listed) => x.name === 'codex');
+      expect(withKey.auth).toMatchObject({ ok: true, mode: 'env', hint: expect.stringMatching(/auth\.json is an empty JSON object .*so it is not used/) });
+    } finally {
+      h.cleanup();
+      user.cleanup();
+    }
   });
 });
 

@@ -69,7 +69,7 @@ describe('resolveAuth: what a worker authenticates with', () => {
   });
 
   it('an exported base URL applies only on opt-in, and is reported when ignored', () => {
-    const home = userHome({ '.claude/.credentials.json': '{}' });
+    const home = userHome({ '.claude/.credentials.json': JSON.stringify({ claudeAiOauth: { accessToken: 'sk-ant-oat01-x' } }) });
     const env = { HOME: home, ANTHROPIC_BASE_URL: 'https://open.bigmodel.cn/api/anthropic' };
     const ignored = resolveAuth('claude-code', {}, null, env);
     expect(ignored.baseUrls).toEqual({});
@@ -79,6 +79,29 @@ describe('resolveAuth: what a worker authenticates with', () => {
     const pair = resolveAuth('claude-code', { inherit_base_url: true }, null, { ...env, ANTHROPIC_AUTH_TOKEN: 'glm-token-0123456789abcdef' });
     expect(pair).toMatchObject({ mode: 'env', source: 'env ANTHROPIC_AUTH_TOKEN', env: { ANTHROPIC_AUTH_TOKEN: 'glm-token-0123456789abcdef' } });
   });
+});
+
+describe('a login file is checked for its shape', () => {
+  const cases: [string, string, Record<string, string>, RegExp | null][] = [
+    ['codex', '.codex/auth.json', { ok: '{"OPENAI_API_KEY":"sk-x"}', tokens: '{"tokens":{"refresh_token":"r"}}' }, null],
+    ['codex', '.codex/auth.json', { empty: '', braces: '{}', cut: '{"tokens": {"acc', other: '{"tokens":{}}', array: '[1]' }, /empty|not valid JSON|holds no credential|not a JSON object/],
+    ['claude-code', '.claude/.credentials.json', { ok: '{"claudeAiOauth":{"accessToken":"a"}}' }, null],
+    ['claude-code', '.claude/.credentials.json', { braces: '{}', wrong: '{"OPENAI_API_KEY":"sk-x"}' }, /empty JSON object|expected claudeAiOauth/],
+    ['opencode', '.local/share/opencode/auth.json', { ok: '{"anthropic":{"type":"oauth","refresh":"r","access":"a"}}' }, null],
+    ['opencode', '.local/share/opencode/auth.json', { keyless: '{"openai":{"type":"api"}}', braces: '{}' }, /holds no credential|empty JSON object/],
+  ];
+  for (const [worker, rel, bodies, bad] of cases) {
+    for (const [label, body] of Object.entries(bodies)) {
+      it(`${worker}: ${label} is ${bad ? 'not ' : ''}a usable login`, () => {
+        const a = resolveAuth(worker, { auth: 'login' }, null, { HOME: userHome({ [rel]: body }) });
+        expect(a.ok).toBe(!bad);
+        if (bad) {
+          expect(a.source).toBe(`login ~/${rel} (unusable)`);
+          expect(a.hint).toMatch(bad);
+        }
+      });
+    }
+  }
 });
 
 describe('stageLogin: the user login for one turn', () => {

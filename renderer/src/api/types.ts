@@ -19,6 +19,12 @@ export type RequestView = TaskRequest & {
   task: Pick<Task, 'id' | 'name' | 'status' | 'kind' | 'worker' | 'objective' | 'worktreePath' | 'branch' | 'sessionId'>;
 };
 
+/**
+ * The states the engine retries (main/tasks/ops.ts RETRYABLE, which a unit test holds this equal to): a
+ * completed, accepted or blocked task is not retried (a blocked one runs once its dependency is retried).
+ */
+export const RETRYABLE_STATUSES: readonly string[] = ['failed', 'timed_out', 'cancelled', 'orphaned'];
+
 export const STATUS_LIST = [
   'awaiting_approval',
   'queued',
