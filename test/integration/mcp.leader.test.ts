@@ -29,6 +29,8 @@ describe('two MCP processes and a CLI run on one home', () => {
     // A CLI scheduler joins and leads: MCP sessions never lead themselves.
     const run = spawn(process.execPath, [BIN, 'run', '--timeout', '90'], { env: { ...process.env, LIGHTWORKER_HOME: home }, stdio: ['ignore', 'pipe', 'pipe'] });
     const runExit = new Promise<number | null>((r) => run.on('exit', (c) => r(c)));
+    let runErr = '';
+    run.stderr.on('data', (d) => (runErr += d));
     cleanups.push(() => void run.kill('SIGKILL'));
     await expect.poll(() => currentLease(observer.db)?.pid, { timeout: 20_000 }).toBe(run.pid);
 
@@ -40,8 +42,11 @@ describe('two MCP processes and a CLI run on one home', () => {
     const w = await a.callTool('wait_tasks', { ids, timeout_s: 50 });
     expect(w.result.structuredContent.reason).toBe('settled');
     expect(w.result.structuredContent.tasks.map((t: any) => t.status)).toEqual(['completed', 'completed', 'completed', 'completed']);
+    // A task is over for its runner only once its workspace is released (custody checked, snapshot given
+    // back): the status line says idle then. A SIGTERM before that drains (exit 0), after it exits 143.
+    await expect.poll(() => runErr, { timeout: 30_000 }).toMatch(/idle · ended here: 4 completed/);
     run.kill('SIGTERM');
-    expect(await runExit).toBe(143);
+    expect(await runExit, runErr).toBe(143);
 
     // One leader all along, and every task ran exactly once.
     const leaders = () => (observer.db.prepare(`SELECT payload FROM events WHERE type = 'scheduler.leader'`).all() as { payload: string }[]).map((l) => JSON.parse(l.payload).pid as number);
