@@ -59,7 +59,7 @@ describe.each<Harm>(['delete', 'truncate', 'corrupt'])('a store harmed under its
     expect(code, `the leader must stop on its own\n${stderr()}`).toBe(1);
     const said = stderr();
     // A harmed page is found by the leader's quick_check, or first by SQLite itself on a read or write.
-    const damage = /failed (its integrity check|a read or write): /;
+    const damage = /failed (its integrity check|a read or write)( \(|: )/;
     expect(said).toMatch(harm === 'delete' ? /the store .*lightworker\.db was deleted/ : harm === 'truncate' ? /the store .*lightworker\.db (was truncated|failed (its integrity check|a read or write))/ : damage);
     expect(said).toMatch(/fix: /);
     // Its workers went with it (SIGKILL at once, no grace).
