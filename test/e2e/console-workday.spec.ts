@@ -315,6 +315,13 @@ test.describe('browser notifications', () => {
     await context.addInitScript(RECORD);
     const page = await context.newPage();
     await page.goto(`${lw.loginUrl}#/settings`);
+    // chrome-headless-shell (the @sparticuz/chromium build a machine without a system Chromium uses) has no
+    // notification service: its permission stays "denied" whatever is granted. CI installs the system one.
+    const granted = await page.evaluate(() => Notification.permission);
+    if (granted !== 'granted' && process.env.CI !== 'true') {
+      test.skip(true, `this Chromium keeps Notification.permission "${granted}" after grantPermissions (a headless shell build); install a full Chromium (apt-get install chromium) to run it`);
+    }
+    expect(granted, 'the browser kept notifications denied after grantPermissions').toBe('granted');
     const box = page.getByTestId('browser-notifications');
     await expect(box.getByTestId('notify-state')).toHaveText('off');
     await box.locator('button[data-action=notify-on]').click();
