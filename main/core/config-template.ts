@@ -87,6 +87,10 @@ ttl_hours = 72
 auto_repair = 1
 timeout_s = 600
 
+[output]
+max_events = 2000               # worker output events (messages, tool calls) stored per task attempt; the rest is counted
+raw_log_bytes = 8388608         # each turn's stdout.jsonl keeps its first and last halves of this size
+
 [requests]
 expiry_s = 86400                # a question or permission request unanswered this long fails its task
 permission = "ask"              # ask | deny: a worker's permission request (never granted automatically)

@@ -177,6 +177,14 @@ export const configSchema = z.strictObject({
       timeout_s: z.number().int().min(1).max(86_400).default(600),
     })
     .prefault({}),
+  output: z
+    .strictObject({
+      /** Worker output events (messages, tool calls) stored per task attempt; past it they are counted, not stored. */
+      max_events: z.number().int().min(10).max(1_000_000).default(2000),
+      /** A turn's raw stdout log keeps its first and last halves of this many characters. */
+      raw_log_bytes: z.number().int().min(4096).max(1024 * 1024 * 1024).default(8 * 1024 * 1024),
+    })
+    .prefault({}),
   setup: z.record(z.string(), setupSchema).default({}),
   requests: z
     .strictObject({

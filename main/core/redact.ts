@@ -33,17 +33,38 @@ const RULES: Rule[] = [
     pattern: /(?:[A-Za-z0-9+/=]{16,76}(?:\\n|\r?\n))+-----END [A-Z0-9 ]*PRIVATE KEY-----/g,
     replace: REDACTED,
   },
+  {
+    // A private key encoded once more in base64 (a Kubernetes secret, `base64 key.pem`): `LS0tLS1CRUdJTi`
+    // is `-----BEGIN`. Only keys: a base64 certificate is not a secret. Its wrapped lines go with it (see
+    // `redactContinuations`).
+    name: 'pem-base64',
+    hint: (t) => t.includes('LS0tLS1CRUdJTi'),
+    pattern: /LS0tLS1CRUdJTi[A-Za-z0-9+/=_-]*/g,
+    replace: (m) => (/PRIVATE KEY/.test(Buffer.from(m.slice(0, 96), 'base64').toString('latin1')) ? REDACTED : m),
+  },
   // A JWT, or what is left of one cut short (header and the start of its payload).
   { name: 'jwt', hint: /eyJ/, pattern: /\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]*)?/g, replace: REDACTED },
-  { name: 'anthropic', pattern: /\bsk-ant-[A-Za-z0-9_-]{16,}/g, replace: REDACTED },
-  { name: 'openai', pattern: /\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}/g, replace: REDACTED },
-  { name: 'stripe', pattern: /\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}/g, replace: REDACTED },
-  { name: 'github', pattern: /\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})/g, replace: REDACTED },
-  { name: 'gitlab', pattern: /\bglpat-[A-Za-z0-9_-]{20,}/g, replace: REDACTED },
-  { name: 'google', pattern: /\bAIza[0-9A-Za-z_-]{35}\b/g, replace: REDACTED },
-  { name: 'slack', pattern: /\bxox[abposr]-[A-Za-z0-9-]{10,}/g, replace: REDACTED },
-  { name: 'huggingface', pattern: /\bhf_[A-Za-z0-9]{30,}/g, replace: REDACTED },
-  { name: 'aws-access-key', pattern: /\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b/g, replace: REDACTED },
+  // Prefixed tokens: not after a letter or digit, but after `_` or `-` too (a token inside a file name,
+  // `notes_ghp_….txt`), where `\b` would not start a match.
+  { name: 'anthropic', pattern: /(?<![A-Za-z0-9])sk-ant-[A-Za-z0-9_-]{16,}/g, replace: REDACTED },
+  { name: 'openai', pattern: /(?<![A-Za-z0-9])sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}/g, replace: REDACTED },
+  { name: 'stripe', pattern: /(?<![A-Za-z0-9])[rs]k_(?:live|test)_[A-Za-z0-9]{16,}/g, replace: REDACTED },
+  { name: 'github', pattern: /(?<![A-Za-z0-9])(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})/g, replace: REDACTED },
+  { name: 'gitlab', pattern: /(?<![A-Za-z0-9])glpat-[A-Za-z0-9_-]{20,}/g, replace: REDACTED },
+  { name: 'google', pattern: /(?<![A-Za-z0-9])AIza[0-9A-Za-z_-]{35}(?![A-Za-z0-9])/g, replace: REDACTED },
+  { name: 'slack', pattern: /(?<![A-Za-z0-9])xox[abposr]-[A-Za-z0-9-]{10,}/g, replace: REDACTED },
+  { name: 'huggingface', pattern: /(?<![A-Za-z0-9])hf_[A-Za-z0-9]{30,}/g, replace: REDACTED },
+  { name: 'aws-access-key', pattern: /(?<![A-Za-z0-9])(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}(?![A-Za-z0-9])/g, replace: REDACTED },
+  {
+    // Azure: a connection string's `AccountKey=<base64>` (storage) or `SharedAccessKey=` (Service Bus), its
+    // `SharedAccessSignature=sv=…&sig=…`, and the `sig=` of a SAS URL (`…blob.core.windows.net/c/f?sv=…&sig=…`).
+    // One rule, one case-sensitive hint (as Azure writes them): each hint scans every line of output, and
+    // with /i this one cost 5% of the redactor's time.
+    name: 'azure',
+    hint: /AccountKey|SharedAccess|sig=/,
+    pattern: /(\b(?:AccountKey|SharedAccessKey)\s*=\s*)(?!\[REDACTED\])[A-Za-z0-9+/]{16,}={0,2}|(\bSharedAccessSignature\s*=\s*|[?&;]sig=)(?!\[REDACTED\])[^;\s"'<>&]{16,}/gi,
+    replace: (_m, key: string | undefined, sas: string | undefined) => `${key ?? sas}${REDACTED}`,
+  },
   {
     name: 'aws-secret',
     hint: /aws_secret/i,
@@ -146,7 +167,43 @@ export function redactText(text: string): string {
     if (rule.hint && !(typeof rule.hint === 'function' ? rule.hint(out) : rule.hint.test(out))) continue;
     out = out.replace(rule.pattern, rule.replace as string);
   }
-  return out;
+  return redactContinuations(out);
+}
+
+/**
+ * A secret that runs to the end of a line may go on at the start of the next: a PEM body, a base64 blob
+ * wrapped at 76 columns, a long token wrapped by a terminal. So after a `[REDACTED]` that ends a line,
+ * the next line's leading run of token characters is redacted too when it looks random (see
+ * `looksContinued`), and so on down the lines. Lines end with a newline or, inside a JSON string, `\n`
+ * (`\\n` in a JSON string inside another: a worker's final answer in its event stream).
+ */
+const CONTINUED = /\[REDACTED\]((?:(?:\r?\n|(?:\\+r)?\\+n)[+ ]?[A-Za-z0-9_+/=.-]+(?=$|[\s"]|\\+[nr]))+)/g;
+const NEXT_LINE = /(\r?\n|(?:\\+r)?\\+n)([+ ]?)([A-Za-z0-9_+/=.-]+)/g;
+
+function redactContinuations(text: string): string {
+  if (!text.includes(REDACTED) || (!text.includes(REDACTED + '\n') && !text.includes(REDACTED + '\r') && !text.includes(REDACTED + '\\'))) return text;
+  return text.replace(CONTINUED, (_m, chain: string) => {
+    let out = REDACTED;
+    let used = 0;
+    NEXT_LINE.lastIndex = 0;
+    for (let m = NEXT_LINE.exec(chain); m && m.index === used; m = NEXT_LINE.exec(chain)) {
+      if (!looksContinued(m[3])) break;
+      out += m[1] + m[2] + REDACTED;
+      used = m.index + m[0].length;
+    }
+    return out + chain.slice(used);
+  });
+}
+
+/**
+ * Does a run at the start of a line look like the rest of a secret rather than text? Random base64 or a
+ * token's tail has digits, `+`/`=`, or mixed case; a word, a capitalised word or a path does not.
+ */
+function looksContinued(run: string): boolean {
+  if (run.length < 4) return false;
+  if (run.includes('/') && run.split('/').some((seg) => /^[a-z]{4,}$/.test(seg))) return false;
+  const rest = run.slice(1);
+  return /[0-9+=]/.test(run) || (/[a-z]/.test(rest) && /[A-Z]/.test(rest));
 }
 
 /** True when `text` contains something the redactor would remove. */
@@ -159,6 +216,7 @@ export function redactValue<T>(value: T): T {
   return redactDeep(value, 0) as T;
 }
 
+const NOT_IDENTIFIER = /[^A-Za-z]/;
 const SECRET_KEY = /^(?:.*[_-])?(?:password|passwd|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|authorization)$/i;
 
 /**
@@ -184,11 +242,14 @@ function redactDeep(value: unknown, depth: number): unknown {
     for (let i = 0; i < entries.length; i++) {
       const [k, v] = entries[i];
       const r = typeof v === 'string' && v.length > 0 && SECRET_KEY.test(k) ? REDACTED : redactDeep(v, depth + 1);
-      if (out === null && r !== v) {
+      // A key can hold a secret too (a file name in `{ "notes_ghp_….txt": … }`). Not checked: short keys and
+      // plain-letter identifiers (`inputTokens`, `changedFiles`), which every event payload is made of.
+      const rk = k.length >= 8 && (k.length >= 16 || NOT_IDENTIFIER.test(k)) ? redactText(k) : k;
+      if (out === null && (r !== v || rk !== k)) {
         out = {};
         for (let j = 0; j < i; j++) out[entries[j][0]] = entries[j][1];
       }
-      if (out !== null) out[k] = r;
+      if (out !== null) out[rk] = r;
     }
     return out ?? value;
   }
@@ -208,8 +269,16 @@ const PEM_MAX_LINES = 400;
  */
 export function createLineRedactor(): (line: string) => string {
   let inKey = 0;
+  let afterSecret = false;
   return (line) => {
+    // Nothing this short is, or goes on, a secret (a `yes` flood prints 100 million of them).
+    if (line.length < 4 && inKey === 0) {
+      afterSecret = false;
+      return line;
+    }
     let out = line;
+    // The line before ended with a secret: this one may begin with the rest of it.
+    if (afterSecret) out = redactContinuations(REDACTED + '\n' + out).slice(REDACTED.length + 1);
     if (inKey > 0) {
       const end = PEM_END.exec(out);
       const body = end ? out.slice(0, end.index) : out;
@@ -218,6 +287,8 @@ export function createLineRedactor(): (line: string) => string {
     }
     const begin = PEM_BEGIN.exec(out);
     if (begin && !PEM_END.test(out.slice(begin.index))) inKey = 1;
-    return redactText(out);
+    out = redactText(out);
+    afterSecret = out.trimEnd().endsWith(REDACTED);
+    return out;
   };
 }

@@ -83,5 +83,6 @@ export async function taskDiff(engine: Engine, id: string, maxBytes = DIFF_CAP_B
         ? 'no changes recorded yet'
         : `${task.kind} tasks do not change files`
       : null;
-  return { id, base: alloc?.baseCommit ?? null, head, branch: alloc?.branch ?? null, files, diff, bytes, truncated, note, source };
+  // A worker can name a file after a token: the list is shown as the diff is, redacted.
+  return { id, base: alloc?.baseCommit ?? null, head, branch: alloc?.branch ?? null, files: files.map(redactText), diff, bytes, truncated, note, source };
 }

@@ -27,7 +27,8 @@ import { treeMarkerEnv } from './lifecycle.js';
 import { useSpawner } from './spawner.js';
 import { trimHeap } from './heap-trim.js';
 import { runTurn, type TurnResult } from './turn.js';
-import { Deferred, landEndWrite, persistEvents, threadUsageOf, writeEvents, type EndWriteContext } from './task-writes.js';
+import { OutputBudget } from './output-budget.js';
+import { deferTurnRecords, Deferred, landEndWrite, outputTruncation, persistEvents, threadUsageOf, type EndWriteContext } from './task-writes.js';
 import { storeFaultOf, storeFullError } from '../store/store-faults.js';
 import { checkTurnForInput, MAX_DENIALS_PER_ATTEMPT, permissionServerFor, runBudget, stopForInput, WaitForInput } from './input-requests.js';
 import { mkdirPrivate } from '../core/private-home.js';
@@ -133,7 +134,9 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
     if (pendingRedirect(engine.db, task.id) !== null && engine.write(() => takeRedirect(engine.db, task.id)) && first.resumeSessionId) first = { ...first, prompt: buildRedirectPrompt(task.objective) + '\n' + first.prompt };
     // Later turns of this attempt continue the session where it lives (a resumed one: its own runDir).
     const sessionTurn = { ...baseTurn, runDir: first.runDir };
-    let turn = await runWorkerTurn(ctx, adapter, first, 'starting', later);
+    // One output budget for the attempt's turns: a flood in the first leaves the repairs only what is left.
+    const output = new OutputBudget(engine.config.output.max_events);
+    let turn = await runWorkerTurn(ctx, adapter, first, 'starting', later, output);
     let repairsLeft = engine.config.verify.auto_repair;
     // When nothing but the inspection stands between the worker's end and the task's completion (no verify
     // commands, not a plan whose answer is checked next), `verifying`, the inspection and the changes go
@@ -162,7 +165,7 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
       }
       repairsLeft--;
       engine.write(() => move(engine.db, task.id, 'verifying', 'running', { reason: 'auto-repair: verification failed', event: { repairsLeft } }));
-      turn = await runWorkerTurn(ctx, adapter, { ...sessionTurn, prompt: buildRepairPrompt(failures.slice(-8000)), resumeSessionId: turn.sessionId }, 'running', later);
+      turn = await runWorkerTurn(ctx, adapter, { ...sessionTurn, prompt: buildRepairPrompt(failures.slice(-8000)), resumeSessionId: turn.sessionId }, 'running', later, output);
     }
 
     const parsed = parseResult(task.kind, turn.finalText);
@@ -284,7 +287,7 @@ function sessionRunDir(engine: Engine, taskId: string, sessionId: string): strin
  * throws WaitForInput; one whose ask the policy denied gets the denial in the same session (at most
  * MAX_DENIALS_PER_ATTEMPT times).
  */
-async function runWorkerTurn(ctx: RunContext, adapter: WorkerAdapter, turn: WorkerTurn, from: 'starting' | 'running', later: Deferred, denials = 0): Promise<TurnResult> {
+async function runWorkerTurn(ctx: RunContext, adapter: WorkerAdapter, turn: WorkerTurn, from: 'starting' | 'running', later: Deferred, output: OutputBudget, denials = 0): Promise<TurnResult> {
   const { engine } = ctx;
   const id = turn.task.id;
   const withRunDir = (events: NormalizedEvent[]) => events.map((e) => (e.type === 'worker.started' ? { ...e, runDir: turn.runDir } : e));
@@ -293,10 +296,13 @@ async function runWorkerTurn(ctx: RunContext, adapter: WorkerAdapter, turn: Work
     later.write(engine, () => undefined);
     turn = { ...turn, threadUsage: threadUsageOf(engine, id, turn.resumeSessionId) };
   }
+  const dropped = { ...output.dropped };
   const result = await runTurn(adapter, turn, {
     signal: ctx.signal,
     killGraceMs: ctx.killGraceMs,
     rawLogPath: join(turn.runDir, 'stdout.jsonl'),
+    rawLogMaxBytes: engine.config.output.raw_log_bytes,
+    budget: output,
     // Live events in batches of up to 20 ms; those still held when the worker exits ride with the task's
     // next transaction (for a fast worker: its completion), one commit less (issue 13).
     eventBatchMs: 20,
@@ -310,8 +316,7 @@ async function runWorkerTurn(ctx: RunContext, adapter: WorkerAdapter, turn: Work
     },
     onEvents: (events) => persistEvents(engine, id, withRunDir(events)),
   });
-  const trailing = withRunDir(result.trailing);
-  const keepTrailing = () => trailing.length && later.add(() => writeEvents(engine, id, trailing));
+  const keepTrailing = () => deferTurnRecords(later, engine, id, withRunDir(result.trailing), outputTruncation(output, dropped, result.rawLogDropped, engine.config.output.max_events));
   if (result.aborted) {
     keepTrailing();
     throw abortError(result.aborted);
@@ -324,12 +329,12 @@ async function runWorkerTurn(ctx: RunContext, adapter: WorkerAdapter, turn: Work
   const denied = checkTurnForInput(engine, turn, result, later.writer(engine));
   if (denied !== null) {
     if (denials >= MAX_DENIALS_PER_ATTEMPT) throw new StopTask('failed', 'request_denied', `the worker kept asking for what the policy denies (${denials} denials this attempt)`);
-    return runWorkerTurn(ctx, adapter, { ...turn, prompt: denied, resumeSessionId: result.sessionId }, 'running', later, denials + 1);
+    return runWorkerTurn(ctx, adapter, { ...turn, prompt: denied, resumeSessionId: result.sessionId }, 'running', later, output, denials + 1);
   }
   // Redirected while this turn ran: the next turn of the same session gets the new objective.
   if (result.ok && result.sessionId && pendingRedirect(engine.db, id) !== null && later.write(engine, () => takeRedirect(engine.db, id))) {
     const latest = unsealTask(engine.db, engine.home.root, getTask(engine.db, id)!);
-    return runWorkerTurn(ctx, adapter, { ...turn, prompt: buildRedirectPrompt(latest.objective), resumeSessionId: result.sessionId }, 'running', later, denials);
+    return runWorkerTurn(ctx, adapter, { ...turn, prompt: buildRedirectPrompt(latest.objective), resumeSessionId: result.sessionId }, 'running', later, output, denials);
   }
   if (!result.ok) {
     const code = result.error?.code ?? 'worker_failed';
@@ -340,7 +345,6 @@ async function runWorkerTurn(ctx: RunContext, adapter: WorkerAdapter, turn: Work
   ctx.onWorkerOk?.(adapter.name);
   return result;
 }
-
 
 const ABORT_MESSAGE: Record<string, string> = {
   timeout: 'the task hit its timeout; its process tree was killed',

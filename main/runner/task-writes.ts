@@ -5,6 +5,8 @@ import { appendEvent } from '../store/events.js';
 import { updateTaskFields } from '../store/tasks.js';
 import { storeFaultOf } from '../store/store-faults.js';
 import type { NormalizedEvent, ThreadUsage } from '../workers/adapter.js';
+import type { DroppedOutput, OutputBudget } from './output-budget.js';
+import type { RawLogDropped } from './turn.js';
 
 // What a task's run writes besides its state moves: the deferred writes of runner/run-task.ts, and a worker
 // turn's events with the token counts they carry.
@@ -159,4 +161,25 @@ function waitUnlessStopped(ms: number, stopped: AbortSignal | undefined): Promis
     const timer = setTimeout(done, ms);
     stopped?.addEventListener('abort', done, { once: true });
   });
+}
+
+/** A turn's events still held when it ended, then what its output lost (one event), deferred to the next write. */
+export function deferTurnRecords(later: Deferred, engine: Engine, id: string, trailing: NormalizedEvent[], truncated: Record<string, unknown> | null): void {
+  if (trailing.length) later.add(() => writeEvents(engine, id, trailing));
+  if (truncated) later.add(() => appendEvent(engine.db, id, 'worker.output_truncated', truncated));
+}
+
+/** The `worker.output_truncated` payload for a turn that lost output (events past the cap, raw log middle), or null. */
+export function outputTruncation(budget: OutputBudget, before: DroppedOutput, raw: RawLogDropped, maxEvents: number): Record<string, unknown> | null {
+  const events = budget.dropped.events - before.events;
+  const chars = budget.dropped.chars - before.chars;
+  if (events === 0 && raw.chars === 0) return null;
+  return {
+    droppedEvents: events,
+    droppedChars: chars,
+    maxEvents,
+    rawLogDroppedChars: raw.chars,
+    rawLogDroppedLines: raw.lines,
+    message: `output truncated: ${events} output events (${chars} characters) past the cap of ${maxEvents} were not stored${raw.chars ? `; the raw log left out ${raw.lines} lines between its head and tail` : ''}`,
+  };
 }

@@ -1,11 +1,10 @@
-import { closeSync, openSync, writeSync } from 'node:fs';
-import { dirname } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { createLineRedactor, redactText } from '../core/redact.js';
 import type { NormalizedEvent, TurnOutcome, WorkerAdapter, WorkerTurn } from '../workers/adapter.js';
 import { LineSplitter, TailBuffer } from './lines.js';
+import { OutputBudget } from './output-budget.js';
+import { RawLog } from './raw-log.js';
 import { runTree } from './lifecycle.js';
-import { mkdirPrivate } from '../core/private-home.js';
 
 export interface RunTurnOptions {
   /** Aborting sweeps the whole process tree; the abort reason ('timeout' | 'cancel' | …) is reported back. */
@@ -23,9 +22,17 @@ export interface RunTurnOptions {
   deferTrailing?: boolean;
   /** SIGTERM → SIGKILL grace, in ms. */
   killGraceMs: number;
-  /** Where to keep the redacted raw stdout (capped); none when omitted. */
+  /** Where to keep the redacted raw stdout (its head and tail, `rawLogMaxBytes` in all); none when omitted. */
   rawLogPath?: string;
   rawLogMaxBytes?: number;
+  /** What may be stored of the output: shared by the turns of one attempt (default: 2000 output events). */
+  budget?: OutputBudget;
+}
+
+/** How much the raw log left out between its head and its tail. */
+export interface RawLogDropped {
+  chars: number;
+  lines: number;
 }
 
 export interface TurnResult extends TurnOutcome {
@@ -37,53 +44,7 @@ export interface TurnResult extends TurnOutcome {
   pid: number;
   /** Events not handed to onEvents (`deferTrailing`): the caller writes them. */
   trailing: NormalizedEvent[];
-}
-
-/**
- * A turn's redacted raw stdout (capped), appended with plain system calls once per event-loop turn that
- * brought lines: a WriteStream's asynchronous open, writes and close cost a leader ~0.4 ms of CPU per task
- * (issue 13). The file is created with the first line. A log that cannot be written is given up on
- * quietly: it is a diagnostic copy, the events hold what the turn did.
- */
-class RawLog {
-  private fd: number | null = null;
-  private parts: string[] = [];
-  private bytes = 0;
-  private failed = false;
-
-  constructor(
-    private readonly path: string,
-    private readonly max: number,
-  ) {}
-
-  add(line: string): void {
-    if (this.bytes >= this.max) return;
-    const text = line + '\n';
-    this.bytes += text.length;
-    this.parts.push(text);
-  }
-
-  flush(): void {
-    if (!this.parts.length) return;
-    const text = this.parts.join('');
-    this.parts = [];
-    if (this.failed) return;
-    try {
-      if (this.fd === null) {
-        mkdirPrivate(dirname(this.path));
-        this.fd = openSync(this.path, 'a', 0o600);
-      }
-      writeSync(this.fd, text);
-    } catch {
-      this.failed = true;
-    }
-  }
-
-  close(): void {
-    this.flush();
-    if (this.fd !== null) closeSync(this.fd);
-    this.fd = null;
-  }
+  rawLogDropped: RawLogDropped;
 }
 
 /**
@@ -96,7 +57,8 @@ export async function runTurn(adapter: WorkerAdapter, turn: WorkerTurn, opts: Ru
   const spec = await adapter.buildSpawn(turn);
   const parser = adapter.createParser(turn);
   const stderrTail = new TailBuffer(16 * 1024);
-  const raw = opts.rawLogPath ? new RawLog(opts.rawLogPath, opts.rawLogMaxBytes ?? 16 * 1024 * 1024) : null;
+  const raw = opts.rawLogPath ? new RawLog(opts.rawLogPath, opts.rawLogMaxBytes ?? 8 * 1024 * 1024) : null;
+  const budget = opts.budget ?? new OutputBudget(2000);
 
   let pending: NormalizedEvent[] = spec.warning ? [{ type: 'worker.warning', message: spec.warning }] : [];
   let flushQueued = false;
@@ -107,6 +69,7 @@ export async function runTurn(adapter: WorkerAdapter, turn: WorkerTurn, opts: Ru
   const handOver = (fromTimer = false) => {
     if (eventTimer) clearTimeout(eventTimer);
     eventTimer = null;
+    budget.seal();
     if (!pending.length) return;
     const batch = pending;
     pending = [];
@@ -144,12 +107,14 @@ export async function runTurn(adapter: WorkerAdapter, turn: WorkerTurn, opts: Ru
     } catch {
       events = [];
     }
-    if (events.length) {
-      pending.push(...events);
-      queueFlush();
-    }
+    if (!events.length) return;
+    // Merged and capped here: while a worker floods, what waits for the store stays small.
+    const before = pending.length;
+    budget.take(events, pending, line.trimStart()[0] !== '{');
+    if (pending.length !== before) queueFlush();
   });
   const stdout = new StringDecoder('utf8');
+
   const stderr = new StringDecoder('utf8');
   // The turn ends when the worker process exits; its tree is swept before runTree resolves.
   let end: Awaited<ReturnType<typeof runTree>>;
@@ -172,6 +137,8 @@ export async function runTurn(adapter: WorkerAdapter, turn: WorkerTurn, opts: Ru
   splitter.end();
   raw?.flush();
   raw?.close();
+  budget.seal();
+  pending.push(...budget.takeSummedUsage());
   let trailing: NormalizedEvent[] = [];
   if (opts.deferTrailing) {
     if (eventTimer) clearTimeout(eventTimer);
@@ -179,12 +146,13 @@ export async function runTurn(adapter: WorkerAdapter, turn: WorkerTurn, opts: Ru
     pending = [];
   } else handOver();
   const { exitCode: code, exitSignal: sig, pid, aborted } = end;
+  const rawLogDropped = { chars: raw?.droppedChars ?? 0, lines: raw?.droppedLines ?? 0 };
 
   const tail = redactText(stderrTail.toString());
   if (end.spawnError || pid <= 0) {
     const message = `cannot start ${spec.command}: ${end.spawnError ?? 'spawn failed'}`;
-    return { ok: false, finalText: null, sessionId: null, error: { code: 'worker_failed', message }, exitCode: null, exitSignal: null, stderrTail: tail, aborted, pid, trailing };
+    return { ok: false, finalText: null, sessionId: null, error: { code: 'worker_failed', message }, exitCode: null, exitSignal: null, stderrTail: tail, aborted, pid, trailing, rawLogDropped };
   }
   const outcome = await parser.finish(code, tail);
-  return { ...outcome, exitCode: code, exitSignal: sig, stderrTail: tail, aborted, pid, trailing };
+  return { ...outcome, exitCode: code, exitSignal: sig, stderrTail: tail, aborted, pid, trailing, rawLogDropped };
 }

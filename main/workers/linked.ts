@@ -144,10 +144,13 @@ export function linkedAdapter(spec: LinkedWorkerSpec): WorkerAdapter {
         line(line: string): NormalizedEvent[] {
           const events: NormalizedEvent[] = [];
           let parsed: unknown;
-          try {
-            parsed = JSON.parse(line);
-          } catch {
-            parsed = undefined;
+          // Only a line that opens an object can be one: a throw per plain line is most of a flood's cost.
+          if (line.trimStart()[0] === '{') {
+            try {
+              parsed = JSON.parse(line);
+            } catch {
+              parsed = undefined;
+            }
           }
           if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) {
             const o = parsed as Record<string, unknown>;

@@ -1,5 +1,5 @@
 // Redaction throughput on worker output (issue 11): the redactor runs on every stdout line a worker prints.
-import { redactText } from '../../main/core/redact.js';
+import { createLineRedactor, redactText } from '../../main/core/redact.js';
 import { clearSecretValues, registerSecretValues } from '../../main/core/secret-values.js';
 
 /** About `mb` MB of JSON lines like an agent's stream: messages, tool calls with paths, SHAs and code. */
@@ -20,10 +20,10 @@ function sampleLines(mb: number, plant: string | null): string[] {
   return lines;
 }
 
-function throughput(lines: string[]): number {
+function throughput(lines: string[], redact: (l: string) => string = redactText): number {
   const bytes = lines.reduce((n, l) => n + l.length + 1, 0);
   const t = performance.now();
-  for (const l of lines) redactText(l);
+  for (const l of lines) redact(l);
   return bytes / 1024 / 1024 / ((performance.now() - t) / 1000);
 }
 
@@ -38,11 +38,19 @@ export async function run(): Promise<Record<string, number>> {
   const planted = 'zz9plural-z-alpha-7QKD';
   registerSecretValues([planted]);
   const withHits = throughput(sampleLines(mb, planted));
+  // The runner's path: one stateful line redactor per turn (keys printed over several lines).
+  const lineRedactor = throughput(plain, createLineRedactor());
+  // Whole texts of many lines (a result, a verify log, a diff): 200 lines each.
+  const texts: string[] = [];
+  for (let i = 0; i < plain.length; i += 200) texts.push(plain.slice(i, i + 200).join('\n'));
+  const multiLine = throughput(texts);
   clearSecretValues();
   return {
     'sample, MB': mb,
     'no registered values, MB/s': noValues,
     '50 registered values, no hits, MB/s': fiftyValues,
     '51 values, a hit every 500 lines, MB/s': withHits,
+    '51 values, line redactor (runner), MB/s': lineRedactor,
+    '51 values, 200-line texts, MB/s': multiLine,
   };
 }

@@ -1,4 +1,4 @@
-// `npm run chaos [-- --kills N --mcp N --mcp-clients N --http N --seed S --leaders K --schedulers K --task-timeout S --custody N --damage-tasks N --escape-rounds N --out FILE]`
+// `npm run chaos [-- --kills N --mcp N --mcp-clients N --http N --seed S --leaders K --schedulers K --task-timeout S --custody N --damage-tasks N --escape-rounds N --flood-mb N --out FILE]`
 // Drives the real CLI and MCP server through leader kills, competing schedulers, MCP and HTTP fuzz and a
 // secret corpus; prints the figures and writes them to docs/reliability.md (`--out -` writes nothing).
 // Exit 1 when any figure that must be zero is not.
@@ -21,6 +21,7 @@ const FLAGS: Record<string, keyof typeof DEFAULTS> = {
   '--task-timeout': 'taskTimeoutS',
   '--custody': 'custody',
   '--damage-tasks': 'damageTasks',
+  '--flood-mb': 'floodMb',
 };
 
 function parseArgs(argv: string[]): { options: Omit<ChaosOptions, 'log'>; out: string } {
@@ -45,7 +46,7 @@ function parseArgs(argv: string[]): { options: Omit<ChaosOptions, 'log'>; out: s
 }
 
 function commandLine(o: Omit<ChaosOptions, 'log'>): string {
-  return `npm run chaos -- --kills ${o.kills} --leaders ${o.leaders} --schedulers ${o.schedulers} --mcp ${o.mcp} --mcp-clients ${o.mcpClients} --http ${o.http} --accept-kills ${o.acceptKills} --escape-rounds ${o.escapeRounds} --seed ${o.seed} --task-timeout ${o.taskTimeoutS} --custody ${o.custody} --damage-tasks ${o.damageTasks}`;
+  return `npm run chaos -- --kills ${o.kills} --leaders ${o.leaders} --schedulers ${o.schedulers} --mcp ${o.mcp} --mcp-clients ${o.mcpClients} --http ${o.http} --accept-kills ${o.acceptKills} --escape-rounds ${o.escapeRounds} --seed ${o.seed} --task-timeout ${o.taskTimeoutS} --custody ${o.custody} --damage-tasks ${o.damageTasks} --flood-mb ${o.floodMb}`;
 }
 
 function renderDoc(r: ChaosReport): string {
@@ -90,8 +91,9 @@ Bold figures must be 0; the command exits non-zero otherwise.
   first without credentials (nothing may change), then with them.
 - **Leaks**: a corpus of shaped and shapeless secrets sent through every input and printed by the worker; a leak is
   a (secret, place) pair where the value or any 12-character piece of it appears in a text column of the database,
-  a file under the home, or the output of \`show --json\`, \`events --json\`, \`tasks --json\`, MCP \`get_task\` or
-  HTTP \`get_task\`.
+  a file under the home, or the output of \`show --json\`, \`events --json\`, \`tasks --json\`, \`diff --json\`, MCP
+  \`get_task\`/\`get_task_diff\` or HTTP \`get_task\`/\`get_task_diff\`. The corpus has Azure connection strings and SAS
+  URLs, a base64-encoded private key wrapped over lines, a token wrapped over two lines, and tokens in file names.
 - **Half-applied accepts**: ${r.options.acceptKills} \`lightworker accept\` processes, each paused at a step chosen by the
   seed (journal written, ref moved, half the checkout written, checkout written, task marked, worktree removed — the
   accept's \`LIGHTWORKER_TEST_ACCEPT_PAUSE\` test hook) and killed there with SIGKILL or a Ctrl-C to its process
@@ -114,6 +116,10 @@ Bold figures must be 0; the command exits non-zero otherwise.
   bytes, each under a leader running ${r.options.damageTasks} tasks. **Unnoticed**: the leader did not stop (exit 1,
   naming the store) within 30 s, or \`tasks\` or \`doctor\` then answered as if the store were healthy, or a
   command created a new store where the deleted one was; **survivors**: its workers still alive after it stopped.
+- **Output floods**: linked workers printing 100k lines, a \`yes\`-style flood of 100-character lines and \`yes\`
+  itself, each ending with its JSON result, run by a real \`run --until-idle\`: event rows stored against the
+  \`[output] max_events\` cap, database and raw-log size, the leader's peak RSS; a flooded task must still complete
+  with its result parsed and its verify run, and say once (\`worker.output_truncated\`) what it dropped.
 
 - **Escaped survivors**: a linked worker (\`test/fixtures/containment/escape-agent.sh\`) leaves six processes behind per
   task, each out of the process group and without the \`LIGHTWORKER_*\` marker: \`env -i setsid -f sleep\`; a Python

@@ -1,10 +1,12 @@
 // Scenario 5: a seeded corpus of secrets — shaped (sk-…, sk-ant-…, ghp_…, AKIA…, JWT, PEM, Bearer, URL
-// credentials, password=…) and shapeless (a gateway key known only through [gateways.x] key_env, an
+// credentials, password=…, Azure connection strings and SAS URLs, a base64-encoded PEM key wrapped over
+// lines, a token wrapped over two lines) and shapeless (a gateway key known only through [gateways.x] key_env, an
 // unlabelled 40-character AWS secret, the value of a secret-named variable) — sent through every input
 // (CLI submit fields, context pack, MCP delegate_task, HTTP delegate_task) and printed by the worker
-// (stdout, stderr, final answer, failure). A leak is any corpus value, or a 12-character piece of its
+// (stdout, stderr, final answer, failure, and file names: every single-line secret that can be one names a
+// file the worker writes). A leak is any corpus value, or a 12-character piece of its
 // random part, found in the database's text columns, the files under the home, or what show/events/
-// tasks, MCP get_task and HTTP get_task return.
+// tasks, diff, MCP get_task/get_task_diff and HTTP get_task/get_task_diff return.
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startServe, obtainAuth } from './http-fuzz.js';
@@ -53,7 +55,17 @@ export function makeCorpus(rng: Rng): Secret[] {
     s('gateway key (key_env)', '', rng.chars(36, 'abcdefghijklmnopqrstuvwxyz0123456789')),
     s('unlabelled aws secret', '', rng.chars(40, B64)),
     s('secret-named env var', '', rng.chars(28)),
+    s('azure connection string', 'DefaultEndpointsProtocol=https;AccountName=chaosacct;AccountKey=', rng.chars(86, B64) + '==', ';EndpointSuffix=core.windows.net'),
+    s('azure sas url', 'https://chaosacct.blob.core.windows.net/backups/db.tar?sv=2022-11-02&sp=r&se=2030-01-01&sig=', rng.chars(43) + '%3D'),
+    // `base64 key.pem`: the whole PEM once more in base64, wrapped at 76 columns over several lines.
+    s('base64 pem key', '', base64Wrapped(`-----BEGIN PRIVATE KEY-----\n${pemBody}\n-----END PRIVATE KEY-----\n`)),
+    // A long token wrapped by a terminal: its second line alone has no shape.
+    s('token wrapped over 2 lines', 'sk-proj-', `${rng.chars(30)}\n${rng.chars(30)}`),
   ];
+}
+
+function base64Wrapped(text: string): string {
+  return Buffer.from(text).toString('base64').match(/.{1,76}/g)!.join('\n');
 }
 
 /** Needles for a secret: its random part and every 12-character window of it (stride 6). */
@@ -75,7 +87,8 @@ async function submitInputs(lab: Lab, corpus: Secret[], rng: Rng): Promise<{ ref
     if (r.code !== 0) notes.push(`submit refused (${args[0]}…): ${r.stderr.trim().slice(0, 160)}`);
   };
   // Every CLI field, with the worker echoing the corpus on success and in its failure.
-  await submit(['--name', `deploy with ${by('openai sk-')}`, '--verify', `echo ${by('unlabelled aws secret')}`, '--metadata', JSON.stringify({ token: by('github ghp_'), note: by('password='), env: by('secret-named env var') }), '--criteria', `signed by ${by('jwt')}`, chaosObjective(`use these: ${all}`, { print_secrets: true, sleep_ms: 100 })]);
+  // An execute task: the files it writes (named after secrets) show in its diff.
+  await submit(['--kind', 'execute', '--name', `deploy with ${by('openai sk-')}`, '--verify', `echo ${by('unlabelled aws secret')}`, '--metadata', JSON.stringify({ token: by('github ghp_'), note: by('password='), env: by('secret-named env var') }), '--criteria', `signed by ${by('jwt')}`, chaosObjective(`use these: ${all}`, { print_secrets: true, secret_files: true, sleep_ms: 100 })]);
   await submit([chaosObjective(`${by('jwt')} is the session; also ${by('gateway key (key_env)')}`, { print_secrets: true, fail: true })]);
   await submit(['--gateway', 'chaos', chaosObjective(`call the gateway with ${by('gateway key (key_env)')}`, { print_secrets: true })]);
   await submit(['--verify', JSON.stringify(['sh', '-c', `echo ${by('url credentials')}; echo ${by('anthropic sk-ant-')} >&2`]), chaosObjective(`clone ${by('url credentials')}`, { sleep_ms: rng.int(50, 200) })]);
@@ -86,7 +99,7 @@ async function submitInputs(lab: Lab, corpus: Secret[], rng: Rng): Promise<{ ref
   return { refused: pack.code !== 0, notes };
 }
 
-/** MCP: delegate_task with secrets, and get_task for every task; returns the text it printed. */
+/** MCP: delegate_task with secrets, and get_task and get_task_diff for every task; returns the text it printed. */
 async function throughMcp(lab: Lab, corpus: Secret[], ids: string[] | null): Promise<string> {
   const child = lab.start(['mcp'], 'pipe');
   let out = '';
@@ -96,10 +109,10 @@ async function throughMcp(lab: Lab, corpus: Secret[], ids: string[] | null): Pro
     { jsonrpc: '2.0', method: 'notifications/initialized' },
     ...(ids === null
       ? [{ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'delegate_task', arguments: { objective: chaosObjective(`mcp caller says ${corpus.map((c) => c.value).join(' ')}`, {}), workspace: lab.repo, worker: 'chaos-agent', metadata: { apiKey: corpus[0].value, pw: corpus[8].value } } } }]
-      : ids.map((id, i) => ({ jsonrpc: '2.0', id: 10 + i, method: 'tools/call', params: { name: 'get_task', arguments: { id } } }))),
+      : ids.flatMap((id, i) => ['get_task', 'get_task_diff'].map((name, j) => ({ jsonrpc: '2.0', id: 10 + 2 * i + j, method: 'tools/call', params: { name, arguments: { id } } })))),
   ];
   for (const l of lines) child.stdin!.write(JSON.stringify(l) + '\n');
-  const want = ids === null ? 2 : ids.length + 1;
+  const want = ids === null ? 2 : 2 * ids.length + 1;
   const end = Date.now() + 30_000;
   while ((out.match(/"id":\s*\d+/g)?.length ?? 0) < want && Date.now() < end) await sleep(50);
   child.stdin!.end();
@@ -137,7 +150,7 @@ export async function runSecrets(o: { seed: number; log: (l: string) => void }):
         if (r.code !== 0) throw new Error(`lightworker ${args.join(' ')} failed: ${r.stderr.trim()}`);
         return r.stdout;
       };
-      shown.push({ where: 'http delegate_task reply', text: await post('delegate_task', { objective: chaosObjective(`http caller: ${corpus.map((c) => c.value).join(' ')}`, { print_secrets: true }), workspace: lab.repo, worker: 'chaos-agent', mode: 'auto_execute', verify: [`test -n "${byLabel('password=')}"`] }) });
+      shown.push({ where: 'http delegate_task reply', text: await post('delegate_task', { objective: chaosObjective(`http caller: ${corpus.map((c) => c.value).join(' ')}`, { print_secrets: true, secret_files: true }), workspace: lab.repo, worker: 'chaos-agent', mode: 'auto_execute', verify: [`test -n "${byLabel('password=')}"`] }) });
       // serve leads the scheduler: wait (bounded) for every task to end.
       const db = openDbReadOnly(lab.home);
       const end = Date.now() + 90_000;
@@ -148,18 +161,22 @@ export async function runSecrets(o: { seed: number; log: (l: string) => void }):
       for (const id of ids) {
         shown.push({ where: 'http get_task', text: await post('get_task', { id }) });
         shown.push({ where: 'cli show --json', text: await shownBy(['show', id, '--json']) });
+        shown.push({ where: 'http get_task_diff', text: await post('get_task_diff', { id }) });
+        shown.push({ where: 'cli diff --json', text: await shownBy(['diff', id, '--json']) });
       }
       serve.child.kill('SIGTERM');
       shown.push({ where: 'cli events --json', text: await shownBy(['events', '--json', '--limit', '5000']) });
       shown.push({ where: 'cli tasks --json', text: await shownBy(['tasks', '--json']) });
-      shown.push({ where: 'mcp get_task', text: await throughMcp(lab, corpus, ids) });
+      shown.push({ where: 'mcp get_task/get_task_diff', text: await throughMcp(lab, corpus, ids) });
       await sleep(500);
       const hits: (Hit & { label: string })[] = [];
       for (const secret of corpus) {
         const needles = needlesOf(secret);
         const found = [
           ...scanDatabase(db, needles),
-          ...scanFiles(lab.home, needles, (rel) => /^lightworker\.db/.test(rel) || rel === 'secret.key'),
+          // Not scanned: git's own index of a task worktree, which lists the files the worker wrote by name
+          // (`notes_<token>.txt`): the worktree is the work itself, handed over as it is on accept.
+          ...scanFiles(lab.home, needles, (rel) => /^lightworker\.db/.test(rel) || rel === 'secret.key' || /^worktrees\/[^/]+\/\.git\/index$/.test(rel)),
           ...shown.flatMap((s) => findNeedles(s.text, needles, s.where)),
         ];
         // One leak per (secret, place), however many pieces of it the place holds.

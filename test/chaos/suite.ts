@@ -5,6 +5,7 @@ import { runCompete, type CompeteFigures } from './compete.js';
 import { runCustody, type CustodyFigures } from './custody.js';
 import { runDamage, type DamageFigures } from './damage.js';
 import { ENDINGS, runEscape, type EscapeFigures } from './escape.js';
+import { runFloods, type FloodFigures } from './floods.js';
 import { runHttpFuzz, type HttpFuzzFigures } from './http-fuzz.js';
 import { runKills, type KillFigures } from './kills.js';
 import { runManyClients, type ManyClientsFigures } from './many-clients.js';
@@ -34,6 +35,8 @@ export interface ChaosOptions {
   custody: number;
   /** Tasks in each home whose store is deleted, truncated or corrupted under its leader. */
   damageTasks: number;
+  /** MB of the flood of 100-character lines (the `yes` flood prints a fifth of it); default 200. */
+  floodMb?: number;
   log: (line: string) => void;
 }
 
@@ -49,12 +52,13 @@ export interface ChaosReport {
   custody: CustodyFigures;
   damage: DamageFigures;
   escape: EscapeFigures;
+  floods: FloodFigures;
   /** The figures that must be zero, by name. */
   failures: Record<string, number>;
   durationS: number;
 }
 
-export const DEFAULTS: Omit<ChaosOptions, 'log'> = { kills: 100, leaders: 2, schedulers: 4, mcp: 10_000, mcpClients: 100, http: 2000, acceptKills: 24, escapeRounds: 1, seed: 1, taskTimeoutS: 30, custody: 50, damageTasks: 50 };
+export const DEFAULTS: Omit<ChaosOptions, 'log'> = { kills: 100, leaders: 2, schedulers: 4, mcp: 10_000, mcpClients: 100, http: 2000, acceptKills: 24, escapeRounds: 1, seed: 1, taskTimeoutS: 30, custody: 50, damageTasks: 50, floodMb: 200 };
 
 /** Run every scenario and collect the figures; never throws for a bad figure (only for a broken harness). */
 export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
@@ -79,6 +83,9 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   const damage = await runDamage({ tasks: o.damageTasks, log: o.log });
   o.log(`chaos: six escape shapes × ${ENDINGS.length} endings × ${o.escapeRounds} …`);
   const escape = await runEscape({ rounds: o.escapeRounds, log: o.log });
+  const floodMb = o.floodMb ?? DEFAULTS.floodMb!;
+  o.log(`chaos: output floods (100k lines, ${floodMb} MB, ${Math.ceil(floodMb / 5)} MB of \`yes\`) …`);
+  const floods = await runFloods({ lines: 100_000, floodMb, yesMb: Math.ceil(floodMb / 5), log: o.log });
   const failures = {
     'double runs': kills.doubleRuns + compete.doubleRuns,
     'lost tasks': kills.lostTasks + compete.lostTasks,
@@ -108,9 +115,11 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     'unnoticed store damage': damage.unnoticed,
     'survivors (store damage)': damage.survivors,
     'escaped survivors': escape.total,
+    'floods stored past their caps': floods.cases.filter((c) => c.outputRows > floods.maxEvents || c.rawLogBytes > floods.rawLogBytes + 4096).length,
+    'flooded tasks that did not end properly': floods.improperEnds,
   };
   const { log: _log, ...options } = o;
-  return { options, kills, compete, mcp, manyClients, http, secrets, accepts, custody, damage, escape, failures, durationS: Math.round((Date.now() - started) / 1000) };
+  return { options, kills, compete, mcp, manyClients, http, secrets, accepts, custody, damage, escape, floods, failures, durationS: Math.round((Date.now() - started) / 1000) };
 }
 
 /** The figures as a Markdown table. */
@@ -162,6 +171,12 @@ export function renderTable(r: ChaosReport): string {
     ['escape tasks (six escaped processes each)', `${r.escape.tasks} (${ENDINGS.length} endings × ${r.options.escapeRounds}); held by ${Object.entries(r.escape.heldBy).map(([k, n]) => `${k} ${n}`).join(', ') || 'n/a'}`],
     ...SHAPES.map((shape, i): [string, string] => [`survivors: ${shape}`, ENDINGS.map((e) => `${e} ${r.escape.survivors[e][i]}`).join(', ')]),
     ['**escaped survivors** (shapes × endings)', process.platform === 'linux' ? r.failures['escaped survivors'] : `${r.failures['escaped survivors']} (not measured: no /proc on ${process.platform})`],
+    ...r.floods.cases.map((c): [string, string] => [
+      `output flood: ${c.name} (${c.mb ? `${c.mb} MB, ` : ''}${c.lines.toLocaleString('en')} lines)`,
+      `${c.rows} event rows (${c.outputRows} output; cap ${r.floods.maxEvents}), ${c.truncatedEvents} output_truncated, db ${(c.dbBytes / 1e6).toFixed(1)} MB, raw log ${(c.rawLogBytes / 1e6).toFixed(1)} MB, peak leader RSS ${c.peakRssMb} MB, ${c.seconds} s`,
+    ]),
+    ['**floods stored past their caps**', r.failures['floods stored past their caps']],
+    ['**flooded tasks that did not end properly**', r.failures['flooded tasks that did not end properly']],
   ];
   return ['| figure | value |', '|---|---|', ...rows.map(([k, v]) => `| ${k} | ${v} |`)].join('\n');
 }
@@ -189,6 +204,7 @@ export function renderNotes(r: ChaosReport): string[] {
     ...tag('custody', r.custody.notes),
     ...tag('damage', r.damage.notes),
     ...tag('escape', r.escape.notes),
+    ...tag('floods', r.floods.notes),
     ...Object.entries(r.secrets.byLabel).map(([label, n]) => `- secrets: ${label} leaked in ${n} places`),
   ];
 }

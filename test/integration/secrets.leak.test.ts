@@ -30,9 +30,22 @@ const BEARER = 'bRr9Tok3nValue-77aa11bb';
 const PEM_BODY = 'MIIEowIBAAKCAQEAx1planted2PEMbody3zzzzQQ';
 const PEM = `-----BEGIN RSA PRIVATE KEY-----\n${PEM_BODY}\n-----END RSA PRIVATE KEY-----`;
 
-const ONE_LINE = `gw ${GATEWAY_KEY} env ${ENV_PASSWORD} aws ${AWS_SECRET} jwt ${JWT} openai ${OPENAI} Authorization: Bearer ${BEARER}`;
-const CORPUS = `${ONE_LINE}\n${PEM}\n`;
-const NEEDLES = [GATEWAY_KEY, ENV_PASSWORD, AWS_SECRET, JWT_HEADER, JWT_PAYLOAD, JWT_SIG, OPENAI, BEARER, PEM_BODY];
+// An Azure storage connection string and a SAS URL.
+const AZURE_KEY = 'Kq3vT9xLm2Pw8Rz5Yb1Nc7Hd4Jf6Gk0AeUx7QsWt2Vy9Bn3Mc5Xz8Lk1Jh4Gf6Ds0Ap2Qw5Er7Ty9Ui3Op6As8Df==';
+const AZURE = `DefaultEndpointsProtocol=https;AccountName=plantedacct;AccountKey=${AZURE_KEY};EndpointSuffix=core.windows.net`;
+const SAS_SIG = 'Xk2pLm9vR4sWz8Yb3Nc6Hd1Jf5Gk0AeUx7Q%3D';
+const SAS = `https://plantedacct.blob.core.windows.net/c/db.tar?sv=2022-11-02&sp=r&sig=${SAS_SIG}`;
+// A private key in base64 (`base64 key.pem`), wrapped at 76 columns.
+const B64_PEM_LINES = Buffer.from(`-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC${PEM_BODY}Zq\n-----END PRIVATE KEY-----\n`).toString('base64').match(/.{1,76}/g)!;
+// A token wrapped by a terminal: the second line alone has no shape.
+const WRAPPED_HEAD = 'sk-proj-Wr4pp3dT0k3nHe4dPart';
+const WRAPPED_TAIL = 'S3c0ndL1neOfTheT0ken9x';
+// A token in a file name the worker writes.
+const GHP = 'ghp_Fn4meT0k3nAb1Cd2Ef3Gh4Ij5Kl6Mn7Op';
+
+const ONE_LINE = `gw ${GATEWAY_KEY} env ${ENV_PASSWORD} aws ${AWS_SECRET} jwt ${JWT} openai ${OPENAI} Authorization: Bearer ${BEARER} azure ${AZURE} sas ${SAS}`;
+const CORPUS = `${ONE_LINE}\n${PEM}\nk8s secret:\n${B64_PEM_LINES.join('\n')}\nkey: ${WRAPPED_HEAD}\n${WRAPPED_TAIL}\n`;
+const NEEDLES = [GATEWAY_KEY, ENV_PASSWORD, AWS_SECRET, JWT_HEADER, JWT_PAYLOAD, JWT_SIG, OPENAI, BEARER, PEM_BODY, AZURE_KEY.slice(0, 24), SAS_SIG.slice(0, 16), ...B64_PEM_LINES.slice(1).filter((l) => l.length >= 16), WRAPPED_TAIL, GHP.slice(4)];
 
 const sha = (s: string) => createHash('sha256').update(s).digest('hex');
 
@@ -82,8 +95,8 @@ describe('no planted secret is persisted or shown', () => {
       mock: {
         message: CORPUS,
         events: [{ type: 'tool', name: 'bash', status: 'completed', input: { cmd: `curl -H "Authorization: Bearer ${BEARER}" ${GATEWAY_KEY}` }, output: CORPUS }],
-        write_files: { 'leak.txt': CORPUS },
-        result: { summary: CORPUS, files_changed: ['leak.txt'], notes: `${GATEWAY_KEY} ${AWS_SECRET}` },
+        write_files: { 'leak.txt': CORPUS, [`notes_${GHP}.txt`]: 'x\n', [`cfg-${GATEWAY_KEY}.json`]: '{}\n' },
+        result: { summary: CORPUS, files_changed: ['leak.txt', `notes_${GHP}.txt`], notes: `${GATEWAY_KEY} ${AWS_SECRET}` },
       },
     };
     // The verify command passes only if it received the real values (their hashes), then prints them.
@@ -158,6 +171,11 @@ describe('no planted secret is persisted or shown', () => {
     found.push(...leaks('events', events.stdout));
     const tasks = await runCli(['tasks', '--json'], { home });
     found.push(...leaks('tasks', tasks.stdout));
+    // The diff: its headers, its text and its list of files (a token in a file name).
+    const diff = await runCli(['diff', ids.exec, '--json'], { home, env });
+    expect(diff.code, diff.stderr).toBe(0);
+    expect(JSON.parse(diff.stdout).files).toHaveLength(3);
+    found.push(...leaks('diff', diff.stdout));
     // An error answer that quotes the caller's input.
     const bad = await runCli(['submit', '--workspace', `/nonexistent/${GATEWAY_KEY} ${AWS_SECRET}`, 'x'], { home, env });
     expect(bad.code).toBe(2);
@@ -176,6 +194,9 @@ describe('no planted secret is persisted or shown', () => {
         expect(r.result?.isError, JSON.stringify(r)).toBeFalsy();
         found.push(...leaks(`get_task ${id}`, JSON.stringify(r)));
       }
+      const diff = await child.callTool('get_task_diff', { id: ids.exec });
+      expect(diff.result?.isError, JSON.stringify(diff)).toBeFalsy();
+      found.push(...leaks('get_task_diff', JSON.stringify(diff)));
       const ev = await child.callTool('get_events', {});
       found.push(...leaks('get_events', JSON.stringify(ev)));
       const bad = await child.callTool('delegate_task', { objective: 'x', workspace: `/nonexistent/${GATEWAY_KEY}` });

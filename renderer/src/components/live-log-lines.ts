@@ -66,6 +66,10 @@ export function logLinesOf(events: EventRow[]): LogLine[] {
       case 'worker.failed':
         add(e, 'fail', `✗ worker failed: ${String(p.message ?? '')}`);
         break;
+      case 'worker.output_truncated':
+        // A flooding worker: the log says where its stored output stops and how much was left out.
+        add(e, 'status', `… ${String(p.message ?? 'output truncated')}`);
+        break;
       case 'verify.command':
         add(e, 'verify', `$ ${argvText(p.command)}  → ${p.timedOut ? 'timed out' : `exit ${String(p.exitCode)}`}`);
         if (typeof p.outputTail === 'string' && p.outputTail) add(e, 'output', clip(p.outputTail));
