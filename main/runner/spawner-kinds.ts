@@ -48,7 +48,7 @@ function pythonEnv(): Record<string, string> {
  * The helpers to try, in order. Python first where its file is there: its subprocess starts a process with vfork,
  * 0.43 ms of the helper's CPU per start against 1.23 ms with Node's fork (300 starts through the protocol), paid
  * for every worker turn and git call (issue 13). python3 (pythonCommand) runs isolated (-I: no user site, no
- * environment variables; -S: no site module). A helper that cannot run (no python3, an exit before it says ready)
+ * environment variables; -S: no site module; -B: no __pycache__ written beside the helper, which may sit in a read-only app). A helper that cannot run (no python3, an exit before it says ready)
  * gives way to the next one; Node's always can. `LIGHTWORKER_SPAWNER=node` or `=python` chooses one.
  */
 export function helperKinds(): HelperKind[] {
@@ -56,7 +56,7 @@ export function helperKinds(): HelperKind[] {
   const node: HelperKind = { name: 'node', command: process.execPath, args: [...HELPER_FLAGS, HELPER], env: process.versions.electron ? { ELECTRON_RUN_AS_NODE: '1' } : {}, cwd: dirname(HELPER) };
   // LIGHTWORKER_CGROUP=0: no cgroup per tree (the subreaper alone), e.g. where cgroup writes misbehave.
   const noCgroup = process.env.LIGHTWORKER_CGROUP === '0' ? ['--no-cgroup'] : [];
-  const python: HelperKind = { name: 'python', command: pythonCommand(), args: ['-I', '-S', HELPER_PY, ...noCgroup], env: pythonEnv(), cwd: dirname(HELPER_PY) };
+  const python: HelperKind = { name: 'python', command: pythonCommand(), args: ['-I', '-S', '-B', HELPER_PY, ...noCgroup], env: pythonEnv(), cwd: dirname(HELPER_PY) };
   if (choice === 'node') return [node];
   if (choice === 'python') return [python];
   return existsSync(HELPER_PY) ? [python, node] : [node];
