@@ -7,7 +7,7 @@
 // checkout or `touch` changes mtimes, not content).
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -116,9 +116,24 @@ export async function build(root = ROOT, { keepOld = false } = {}) {
   if (!keepOld) rmSync(join(root, 'out', 'types'), { recursive: true, force: true }); // tsc never deletes
   await Promise.all([
     runStep(root, [bin('electron-vite', 'bin/electron-vite.js'), 'build', '--logLevel', 'warn'], { LIGHTWORKER_BUILD_KEEP_OLD: keepOld ? '1' : '' }),
-    runStep(root, [bin('typescript', 'bin/tsc'), '-p', join(root, 'tsconfig.lib.json')]),
+    runStep(root, [bin('typescript', 'bin/tsc'), '-p', join(root, 'tsconfig.lib.json')]).then(() => copyHandWrittenDeclarations(root)),
   ]);
   writeStamp(root, { hash, fingerprint, keptOld: keepOld, builtAt: new Date().toISOString() });
+}
+
+/**
+ * tsc emits no declaration for a `.mjs` source: its hand-written `.d.mts` beside it (main/runner/fork-common.d.mts)
+ * is copied where the emitted declarations that import it expect it, or a user's `tsc` cannot resolve them.
+ */
+function copyHandWrittenDeclarations(root) {
+  const walk = (dir) => {
+    for (const name of readdirSync(join(root, 'main', dir), { withFileTypes: true })) {
+      const rel = join(dir, name.name);
+      if (name.isDirectory()) walk(rel);
+      else if (name.name.endsWith('.d.mts') && existsSync(join(root, 'out', 'types', dir))) copyFileSync(join(root, 'main', rel), join(root, 'out', 'types', rel));
+    }
+  };
+  walk('');
 }
 
 const LOCK_STALE_MS = 5 * 60_000;

@@ -321,10 +321,13 @@ export async function runVerification(engine: Engine, task: Task, ws: PreparedWo
  * After the task's last step (any end): give back a read-only task's snapshot (what the worker wrote
  * there is listed in `snapshot.released` and discarded) or remove its copy (execute copies and
  * worktrees stay for accept); then put the user's repository back as it was before the task wherever it
- * differs (`custody.restored`). Never throws.
+ * differs (`custody.restored`). The runner calls it before it records the task's end, so whoever sees the
+ * task ended sees the repository put back; once per workspace (later calls do nothing). Never throws.
  */
 export async function finishWorkspace(engine: Engine, task: Task, ws: PreparedWorkspace | null): Promise<void> {
-  const st = (ws?.state ?? {}) as Partial<WorkspaceState>;
+  const st = (ws?.state ?? {}) as Partial<WorkspaceState> & { finished?: boolean };
+  if (st.finished) return;
+  st.finished = true;
   if (st.snapshot) await releaseSnapshot(engine, st.snapshot, task.id).catch(() => undefined);
   if (st.copyOf && task.kind !== 'execute') await releaseWorkspace(engine, task.id, 'read-only task ended').catch(() => undefined);
   if (st.custody) await returnCustody(engine, task, st.custody);

@@ -59,7 +59,6 @@ class StopTask extends Error {
   }
 }
 
-
 /**
  * Run one claimed task to an end state: workspace → worker turn(s) → change inspection →
  * verification (with auto-repair follow-ups in the same native session) → result. Every state change
@@ -170,6 +169,7 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
 
     const parsed = parseResult(task.kind, turn.finalText);
     if (task.kind === 'plan' && !parsed.schemaValid) throw new StopTask('failed', 'invalid_plan', `the planner's answer is not a valid plan: ${parsed.problem}`);
+    await finishWorkspace(engine, task, ws);
     await landEndWrite(endWrites(ctx, task.id), () => later.write(engine, () => {
       move(engine.db, task.id, 'verifying', 'completed', {
         reason: parsed.schemaValid ? 'verified' : `verified; result not schema-valid (${parsed.problem})`,
@@ -181,6 +181,7 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
     return 'completed';
   } catch (err) {
     await landEndWrite(endWrites(ctx, task.id), () => later.flush(engine));
+    await finishWorkspace(engine, task, ws);
     if (err instanceof WaitForInput && !ctx.signal.aborted) {
       await landEndWrite(endWrites(ctx, task.id), () => stopForInput(engine, task, err.request));
       return 'waiting_input';

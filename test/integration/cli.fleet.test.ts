@@ -149,7 +149,7 @@ describe('doctor: the store and the fleet', () => {
     let r = await h.call('run_doctor');
     const db = check(r, 'database')!;
     expect(db.ok).toBe(true);
-    expect(db.detail).toMatch(POSTGRES ? /^PostgreSQL postgres:\/\/lightworker@127\.0\.0\.1:\d+\/postgres \(schema t_[0-9a-f]+\) \(from store\.url in config\.toml\): reachable, schema (\d+)\/\1$/ : /^SQLite .*lightworker\.db: quick_check ok, schema (\d+)\/\1$/);
+    expect(db.detail).toMatch(POSTGRES ? /^PostgreSQL postgres:\/\/lightworker@127\.0\.0\.1:\d+\/postgres \(schema t_[0-9a-f]+\) \(from store\.url in config\.toml\): reachable, schema (\d+)\/\1$/ : /^SQLite .*lightworker\.db: quick_check ok, schema (\d+)\/\1, store [0-9A-Z]{26}$/);
     expect(r.store).toMatchObject({ kind: POSTGRES ? 'postgres' : 'sqlite' });
     // A single SQLite host has no fleet to report; PostgreSQL always has one (maybe of no runners yet).
     if (POSTGRES) expect(check(r, 'fleet')).toMatchObject({ ok: true, detail: '0 runners active, 0 lost; 0 tasks running, 0 queued' });
