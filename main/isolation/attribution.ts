@@ -252,10 +252,18 @@ export async function attributeSourceChanges(engine: Engine, task: Task, repo: s
   else map.set(task.id, { ...identity(task), before, after, openedAt: ++tick, closedAt: tick });
   const self = map.get(task.id)!;
   const out: SourceAttribution = { violations: [], attributed: [] };
-  for (const change of diffSnapshots(before, after)) {
+  const putBack = putBackSince(engine, repo, before.seq ?? 0);
+  const changes = diffSnapshots(before, after);
+  for (const change of changes) {
     const where = describe(repo, change);
     if (change.key === HEAD_KEY && (await movedByAccept(engine, repo, before, after))) {
       out.attributed.push(`${where} (LightWorker accepting a task)`);
+      continue;
+    }
+    // Custody putting back another task's harm is LightWorker's own write, unless this worker named the path.
+    const restorer = putBack.get(change.key);
+    if (restorer && !namedInToolCalls(engine, repo, self, change.key)) {
+      out.attributed.push(`${where} (put back by LightWorker's custody after task ${restorer})`);
       continue;
     }
     const suspects = others.filter((w) => couldHaveMade(engine, w, change));
@@ -274,6 +282,23 @@ export async function attributeSourceChanges(engine: Engine, task: Task, repo: s
     const alsoText = also.length ? `; ${nameTasks(also)} also ran in this repository then and may have written it` : '';
     out.violations.push(`${where} (written in the source checkout${how}${alsoText})`);
   }
+  // A write this worker named that custody put back (after another task) before this check could see it.
+  const seen = new Set(changes.map((c) => c.key));
+  for (const [path, restorer] of putBack) {
+    if (!seen.has(path) && namedInToolCalls(engine, repo, self, path)) {
+      out.violations.push(`${join(repo, path)} (written in the source checkout, named in the worker's tool calls) — already put back by custody after task ${restorer}`);
+    }
+  }
   forgetOld(engine, repo);
+  return out;
+}
+
+/** Working-tree paths of `repo` that custody put back since event `seq`, with the task whose end did it. */
+function putBackSince(engine: Engine, repo: string, seq: number): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const e of listEvents(engine.db, { after: seq, types: ['custody.restored'], limit: 5000 }).events) {
+    if (e.payload.repo !== repo) continue;
+    for (const r of (e.payload.restored as { area?: string; path?: string }[] | undefined) ?? []) if (r.area === 'worktree' && r.path) out.set(r.path, e.taskId ?? '?');
+  }
   return out;
 }
