@@ -23,7 +23,8 @@ import { diffSnapshots, HEAD_KEY, isConfigKey, keyedState, snapshotSource, type 
  *    sections LightWorker manages (source-status.ts), so a branch rename rewriting the file is not a
  *    change but a planted `core.hooksPath` is. The one own write the checkout itself shows is accept
  *    moving HEAD onto a commit it built: a HEAD move whose every new commit is one a `task.accepted`
- *    event recorded since the snapshot is LightWorker's.
+ *    event recorded since the snapshot is LightWorker's. So is custody putting back what another task
+ *    left (a `custody.restored` event since the snapshot), unless this task's worker named the path.
  * 2. Other tasks. Every task registers its window (snapshot before, snapshot after once inspected) per
  *    repository. Another task could have made a change when it started from a different state of that
  *    path and is still in a turn, or ended holding exactly the state now seen. Among the possible
