@@ -9,6 +9,8 @@
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { sharedSnapshot } from '../../main/isolation/attribution.js';
+import { repoRoot } from '../../main/isolation/git-exec.js';
 import { requireTask } from '../../main/store/tasks.js';
 import { BIN, runCli } from '../helpers/cli.js';
 import { makeHome, type TestHome } from '../helpers/env.js';
@@ -70,6 +72,9 @@ async function oneRound(h: TestHome, i: number, step: string, signal: NodeJS.Sig
   writeIn(h.repo, { [`r${i}-gone.txt`]: 'to be deleted\n', [`r${i}-mod.txt`]: 'before\n' });
   git(h.repo, 'add', '-A');
   git(h.repo, 'commit', '-qm', `round ${i} files`);
+  // The task's boundary check may start from a snapshot of the checkout taken up to half a second earlier
+  // (shared by tasks starting together): take one after this commit, so the commit is not the task's.
+  await sharedSnapshot(h.engine, await repoRoot(h.repo), performance.now());
   const base = git(h.repo, 'rev-parse', 'HEAD');
   const task = await newExecuteTask(h);
   const after: Record<string, string | null> = { 'shared.txt': `round ${i + 1}\n`, [`r${i}-mod.txt`]: 'after\n', [`r${i}-new.txt`]: 'new\n', [`r${i}-gone.txt`]: null };
@@ -78,7 +83,7 @@ async function oneRound(h: TestHome, i: number, step: string, signal: NodeJS.Sig
     writeIn(dir, { 'shared.txt': after['shared.txt']!, [`r${i}-mod.txt`]: 'after\n', [`r${i}-new.txt`]: 'new\n' });
     git(dir, 'rm', '-q', `r${i}-gone.txt`);
   });
-  if (run.task.status !== 'completed') throw new Error(`chaos harness: round ${i}'s task ended ${run.task.status}`);
+  if (run.task.status !== 'completed') throw new Error(`chaos harness: round ${i}'s task ended ${run.task.status}: ${JSON.stringify({ violations: run.changes.violations, verify: run.verify?.results.map((r) => [r.exitCode, r.outputTail.slice(-300)]) })}`);
 
   await killAcceptAt(h, task.id, step, signal);
   const next = await runCli(['tasks', '--json'], { home: h.home, cwd: h.repo });
