@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 
 /**
@@ -47,4 +47,25 @@ export function fingerprintDiff(a: Map<string, string>, b: Map<string, string>):
 export function changedBytes(a: Map<string, string>, b: Map<string, string>): number {
   const size = (v: string | undefined) => (v ? Number(v.slice(v.lastIndexOf(':') + 1)) || 1 : 0);
   return fingerprintDiff(a, b).reduce((n, k) => n + Math.max(size(a.get(k)), size(b.get(k)), 1), 0);
+}
+
+/**
+ * Give `repo` everything custody guards: a bare origin (returned) it has pushed to, packed refs, a tag, a
+ * hook, and the user's staged, modified and untracked work.
+ */
+export function furnishGuardedRepo(root: string, repo: string): string {
+  const git = (...args: string[]) => execFileSync('git', args, { cwd: repo, stdio: 'pipe' });
+  const origin = join(root, 'origin.git');
+  execFileSync('git', ['init', '-q', '--bare', origin]);
+  git('remote', 'add', 'origin', origin);
+  git('push', '-q', 'origin', 'main');
+  git('tag', 'v1');
+  git('pack-refs', '--all');
+  writeFileSync(join(repo, '.git', 'hooks', 'pre-push'), '#!/bin/sh\nexit 0\n');
+  chmodSync(join(repo, '.git', 'hooks', 'pre-push'), 0o755);
+  writeFileSync(join(repo, 'README.md'), '# test repo\nthe user is editing this\n');
+  writeFileSync(join(repo, 'staged.txt'), 'staged by the user\n');
+  git('add', 'staged.txt');
+  writeFileSync(join(repo, 'notes.txt'), 'untracked notes\n');
+  return origin;
 }

@@ -1,6 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { chmodSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import {  } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../main/core/config.js';
 import { listEvents } from '../../main/store/events.js';
@@ -9,7 +8,7 @@ import { getTask } from '../../main/store/tasks.js';
 import { startGateway, type Gateway, type Turn, type TurnContext } from '../fixtures/gateway/index.js';
 import { runCli } from '../helpers/cli.js';
 import { makeHome, type TestHome } from '../helpers/env.js';
-import { fingerprintDiff, refsOf, repoFingerprint } from '../helpers/repo-fingerprint.js';
+import { fingerprintDiff, furnishGuardedRepo, refsOf, repoFingerprint } from '../helpers/repo-fingerprint.js';
 import { cliUnavailable } from '../helpers/worker-cli.js';
 
 /**
@@ -106,18 +105,7 @@ describe('custody of the user repository against real Codex and Claude Code (scr
       try {
         h.configure(`[gateways.fake]\nbase_url = "${gw.url}/v1"\nkey_env = "${KEY_ENV}"\n[scheduler]\nkill_grace_ms = 500\n`);
         // Everything custody guards: a bare origin, packed refs, a tag, a hook, staged, modified and untracked work.
-        const origin = join(h.root, 'origin.git');
-        execFileSync('git', ['init', '-q', '--bare', origin]);
-        git(h.repo, 'remote', 'add', 'origin', origin);
-        git(h.repo, 'push', '-q', 'origin', 'main');
-        git(h.repo, 'tag', 'v1');
-        git(h.repo, 'pack-refs', '--all');
-        writeFileSync(join(h.repo, '.git', 'hooks', 'pre-push'), '#!/bin/sh\nexit 0\n');
-        chmodSync(join(h.repo, '.git', 'hooks', 'pre-push'), 0o755);
-        writeFileSync(join(h.repo, 'README.md'), '# test repo\nthe user is editing this\n');
-        writeFileSync(join(h.repo, 'staged.txt'), 'staged by the user\n');
-        git(h.repo, 'add', 'staged.txt');
-        writeFileSync(join(h.repo, 'notes.txt'), 'untracked notes\n');
+        const origin = furnishGuardedRepo(h.root, h.repo);
         const before = repoFingerprint(h.repo);
         const originBefore = refsOf(origin);
 

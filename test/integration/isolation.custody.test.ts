@@ -1,10 +1,10 @@
 import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { makeHome, type TestHome } from '../helpers/env.js';
-import { fingerprintDiff, refsOf, repoFingerprint } from '../helpers/repo-fingerprint.js';
+import { fingerprintDiff, furnishGuardedRepo, refsOf, repoFingerprint } from '../helpers/repo-fingerprint.js';
 import { hitlHarness } from './hitl.helpers.js';
 
 /**
@@ -23,18 +23,7 @@ const git = (dir: string, ...args: string[]) => execFileSync('git', args, { cwd:
 /** A user's repository with everything custody guards: a bare origin, packed refs, a hook, uncommitted and untracked work. */
 function userRepo(agent: { via: 'cwd' | 'abs' | 'both'; push?: boolean; readOnlySandbox?: boolean }): { origin: string; marker: string } {
   h = makeHome();
-  const origin = join(h.root, 'origin.git');
-  execFileSync('git', ['init', '-q', '--bare', origin]);
-  git(h.repo, 'remote', 'add', 'origin', origin);
-  git(h.repo, 'push', '-q', 'origin', 'main');
-  git(h.repo, 'tag', 'v1');
-  git(h.repo, 'pack-refs', '--all');
-  writeFileSync(join(h.repo, '.git', 'hooks', 'pre-push'), '#!/bin/sh\nexit 0\n');
-  chmodSync(join(h.repo, '.git', 'hooks', 'pre-push'), 0o755);
-  writeFileSync(join(h.repo, 'README.md'), '# test repo\nthe user is editing this\n');
-  writeFileSync(join(h.repo, 'staged.txt'), 'staged by the user\n');
-  git(h.repo, 'add', 'staged.txt');
-  writeFileSync(join(h.repo, 'notes.txt'), 'untracked notes\n');
+  const origin = furnishGuardedRepo(h.root, h.repo);
   const marker = join(h.root, 'agent-starts.log');
   const argv = [process.execPath, AGENT, '{prompt}', '--repo', h.repo, '--via', agent.via, '--marker', marker, ...(agent.push === false ? ['--no-push'] : [])];
   h.configure(`[workers.hostile]\ncommand = ${JSON.stringify(argv)}\n${agent.readOnlySandbox ? 'read_only_sandbox = true\n' : ''}`);
