@@ -166,7 +166,12 @@ export async function returnCustody(engine: Engine, task: Task, lease: CustodyLe
     });
   } catch (err) {
     releaseBaseline(lease.repo, task.id);
-    engine.write(() => appendEvent(engine.db, task.id, 'custody.failed', { repo: lease.repo, error: (err as Error).message }));
+    try {
+      engine.write(() => appendEvent(engine.db, task.id, 'custody.failed', { repo: lease.repo, error: (err as Error).message }));
+    } catch (e) {
+      // A store that cannot be written now (a full disk) must not end the task: it only misses this record.
+      process.stderr.write(`lightworker: custody check of ${lease.repo} after task ${task.id} failed (${(err as Error).message}) and could not be recorded: ${(e as Error).message}\n`);
+    }
     return null;
   }
 }
