@@ -293,6 +293,21 @@ test('open the worktree in the editor: the configured argv gets the worktree pat
 });
 
 test.describe('browser notifications', () => {
+  // chrome-headless-shell (the @sparticuz/chromium build a machine without a system Chromium uses) has no
+  // notification service: its permission stays "denied" whatever is granted. CI installs the system one.
+  test.beforeEach(async ({ browser, lw }) => {
+    const probe = await browser.newContext();
+    await probe.grantPermissions(['notifications'], { origin: new URL(lw.url).origin });
+    const page = await probe.newPage();
+    await page.goto(lw.loginUrl);
+    const granted = await page.evaluate(() => Notification.permission);
+    await probe.close();
+    if (granted !== 'granted' && process.env.CI !== 'true') {
+      test.skip(true, `this Chromium keeps Notification.permission "${granted}" after grantPermissions (a headless shell build); install a full Chromium (apt-get install chromium) to run it`);
+    }
+    expect(granted, 'the browser kept notifications denied after grantPermissions').toBe('granted');
+  });
+
   /** Record every notification the page makes (the real API underneath) and keep the page "in the background". */
   const RECORD = () => {
     const Real = window.Notification;
@@ -315,13 +330,6 @@ test.describe('browser notifications', () => {
     await context.addInitScript(RECORD);
     const page = await context.newPage();
     await page.goto(`${lw.loginUrl}#/settings`);
-    // chrome-headless-shell (the @sparticuz/chromium build a machine without a system Chromium uses) has no
-    // notification service: its permission stays "denied" whatever is granted. CI installs the system one.
-    const granted = await page.evaluate(() => Notification.permission);
-    if (granted !== 'granted' && process.env.CI !== 'true') {
-      test.skip(true, `this Chromium keeps Notification.permission "${granted}" after grantPermissions (a headless shell build); install a full Chromium (apt-get install chromium) to run it`);
-    }
-    expect(granted, 'the browser kept notifications denied after grantPermissions').toBe('granted');
     const box = page.getByTestId('browser-notifications');
     await expect(box.getByTestId('notify-state')).toHaveText('off');
     await box.locator('button[data-action=notify-on]').click();
@@ -378,8 +386,11 @@ test('a task created awaiting approval appears in the open inbox and its count a
 
 test('a long log opens at its end; earlier lines load on request', async ({ page, lw }) => {
   const lines = Array.from({ length: 2100 }, (_, i) => ({ type: 'message', text: `line ${i + 1}` }));
+  // More than one page of the console's log (2,000 events) needs more than the default cap of stored events.
+  await lw.call('update_settings', { settings: { output: { max_events: 5000 } } });
   const { task } = await lw.call('delegate_task', { objective: 'chatty', name: 'long log', workspace: lw.repo, metadata: { mock: { sleep_ms: 10, events: lines } } });
   await expect.poll(async () => (await lw.call('get_task', { id: task.id })).task.status, { timeout: 45_000 }).toBe('completed');
+  await lw.call('update_settings', { settings: { output: { max_events: null } } });
   await openAt(page, lw.url, `#/tasks/${task.id}`, 1440, 'dark');
   const log = page.getByTestId('live-log');
   await expect(log.locator('.ll-message .ll-text', { hasText: /^line 2100$/ })).toHaveCount(1);
