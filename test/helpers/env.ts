@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadConfig } from '../../main/core/config.js';
+import { loadConfig, parseConfig } from '../../main/core/config.js';
 import { Engine, type EngineOptions } from '../../main/engine.js';
 import { COMMANDS } from '../../main/commands/index.js';
 import { runCommand, type CommandContext, type Face } from '../../main/commands/table.js';
@@ -102,4 +102,14 @@ export function makeHome(opts: Omit<EngineOptions, 'home'> = {}): TestHome {
       cleanup();
     },
   };
+}
+
+/**
+ * A temp home whose engine and config.toml (what CLI processes read) both route gateway `fake` to the
+ * scripted model gateway at `gatewayUrl`, its key in `keyEnv`, with a short kill grace.
+ */
+export function makeGatewayHome(gatewayUrl: string, keyEnv: string): TestHome {
+  const h = makeHome({ config: parseConfig({ gateways: { fake: { base_url: `${gatewayUrl}/v1`, key_env: keyEnv } }, scheduler: { kill_grace_ms: 500 } }) });
+  h.configure(`[gateways.fake]\nbase_url = "${gatewayUrl}/v1"\nkey_env = "${keyEnv}"\n[scheduler]\nkill_grace_ms = 500\n`);
+  return h;
 }

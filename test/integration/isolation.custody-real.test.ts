@@ -1,13 +1,12 @@
 import { execFileSync } from 'node:child_process';
 import {  } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../main/core/config.js';
 import { listEvents } from '../../main/store/events.js';
 import { listRequests } from '../../main/store/requests.js';
 import { getTask } from '../../main/store/tasks.js';
 import { startGateway, type Gateway, type Turn, type TurnContext } from '../fixtures/gateway/index.js';
 import { runCli } from '../helpers/cli.js';
-import { makeHome, type TestHome } from '../helpers/env.js';
+import { makeGatewayHome, type TestHome } from '../helpers/env.js';
 import { fingerprintDiff, furnishGuardedRepo, refsOf, repoFingerprint } from '../helpers/repo-fingerprint.js';
 import { cliUnavailable } from '../helpers/worker-cli.js';
 
@@ -101,9 +100,8 @@ describe('custody of the user repository against real Codex and Claude Code (scr
         console.warn(`skipping ${c.worker} custody: ${why}`);
         ctx.skip();
       }
-      const h: TestHome = makeHome({ config: parseConfig({ gateways: { fake: { base_url: `${gw.url}/v1`, key_env: KEY_ENV } }, scheduler: { kill_grace_ms: 500 } }) });
+      const h: TestHome = makeGatewayHome(gw.url, KEY_ENV);
       try {
-        h.configure(`[gateways.fake]\nbase_url = "${gw.url}/v1"\nkey_env = "${KEY_ENV}"\n[scheduler]\nkill_grace_ms = 500\n`);
         // Everything custody guards: a bare origin, packed refs, a tag, a hook, staged, modified and untracked work.
         const origin = furnishGuardedRepo(h.root, h.repo);
         const before = repoFingerprint(h.repo);

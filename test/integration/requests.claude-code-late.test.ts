@@ -1,14 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../main/core/config.js';
 import { START_HOOK_ENV } from '../../main/mcp/permission-hook.js';
 import { listRequests } from '../../main/store/requests.js';
 import { getTask } from '../../main/store/tasks.js';
 import { startGateway, type Gateway } from '../fixtures/gateway/index.js';
 import { PERMISSION_COMMAND, permissionScript } from '../helpers/hitl-scripts.js';
 import { runCli } from '../helpers/cli.js';
-import { makeHome, type TestHome } from '../helpers/env.js';
+import { makeGatewayHome, type TestHome } from '../helpers/env.js';
 import { cliUnavailable } from '../helpers/worker-cli.js';
 
 const KEY_ENV = 'LW_LATE_GATEWAY_KEY';
@@ -27,9 +26,7 @@ describe('Claude Code with a permission server that takes 5 s to start (real CLI
     why = await cliUnavailable('claude');
     gw = await startGateway({ keepBodies: true });
     gw.addScript('perm', permissionScript);
-    const toml = `[gateways.fake]\nbase_url = "${gw.url}/v1"\nkey_env = "${KEY_ENV}"\n[scheduler]\nkill_grace_ms = 500\n`;
-    h = makeHome({ config: parseConfig({ gateways: { fake: { base_url: `${gw.url}/v1`, key_env: KEY_ENV } }, scheduler: { kill_grace_ms: 500 } }) });
-    h.configure(toml);
+    h = makeGatewayHome(gw.url, KEY_ENV);
   });
   afterAll(async () => {
     h?.cleanup();

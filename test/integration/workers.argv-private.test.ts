@@ -1,12 +1,11 @@
 import { chmodSync, lstatSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../main/core/config.js';
 import { getTask } from '../../main/store/tasks.js';
 import { startGateway, type Gateway } from '../fixtures/gateway/index.js';
 import { cmdlinesSeenByNobody, nobodyUnavailable, readableByNobody } from '../helpers/as-nobody.js';
 import { runCli } from '../helpers/cli.js';
-import { makeHome, type TestHome } from '../helpers/env.js';
+import { makeGatewayHome, type TestHome } from '../helpers/env.js';
 import { cliUnavailable } from '../helpers/worker-cli.js';
 
 /**
@@ -45,8 +44,7 @@ describe.skipIf(nobody !== null)('the real CLIs never carry the objective in arg
     gw = await startGateway({ keepBodies: true });
     // The model request that carries the objective is held until the task is cancelled.
     gw.addScript('hold', { turns: [{ hang: 'headers' }] });
-    h = makeHome({ config: parseConfig({ gateways: { fake: { base_url: `${gw.url}/v1`, key_env: KEY_ENV } }, scheduler: { kill_grace_ms: 500 } }) });
-    h.configure(`[gateways.fake]\nbase_url = "${gw.url}/v1"\nkey_env = "${KEY_ENV}"\n[scheduler]\nkill_grace_ms = 500\n`);
+    h = makeGatewayHome(gw.url, KEY_ENV);
     // Open above the home, as ~/.local/state is: only the home's own modes protect it.
     chmodSync(h.root, 0o755);
   });
