@@ -64,15 +64,15 @@ export const BUSY_RETRY_MS = 30_000;
 export async function runCommand(table: ReadonlyMap<string, CommandDef>, ctx: CommandContext, name: string, raw: unknown): Promise<unknown> {
   const cmd = table.get(name);
   if (!cmd) throw new AppError('not_found', `unknown command "${name}"`, { field: 'command' });
+  // An accept interrupted by a crash is finished or undone by the next command, before it looks at anything
+  // (one directory read when there is none; it never throws: a failed recovery is tried by a later command).
+  await recoverInterruptedAccepts(ctx.engine);
   const deadline = Date.now() + BUSY_RETRY_MS;
   for (let attempt = 0; ; attempt++) {
     const before = changesSoFar(ctx.engine.db);
     try {
       const parsed = cmd.input.safeParse(resolveTaskRefs(ctx.engine.db, raw ?? {}));
       if (!parsed.success) throw inputError(parsed.error, name);
-      // An accept interrupted by a crash is finished or undone by the next command, before it looks at anything
-      // (one directory read when there is none).
-      await recoverInterruptedAccepts(ctx.engine);
       return await cmd.handler(ctx, parsed.data);
     } catch (err) {
       const e = busyError(ctx.engine.db, err);

@@ -54,20 +54,15 @@ export interface ApprovalNotice {
 }
 
 /**
- * The approval notice for an agent's answer: which of `tasks` wait for a person, which had their mode
- * lowered (`lowered`, from createContext), and who approves. Undefined when nothing waits for a person.
+ * `{ approval }` to spread into an agent's answer: which of `tasks` wait for a person, which had their
+ * mode lowered (`lowered`, from createContext), and who approves; nothing for a person's call or when
+ * nothing waits.
  */
-export function approvalNotice(ctx: CommandContext, tasks: Task[], lowered: string[] = []): ApprovalNotice | undefined {
-  if (authorityOf(ctx) !== 'agent') return undefined;
+export function withApproval(ctx: CommandContext, tasks: Task[], lowered: string[] = []): { approval?: ApprovalNotice } {
+  if (authorityOf(ctx) !== 'agent') return {};
   const waiting = tasks.filter((t) => t.status === 'awaiting_approval').map((t) => t.id);
-  if (!waiting.length && !lowered.length) return undefined;
-  return { waiting, ...(lowered.length ? { modeLowered: { from: 'auto_execute', to: 'auto_readonly', tasks: lowered } } : {}), approvedBy: HOW_A_PERSON_APPROVES };
-}
-
-/** `{ approval }` to spread into an answer, or nothing. */
-export function withApproval(ctx: CommandContext, tasks: Task[], lowered?: string[]): { approval?: ApprovalNotice } {
-  const approval = approvalNotice(ctx, tasks, lowered);
-  return approval ? { approval } : {};
+  if (!waiting.length && !lowered.length) return {};
+  return { approval: { waiting, ...(lowered.length ? { modeLowered: { from: 'auto_execute', to: 'auto_readonly', tasks: lowered } } : {}), approvedBy: HOW_A_PERSON_APPROVES } };
 }
 
 export const delegateTask = defineCommand({
