@@ -15,6 +15,11 @@ const require = createRequire(import.meta.url);
 const say = (s) => process.stderr.write(`lightworker start: ${s}\n`);
 
 /** The Electron executable, or the reason there is none. */
+/** How to get each missing piece, said beside what is missing. */
+const ELECTRON_FIX =
+  'get it with `node node_modules/electron/install.js` (downloads from github.com, or from ELECTRON_MIRROR), or point ELECTRON_OVERRIDE_DIST_PATH at an unpacked Electron';
+const DISPLAY_FIX = 'run it in a desktop session, or under a virtual display: `xvfb-run -a npm start` (Debian: apt-get install xvfb)';
+
 function findElectron() {
   const exe = process.platform === 'win32' ? 'electron.exe' : process.platform === 'darwin' ? 'Electron.app/Contents/MacOS/Electron' : 'electron';
   const override = process.env.ELECTRON_OVERRIDE_DIST_PATH;
@@ -72,7 +77,10 @@ if (electron.path && display.ok && binding?.path) {
   const env = { ...process.env, LIGHTWORKER_SQLITE_BINDING: binding.path };
   followSignals(spawn(electron.path, [root, ...passthrough], { cwd: root, stdio: 'inherit', env }));
 } else {
-  say(electron.why ? `no Electron binary: ${electron.why}` : display.why ? `no display: ${display.why}` : `not the desktop app: ${binding.why}`);
+  // Every missing piece at once, each with its fix: fixing one only to meet the next is the surprise to avoid.
+  if (electron.why) say(`no Electron binary: ${electron.why}; ${ELECTRON_FIX}`);
+  if (display.why) say(`no display: ${display.why}; ${DISPLAY_FIX}`);
+  if (binding?.why) say(`not the desktop app: ${binding.why}`);
   say('starting the headless console instead (lightworker serve); open the URL it prints, which carries its token …');
   const args = [join(root, 'bin', 'lightworker.js'), 'serve', ...passthrough];
   followSignals(spawn(process.execPath, args, { cwd: root, stdio: 'inherit', env: { ...process.env, LIGHTWORKER_NO_BUILD_CHECK: '1' } }));

@@ -57,6 +57,9 @@ export function buildProgram(): Command {
   registerSettingsCommands(program);
   registerFleetCommand(program);
   for (const c of program.commands) c.exitOverride();
+  // A mistyped command gets the "did you mean" line and the usage line, not forty lines of help; the
+  // subcommands (which inherited the full help above) still show their own help after a bad option.
+  program.showHelpAfterError(`Usage: lightworker ${program.usage()}   (\`lightworker help\` lists the commands)`);
   return program;
 }
 

@@ -67,10 +67,10 @@ function openFailure(e: unknown): DoctorReport {
   const config = e.code === 'invalid_input';
   const fix = config
     ? 'fix the setting the message names (config.toml, or LIGHTWORKER_DATABASE_URL)'
-    : e.code === 'unavailable'
-      ? 'start the PostgreSQL server, or point LIGHTWORKER_DATABASE_URL / [store] at one that runs'
-      : typeof e.details?.fix === 'string'
-        ? e.details.fix
+    : typeof e.details?.fix === 'string'
+      ? e.details.fix
+      : e.code === 'unavailable'
+        ? 'start the PostgreSQL server, or point LIGHTWORKER_DATABASE_URL / [store] at one that runs'
         : undefined;
   return { ok: false, checks: [{ name: config ? 'config' : 'database', ok: false, detail: redactText(e.message), fix }] };
 }

@@ -10,6 +10,7 @@ import { formatRoute, type RouteRecord } from '../workers/route-record.js';
 import { collect, splitList, withEngine } from './context.js';
 import { ago, err, out, printJson, table } from './output.js';
 import { verificationLines } from './verification.js';
+import { resolveSubmitWorkspace } from './workspace-note.js';
 
 /** A commander parser for an integer option; bad input names the option (exit 2). */
 export function parseIntOption(name: string) {
@@ -77,7 +78,8 @@ export function registerTaskCommands(program: Command): void {
     .option('--objective-file <file>', 'read the objective from a file')
     .option('--batch <file>', 'a JSON file {"tasks":[…]} queued all-or-nothing')
     .addOption(new Option('-k, --kind <kind>', 'plan | explore | review | execute').choices(['plan', 'explore', 'review', 'execute']))
-    .option('-w, --workspace <dir>', 'git repository to work in (default: current directory)')
+    .option('-w, --workspace <dir>', 'git repository to work in (default: current directory; a subfolder means its repository)')
+    .option('--subfolder', 'from a subfolder of a repository: keep the change inside that subfolder')
     .option('-n, --name <name>', 'short name')
     .option('--worker <name>', 'worker CLI (mock, codex, claude-code, opencode, vscode, or a linked one)')
     .option('--model <model>')
@@ -99,7 +101,7 @@ export function registerTaskCommands(program: Command): void {
     .option('--review-by <worker>', 'also queue a read-only review of the change by this worker (execute task)')
     .option('--json', 'print the created task(s) as JSON')
     .action(async (words: string[], o, cmd: Command) => {
-      await withEngine(cmd, async (call) => {
+      await withEngine(cmd, async (call, ctx) => {
         if (o.batch) {
           const text = readOptionFile('batch', o.batch);
           let batch: unknown;
@@ -115,10 +117,12 @@ export function registerTaskCommands(program: Command): void {
           return;
         }
         const objective = o.objectiveFile ? readOptionFile('objective-file', o.objectiveFile) : words.join(' ');
+        const place = resolveSubmitWorkspace(o.workspace ?? process.cwd(), { subfolder: Boolean(o.subfolder), allowedPaths: o.allowedPath }, ctx.engine.config);
+        if (place.note) err(place.note);
         const input = {
           objective,
           kind: o.kind,
-          workspace: resolve(o.workspace ?? process.cwd()),
+          workspace: place.workspace,
           name: o.name,
           worker: o.worker,
           model: o.model,
@@ -132,7 +136,7 @@ export function registerTaskCommands(program: Command): void {
           base_ref: o.baseRef,
           depends_on: splitList(o.dependsOn),
           verify: (o.verify as string[] | undefined)?.map((v) => (v.trim().startsWith('[') ? parseJsonOption('verify')(v) : v)),
-          allowed_paths: o.allowedPath,
+          allowed_paths: place.allowedPaths ?? o.allowedPath,
           success_criteria: o.criteria,
           context_pack: o.contextPack,
           metadata: o.metadata,

@@ -13,7 +13,34 @@ import { MIGRATIONS } from './migrations/index.js';
 const requireHere = createRequire(import.meta.url);
 const Database = requireHere('better-sqlite3') as typeof BetterSqlite3;
 
+type SqliteDb = BetterSqlite3.Database;
+
 let builtAddon: string | null | undefined;
+
+/**
+ * A better-sqlite3 connection, with the one load failure a user meets after upgrading Node in an existing
+ * checkout (the addon was compiled for the old Node's ABI) said in one line with its fix, instead of the
+ * addon loader's paragraph.
+ */
+export function connectSqlite(target: string | Buffer, options: BetterSqlite3.Options): SqliteDb {
+  try {
+    return new Database(target, options);
+  } catch (err) {
+    throw abiError(err) ?? err;
+  }
+}
+
+function abiError(err: unknown): AppError | null {
+  const message = err instanceof Error ? err.message : '';
+  const m = /NODE_MODULE_VERSION (\d+)[^]*?requires\s+NODE_MODULE_VERSION (\d+)/.exec(message);
+  if (!m) return null;
+  const fix = 'npm rebuild better-sqlite3';
+  return new AppError(
+    'unavailable',
+    `better-sqlite3 was built for another Node.js (ABI ${m[1]}; this Node ${process.version} needs ${m[2]}): after a Node upgrade run \`${fix}\` in the LightWorker checkout`,
+    { fix, nodeVersion: process.version, builtFor: Number(m[1]), needs: Number(m[2]) },
+  );
+}
 
 /** Where `bindings` looks first, in its order: the addon a build of better-sqlite3 leaves. */
 const ADDON_CANDIDATES = [['build'], ['build', 'Debug'], ['build', 'Release']];
@@ -117,7 +144,7 @@ export function openDb(opts: OpenDbOptions): Db {
   const readonly = opts.readonly ?? !canWriteDb(opts.path);
   // Made 0600 before SQLite creates it 0644: its -wal and -shm files take the database file's mode.
   if (!readonly && opts.path !== ':memory:' && opts.path !== '') touchPrivate(opts.path);
-  const db: SqliteDb = readonly ? openReadonly(opts) : new Database(opts.path, bindingOption(opts));
+  const db: SqliteDb = readonly ? openReadonly(opts) : connectSqlite(opts.path, bindingOption(opts));
   dbPaths.set(db, opts.path);
   try {
     db.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? BUSY_TIMEOUT_MS}`);
@@ -143,11 +170,10 @@ const busyTimeouts = new WeakMap<Db, number>();
  * (header switched from WAL to rollback journal; the snapshot is as current as the last checkpoint,
  * which is the whole database once its last writer closed).
  */
-type SqliteDb = BetterSqlite3.Database;
 
 function openReadonly(opts: OpenDbOptions): SqliteDb {
   const binding = bindingOption(opts);
-  const db = new Database(opts.path, { readonly: true, fileMustExist: true, ...binding });
+  const db = connectSqlite(opts.path, { readonly: true, fileMustExist: true, ...binding });
   try {
     db.pragma('user_version');
     return db;
@@ -158,7 +184,7 @@ function openReadonly(opts: OpenDbOptions): SqliteDb {
   }
   const image = readFileSync(opts.path);
   if (image.length >= 20) image[18] = image[19] = 1;
-  return new Database(image, { readonly: true, ...binding });
+  return connectSqlite(image, { readonly: true, ...binding });
 }
 
 /**

@@ -1,7 +1,6 @@
 import { closeSync, openSync, readSync, statSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import type BetterSqlite3 from 'better-sqlite3';
-import type { Db } from './db.js';
+import { connectSqlite, type Db } from './db.js';
 import { storeFaultOf } from './store-faults.js';
 import { touchPrivate } from '../core/private-home.js';
 
@@ -10,7 +9,6 @@ import { touchPrivate } from '../core/private-home.js';
 // truncated one and past corrupted pages it has cached; other processes then see an empty or malformed
 // database. The checks here are what a leader runs at its beats (cheap) and every so often (quick_check).
 
-const requireHere = createRequire(import.meta.url);
 
 /** The file a connection opened: device and inode, taken right after the open. */
 export interface StoreFileId {
@@ -82,10 +80,9 @@ export interface QuickCheck {
  */
 export function quickCheckFile(path: string, nativeBinding?: string, home?: string): QuickCheck {
   const started = performance.now();
-  const Database = requireHere('better-sqlite3') as typeof BetterSqlite3;
   let conn: BetterSqlite3.Database | null = null;
   try {
-    conn = new Database(path, { readonly: true, fileMustExist: true, ...(nativeBinding ? { nativeBinding } : {}) });
+    conn = connectSqlite(path, { readonly: true, fileMustExist: true, ...(nativeBinding ? { nativeBinding } : {}) });
     conn.pragma('busy_timeout = 2000');
     const rows = conn.pragma('quick_check(5)') as { quick_check: string }[];
     const lines = rows.map((r) => r.quick_check);

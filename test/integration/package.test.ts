@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -115,20 +115,29 @@ describe('the packed lightworker, installed in a project of its own', () => {
     }
   });
 
-  it("docs/library.md's example imports 'lightworker', typechecks with tsc --noEmit, and runs a task following events()", async (ctx) => {
+  // The example as a user meets it: in this ESM project, and in a fresh `npm init -y` one, which is CommonJS.
+  it.for(['esm', 'commonjs'] as const)("docs/library.md's example imports 'lightworker', typechecks with tsc --noEmit, and runs a task following events() (%s project)", async (kind, ctx) => {
     requireInstall(ctx);
     const doc = readFileSync(join(ROOT, 'docs', 'library.md'), 'utf8');
     const example = /```ts\n([\s\S]*?)```/.exec(doc)?.[1];
     expect(example).toContain("from 'lightworker'");
-    writeFileSync(join(project, 'example.ts'), example!);
+    let dir = project;
+    if (kind === 'commonjs') {
+      dir = join(t.dir, 'project-cjs');
+      mkdirSync(dir);
+      await run(NPM, ['init', '-y'], { cwd: dir });
+      expect(JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')).type ?? 'commonjs').toBe('commonjs');
+      symlinkSync(join(project, 'node_modules'), join(dir, 'node_modules'));
+    }
+    writeFileSync(join(dir, 'example.ts'), example!);
     writeFileSync(
-      join(project, 'tsconfig.json'),
+      join(dir, 'tsconfig.json'),
       JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, skipLibCheck: false, types: ['node'] }, include: ['example.ts'] }),
     );
-    await run(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '--noEmit', '-p', project], { cwd: project });
-    const out = await run(join(ROOT, 'node_modules', '.bin', 'tsx'), ['example.ts', repo], { cwd: project, env: { LIGHTWORKER_HOME: join(t.dir, 'home-lib') } });
+    await run(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '--noEmit', '-p', dir], { cwd: dir });
+    const out = await run(join(ROOT, 'node_modules', '.bin', 'tsx'), ['example.ts', repo], { cwd: dir, env: { LIGHTWORKER_HOME: join(t.dir, `home-lib-${kind}`) } });
     const lines = out.stdout.trim().split('\n');
     expect(lines.slice(0, -1)).toEqual(['refused: invalid_input (objective)', 'status: starting', 'status: running', 'status: verifying', 'status: completed']);
     expect(JSON.parse(lines.at(-1)!)).toMatchObject({ status: 'completed', result: { summary: expect.any(String) } });
-  });
+  }, 240_000);
 });

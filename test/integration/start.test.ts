@@ -78,6 +78,14 @@ describe('npm start', () => {
     expect(r.stderr).toMatch(/no (Electron binary|display)/);
   });
 
+  it('without an Electron binary and without a display, names both, each with how to get it', async () => {
+    const r = await start({ ELECTRON_OVERRIDE_DIST_PATH: join(t.dir, 'no-electron-here') }, /LightWorker console: http/);
+    expect(r.stderr).toMatch(/no Electron binary: ELECTRON_OVERRIDE_DIST_PATH=.*no-electron-here has no electron; get it with `node node_modules\/electron\/install\.js`/);
+    expect(r.stderr).toMatch(/no display: neither DISPLAY nor WAYLAND_DISPLAY is set; run it in a desktop session, or under a virtual display: `xvfb-run -a npm start`/);
+    expect(r.stderr).toContain('starting the headless console instead');
+    expect(r.stdout).toMatch(/LightWorker console: http/);
+  });
+
   it.skipIf(process.platform === 'win32')('with Electron whose better-sqlite3 build does not load: the console, and the command that fixes it', async () => {
     const fake = fakeElectron('electron-abi', false);
     const binding = join(t.dir, 'node-abi.node');
