@@ -116,7 +116,7 @@ describe('the packed lightworker, installed in a project of its own', () => {
   });
 
   // The example as a user meets it: in this ESM project, and in a fresh `npm init -y` one, which is CommonJS.
-  it.for(['esm', 'commonjs'] as const)("docs/library.md's example imports 'lightworker', typechecks with tsc --noEmit, and runs a task following events() (%s project)", async (kind, ctx) => {
+  it.for(['esm', 'commonjs'] as const)("docs/library.md's example imports 'lightworker', typechecks with tsc --noEmit, and runs a task following events() (%s project)", { timeout: 240_000 }, async (kind, ctx) => {
     requireInstall(ctx);
     const doc = readFileSync(join(ROOT, 'docs', 'library.md'), 'utf8');
     const example = /```ts\n([\s\S]*?)```/.exec(doc)?.[1];
@@ -139,5 +139,5 @@ describe('the packed lightworker, installed in a project of its own', () => {
     const lines = out.stdout.trim().split('\n');
     expect(lines.slice(0, -1)).toEqual(['refused: invalid_input (objective)', 'status: starting', 'status: running', 'status: verifying', 'status: completed']);
     expect(JSON.parse(lines.at(-1)!)).toMatchObject({ status: 'completed', result: { summary: expect.any(String) } });
-  }, 240_000);
+  });
 });
