@@ -73,10 +73,12 @@ export function registerMcpCommands(program: Command): void {
     .addOption(new Option('--effort <effort>').choices(['low', 'medium', 'high', 'xhigh']))
     .option('--context-pack <name>')
     .option('--metadata <json>', 'worker-specific settings as JSON', jsonOption('metadata'))
+    .option('--request-id <id>', 'your id for this goal (e.g. a UUID): running the same command again with it returns the first run\'s tasks instead of queueing them twice')
     .option('--json')
     .action(async (words: string[], o, cmd: Command) => {
       await withEngine(cmd, async (call, ctx) => {
         const r = await call('orchestrate_goal', {
+          client_request_id: o.requestId,
           goal: words.join(' '),
           workspace: resolve(o.workspace ?? process.cwd()),
           mode: o.mode,

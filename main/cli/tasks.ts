@@ -99,6 +99,7 @@ export function registerTaskCommands(program: Command): void {
     .option('--metadata <json>', 'worker-specific settings as JSON', parseJsonOption('metadata'))
     .option('--parent <id>', 'parent task id')
     .option('--review-by <worker>', 'also queue a read-only review of the change by this worker (execute task)')
+    .option('--request-id <id>', 'your id for this submission (e.g. a UUID): running the same command again with it returns the first run\'s tasks instead of queueing them twice')
     .option('--json', 'print the created task(s) as JSON')
     .action(async (words: string[], o, cmd: Command) => {
       await withEngine(cmd, async (call, ctx) => {
@@ -110,7 +111,8 @@ export function registerTaskCommands(program: Command): void {
           } catch (e) {
             throw new AppError('invalid_input', `--batch: ${o.batch} is not JSON: ${(e as Error).message}`, { field: 'batch' });
           }
-          const r = await call('delegate_batch', batch);
+          const r = await call('delegate_batch', o.requestId ? { ...(batch as object), client_request_id: o.requestId } : batch);
+          if (r.replayed && !o.json) err(`--request-id ${o.requestId}: already submitted; these are the tasks of that first submission (nothing new was queued)`);
           if (o.json) printJson(r);
           else out(table(['ID', 'STATUS', 'KIND', 'WORKER', 'CREATED', 'NAME'], r.tasks.map(taskLine)));
           await hintWhenNothingRuns(call, r.tasks);
@@ -142,9 +144,11 @@ export function registerTaskCommands(program: Command): void {
           metadata: o.metadata,
           parent_id: o.parent,
           budget: budgetOf(o),
+          client_request_id: o.requestId,
         };
         // --review-by: the execute task plus a review task chained on it (main/commands/orchestration.ts).
         const r = o.reviewBy ? await call('delegate_reviewed', { ...input, kind: 'execute', review_by: o.reviewBy }) : await call('delegate_task', input);
+        if (r.replayed && !o.json) err(`--request-id ${o.requestId}: already submitted; these are the tasks of that first submission (nothing new was queued)`);
         if (o.json) printJson(r);
         else out(`${r.task.id}  ${r.task.status}${r.task.status === 'awaiting_approval' ? `  (approve with: lightworker approve ${r.task.id})` : ''}`);
         if (r.review && !o.json) out(`${r.review.id}  ${r.review.status}  (review by ${r.review.worker})`);

@@ -22,6 +22,7 @@ function withTaskOptions(c: Command): Command {
     .option('--priority <n>', '0–100', parseIntOption('priority'))
     .option('--timeout <seconds>', 'hard timeout per task', parseIntOption('timeout'))
     .option('--metadata <json>', 'worker-specific settings for every member, as JSON', parseJsonOption('metadata'))
+    .option('--request-id <id>', 'your id for this team (e.g. a UUID): running the same command again with it returns the first run\'s tasks instead of starting a second team')
     .option('--json', 'print the created tasks as JSON');
 }
 
@@ -43,6 +44,7 @@ function taskFields(words: string[], o: Opts): Record<string, unknown> {
     priority: o.priority,
     timeout_s: o.timeout,
     metadata: o.metadata,
+    client_request_id: o.requestId,
   };
 }
 

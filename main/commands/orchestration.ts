@@ -7,6 +7,7 @@ import { chainReviews } from '../orchestration/review.js';
 import { createTasks } from '../tasks/create.js';
 import { MAX_OBJECTIVE_BYTES, noNul, TASK_ID, taskInputSchema } from '../tasks/schema.js';
 import { rootBudgetSchema } from '../tasks/budget.js';
+import { CLIENT_REQUEST_ID, createOnce } from './client-request.js';
 import { createContext, presentTask, withApproval } from './tasks.js';
 import { getTaskDiff } from './isolation.js';
 import { defineCommand, inputError, runCommand, type CommandContext, type CommandDef } from './table.js';
@@ -37,6 +38,7 @@ export const orchestrateGoal = defineCommand({
     priority: z.number().int().min(0).max(100).optional(),
     metadata: z.record(z.string(), z.unknown()).optional(),
     budget: rootBudgetSchema.optional(),
+    client_request_id: CLIENT_REQUEST_ID.optional(),
     // Instead of a planner: a team strategy on the goal (lightworker team …; start_team has every option).
     team: z
       .strictObject({
@@ -50,7 +52,7 @@ export const orchestrateGoal = defineCommand({
   handler(ctx, input) {
     if (input.team) return startTeamForGoal(ctx, input, input.team);
     const c = createContext(ctx);
-    const [task] = ctx.engine.write(() =>
+    const { tasks, replayed } = createOnce(ctx, 'orchestrate_goal', input, () =>
       createTasks(c, [
         {
           kind: 'plan',
@@ -70,34 +72,39 @@ export const orchestrateGoal = defineCommand({
       ]),
     );
     // The plan's children inherit its mode: execute tasks of an agent's plan wait for a person.
-    return { task: presentTask(ctx, task), ...withApproval(ctx, [task], c.lowered) };
+    return { task: presentTask(ctx, tasks[0]), ...withApproval(ctx, tasks, c.lowered), ...(replayed ? { replayed: true as const } : {}) };
   },
 });
 
 /** orchestrate_goal with `team`: the goal becomes the team's objective, validated by start_team's schema. */
-function startTeamForGoal(ctx: CommandContext, input: { goal: string; team?: unknown; worker?: string }, team: Record<string, unknown>) {
-  const { goal, team: _t, worker: _w, ...shared } = input;
+function startTeamForGoal(ctx: CommandContext, input: { goal: string; team?: unknown; worker?: string; client_request_id?: string }, team: Record<string, unknown>) {
+  const { goal, team: _t, worker: _w, client_request_id: _id, ...shared } = input;
   const parsed = teamInputSchema.safeParse(Object.fromEntries(Object.entries({ ...shared, ...team, objective: goal }).filter(([, v]) => v !== undefined)));
   if (!parsed.success) throw inputError(parsed.error, 'orchestrate_goal.team');
   const c = createContext(ctx);
-  const tasks = ctx.engine.write(() => createTeam(c, parsed.data));
-  return { task: presentTask(ctx, tasks[0]), team: { strategy: parsed.data.strategy, tasks: tasks.map((t) => t.id) }, ...withApproval(ctx, tasks, c.lowered) };
+  const { tasks, replayed } = createOnce(ctx, 'orchestrate_goal', input, () => createTeam(c, parsed.data));
+  return {
+    task: presentTask(ctx, tasks[0]),
+    team: { strategy: parsed.data.strategy, tasks: tasks.map((t) => t.id) },
+    ...withApproval(ctx, tasks, c.lowered),
+    ...(replayed ? { replayed: true as const } : {}),
+  };
 }
 
 export const delegateReviewed = defineCommand({
   name: 'delegate_reviewed',
   description: 'Queue an execute task plus a read-only review of its change by another worker.',
-  input: taskInputSchema.extend({ review_by: WORKER }),
+  input: taskInputSchema.extend({ review_by: WORKER, client_request_id: CLIENT_REQUEST_ID.optional() }),
   readOnly: false,
   handler(ctx, input) {
-    const { review_by, ...task } = input;
+    const { review_by, client_request_id: _id, ...task } = input;
     const c = createContext(ctx);
-    const out = ctx.engine.write(() => {
+    const { tasks, replayed } = createOnce(ctx, 'delegate_reviewed', input, () => {
       const [exec] = createTasks(c, [{ ...task, kind: 'execute' }]);
-      const [review] = chainReviews(c, [exec], review_by);
-      return { task: exec, review };
+      return [exec, ...chainReviews(c, [exec], review_by)];
     });
-    return { task: presentTask(ctx, out.task), review: presentTask(ctx, out.review), ...withApproval(ctx, [out.task, out.review], c.lowered) };
+    const [exec, review] = tasks;
+    return { task: presentTask(ctx, exec), review: presentTask(ctx, review), ...withApproval(ctx, tasks, c.lowered), ...(replayed ? { replayed: true as const } : {}) };
   },
 });
 

@@ -12,6 +12,7 @@ import { summarizeTask, type NeedsInput, type TaskSummary } from '../tasks/summa
 import { withNeeds } from '../requests/needs.js';
 import { STATUSES, type Task } from '../tasks/types.js';
 import { takeWithin } from './answer-budget.js';
+import { CLIENT_REQUEST_ID, createOnce } from './client-request.js';
 import { isPostgres } from '../store/db.js';
 import { fleetWaitingFor } from '../scheduler/fleet.js';
 import { authorityOf, defineCommand, FACE_LABELS, HOW_A_PERSON_APPROVES, requirePersonOrAllowed, type CommandContext } from './table.js';
@@ -68,24 +69,25 @@ export function withApproval(ctx: CommandContext, tasks: Task[], lowered: string
 export const delegateTask = defineCommand({
   name: 'delegate_task',
   description: 'Queue one task for a worker.',
-  input: taskInputSchema,
+  input: taskInputSchema.extend({ client_request_id: CLIENT_REQUEST_ID.optional() }),
   readOnly: false,
   handler(ctx, input) {
     const c = createContext(ctx);
-    const [task] = ctx.engine.write(() => createTasks(c, [input]));
-    return { task: presentTask(ctx, task), ...withApproval(ctx, [task], c.lowered) };
+    const { client_request_id: _id, ...task } = input;
+    const { tasks, replayed } = createOnce(ctx, 'delegate_task', input, () => createTasks(c, [task]));
+    return { task: presentTask(ctx, tasks[0]), ...withApproval(ctx, tasks, c.lowered), ...(replayed ? { replayed: true as const } : {}) };
   },
 });
 
 export const delegateBatch = defineCommand({
   name: 'delegate_batch',
   description: 'Queue several tasks, all or nothing.',
-  input: batchInputSchema,
+  input: batchInputSchema.extend({ client_request_id: CLIENT_REQUEST_ID.optional() }),
   readOnly: false,
   handler(ctx, input) {
     const c = createContext(ctx);
-    const tasks = ctx.engine.write(() => createTasks(c, input.tasks));
-    return { tasks: tasks.map((t) => presentTask(ctx, t)), ...withApproval(ctx, tasks, c.lowered) };
+    const { tasks, replayed } = createOnce(ctx, 'delegate_batch', input, () => createTasks(c, input.tasks));
+    return { tasks: tasks.map((t) => presentTask(ctx, t)), ...withApproval(ctx, tasks, c.lowered), ...(replayed ? { replayed: true as const } : {}) };
   },
 });
 

@@ -7,6 +7,7 @@ import { cancelTeam, teamReport } from '../orchestration/team-report.js';
 import { teamInputSchema } from '../orchestration/team-schema.js';
 import { createTeam } from '../orchestration/teams.js';
 import { TASK_ID } from '../tasks/schema.js';
+import { createOnce } from './client-request.js';
 import { createContext, presentTask, withApproval } from './tasks.js';
 import { acceptTaskCommand } from './isolation.js';
 import { defineCommand, FACE_LABELS, requirePersonOrAllowed } from './table.js';
@@ -23,8 +24,15 @@ export const startTeam = defineCommand({
   readOnly: false,
   handler(ctx, input) {
     const c = createContext(ctx);
-    const tasks = ctx.engine.write(() => createTeam(c, input));
-    return { strategy: input.strategy, rootId: tasks[0].rootId, tasks: tasks.map((t) => presentTask(ctx, t)), ...withApproval(ctx, tasks, c.lowered) };
+    const { client_request_id: _id, ...team } = input;
+    const { tasks, replayed } = createOnce(ctx, 'start_team', input, () => createTeam(c, team));
+    return {
+      strategy: input.strategy,
+      rootId: tasks[0].rootId,
+      tasks: tasks.map((t) => presentTask(ctx, t)),
+      ...withApproval(ctx, tasks, c.lowered),
+      ...(replayed ? { replayed: true as const } : {}),
+    };
   },
 });
 

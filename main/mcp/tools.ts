@@ -260,6 +260,7 @@ export function serverInstructions(tools: ToolSpec[]): string {
       (has.has('delegate_batch') ? ', delegate_batch (several, with depends_on by ref)' : '') +
       (has.has('orchestrate_goal') ? ' or orchestrate_goal (a planner splits a goal into a task DAG)' : '') +
       '. workspace is an absolute path (a non-git folder is worked on in a copy).',
+    'Set client_request_id (a fresh UUID per call) on every call that creates tasks, and send the same one when you retry a call whose answer you did not get: the retry returns the first call\'s tasks (replayed: true) instead of creating them twice.',
     'Follow with get_task' + (has.has('wait_tasks') ? ', wait_tasks (blocks up to 55 s until tasks settle or need approval)' : '') + ', list_tasks (summaries, cursor paging)' +
       (has.has('get_events') ? ', get_events (cursor paging)' : '') + (has.has('get_task_diff') ? ', get_task_diff' : '') + '; get_task has the full record.',
     'Execute tasks wait for a person to approve them (the answer says so, and where); approve_task and accept_task are for the person, not for you.',

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { TASK_ID, taskInputSchema } from '../tasks/schema.js';
+import { CLIENT_REQUEST_ID, TASK_ID, taskInputSchema } from '../tasks/schema.js';
 
 /** Strategies a team runs (issue 18). `handoff` is an operation on one task, not a team. */
 export const STRATEGIES = ['implement_review', 'map_reduce', 'best_of_n', 'integrate'] as const;
@@ -18,7 +18,7 @@ const WORKER_MODEL = z.string().min(1).max(200).regex(/^[a-z0-9][a-z0-9_-]*(:[^\
 const shared = taskInputSchema.pick({
   name: true, objective: true, workspace: true, base_ref: true, mode: true, type: true, priority: true, timeout_s: true,
   allowed_paths: true, success_criteria: true, verify: true, context_pack: true, metadata: true, reasoning_effort: true, gateway: true, budget: true,
-});
+}).extend({ client_request_id: CLIENT_REQUEST_ID.optional() });
 
 export const teamInputSchema = z.discriminatedUnion('strategy', [
   shared.extend({

@@ -57,3 +57,15 @@ export type ParsedTaskInput = z.output<typeof taskInputSchema>;
 export const batchInputSchema = z.strictObject({
   tasks: z.array(taskInputSchema).min(1).max(100),
 });
+
+/**
+ * `client_request_id` on the commands that create tasks: a caller that cannot tell whether its call
+ * arrived (a dropped MCP connection, a timed-out HTTP request, a re-run script) sends the same id again and
+ * gets the first call's tasks back instead of a second set.
+ */
+export const CLIENT_REQUEST_ID = z
+  .string()
+  .min(8, 'at least 8 characters (a UUID will do)')
+  .max(128)
+  .regex(/^[A-Za-z0-9_.:-]+$/, 'letters, digits and _ . : -')
+  .describe('set a UUID; a retry with the same id returns the first call\'s tasks, never a second set');

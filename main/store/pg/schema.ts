@@ -276,4 +276,18 @@ CREATE TRIGGER requests_notify AFTER INSERT OR UPDATE OR DELETE ON requests FOR 
 CREATE TRIGGER runners_notify AFTER INSERT OR UPDATE OR DELETE ON runners FOR EACH STATEMENT EXECUTE FUNCTION lw_notify('{channel}');
 `;
 
-export const PG_MIGRATIONS: { name: string; sql: string }[] = [{ name: '001-initial', sql: INITIAL }];
+/** A caller's request id and the tasks its first call created (SQLite migration 009). */
+const CLIENT_REQUESTS = `
+CREATE TABLE client_requests (
+  id         TEXT PRIMARY KEY,
+  command    TEXT NOT NULL,
+  fields     TEXT NOT NULL,
+  task_ids   TEXT NOT NULL DEFAULT '[]',
+  created_at BIGINT NOT NULL
+);
+`;
+
+export const PG_MIGRATIONS: { name: string; sql: string }[] = [
+  { name: '001-initial', sql: INITIAL },
+  { name: '002-client-requests', sql: CLIENT_REQUESTS },
+];
