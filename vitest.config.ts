@@ -19,6 +19,7 @@ const POSTGRES_SUITE = [
   'test/unit/tasks.routing.test.ts',
   'test/unit/tasks.state.test.ts',
   'test/integration/cachelab.affinity.test.ts',
+  'test/integration/calls.idempotent.test.ts',
   'test/integration/cli.fleet.test.ts',
   'test/integration/cli.show.test.ts',
   'test/integration/isolation.accept.test.ts',

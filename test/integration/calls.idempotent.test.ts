@@ -32,10 +32,10 @@ describe('client_request_id makes creating calls safe to retry', () => {
 
     const changed = await h.call('delegate_task', { ...args, objective: 'something else' });
     expect(changed.isError).toBe(true);
-    expect(changed.content[0].text).toContain('client_request_id: "req-0001-delegate" was used with a different objective');
+    expect(JSON.parse(changed.content[0].text).message).toContain('client_request_id: "req-0001-delegate" was used with a different objective');
     const batch = await h.call('delegate_batch', { tasks: [{ objective: 'look around', workspace: h.repo, worker: 'mock' }], client_request_id: 'req-0001-delegate' });
     expect(batch.isError).toBe(true);
-    expect(batch.content[0].text).toContain('was used for delegate_task, not delegate_batch');
+    expect(JSON.parse(batch.content[0].text).message).toContain('was used for delegate_task, not delegate_batch');
     expect(count()).toBe(1);
   });
 
@@ -51,7 +51,7 @@ describe('client_request_id makes creating calls safe to retry', () => {
     expect(again.structuredContent.tasks.map((t: { id: string }) => t.id)).toEqual(first.structuredContent.tasks.map((t: { id: string }) => t.id));
     const moved = await h.call('delegate_batch', { tasks: [tasks[0], { ...tasks[1], priority: 90 }], client_request_id: 'req-0002-batch' });
     expect(moved.isError).toBe(true);
-    expect(moved.content[0].text).toContain('was used with a different tasks[1].priority');
+    expect(JSON.parse(moved.content[0].text).message).toContain('was used with a different tasks[1].priority');
     expect(count()).toBe(before + 2);
 
     const goal = { goal: 'split this', workspace: h.repo, worker: 'mock', client_request_id: 'req-0003-goal' };
@@ -59,7 +59,7 @@ describe('client_request_id makes creating calls safe to retry', () => {
     expect((await h.call('orchestrate_goal', goal)).structuredContent).toMatchObject({ replayed: true, task: { id: plan.structuredContent.task.id } });
     expect(count()).toBe(before + 3);
 
-    const team = { strategy: 'best_of_n', workers: ['mock', 'mock'], objective: 'try twice', workspace: h.repo, client_request_id: 'req-0004-team' };
+    const team = { strategy: 'best_of_n', workers: ['mock', 'codex'], objective: 'try twice', workspace: h.repo, client_request_id: 'req-0004-team' };
     const started = await runCommand(COMMANDS, { engine: h.engine, face: 'cli', depth: 0 }, 'start_team', team);
     const replay = await runCommand(COMMANDS, { engine: h.engine, face: 'cli', depth: 0 }, 'start_team', team);
     expect(replay).toMatchObject({ replayed: true, rootId: (started as { rootId: string }).rootId });
