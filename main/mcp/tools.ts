@@ -79,6 +79,10 @@ export function buildTools(commands: ReadonlyMap<string, CommandDef>, set: ToolS
     }
   }
   referToShared(tools);
+  for (const t of tools) {
+    const props = t.inputSchema.properties as Record<string, unknown> | undefined;
+    for (const [field, on] of Object.entries(LISTED_ON_ONE)) if (props && t.name !== on) delete props[field];
+  }
   hintOnce(tools);
   return tools;
 }
@@ -120,7 +124,7 @@ function hintOnce(tools: ToolSpec[]): void {
  * bytes. The full schema still validates the call.
  */
 function referToShared(tools: ToolSpec[]): void {
-  const whole = new Map(tools.map((t) => [JSON.stringify(t.inputSchema), t.name]));
+  const whole = new Map(tools.map((t) => [JSON.stringify(withoutCallFields(t.inputSchema)), t.name]));
   const referred = new Set<string>();
   const visit = (node: unknown, self: string): void => {
     if (!node || typeof node !== 'object') return;
@@ -139,6 +143,18 @@ function referToShared(tools: ToolSpec[]): void {
     const only = REFERRED_ONLY[t.name];
     if (only && referred.has(t.name)) delete (t.inputSchema.properties as Record<string, unknown> | undefined)?.[only.field];
   }
+}
+
+/**
+ * Fields of a call as a whole, never of a task inside it: delegate_batch's items are delegate_task inputs
+ * but one client_request_id covers the batch.
+ */
+const CALL_FIELDS = ['client_request_id'];
+
+function withoutCallFields(schema: ToolSpec['inputSchema']): unknown {
+  const props = schema.properties as Record<string, unknown> | undefined;
+  if (!props || !CALL_FIELDS.some((f) => f in props)) return schema;
+  return { ...schema, properties: Object.fromEntries(Object.entries(props).filter(([k]) => !CALL_FIELDS.includes(k))) };
 }
 
 /** Fields of a tool's input that only matter where another tool refers to it (a batch-local `ref`). */
@@ -168,12 +184,13 @@ const FIELD_HINTS: Record<string, string> = {
   workspace: 'absolute path',
   objective: 'self-contained instructions',
   kind: 'default explore; only execute writes',
-  mode: 'auto_readonly (default): execute tasks wait for a person; plan_only: every task waits',
+  mode: 'default auto_readonly: execute waits for a person; plan_only: all wait',
   ref: 'batch-local name for depends_on',
   depends_on: 'ids or batch refs to finish first',
   worker: 'codex, claude-code, opencode, mock, linked',
   verify: 'commands that must exit 0',
   priority: '0-100, high first',
+  client_request_id: 'UUID; resend on retry',
 };
 
 /**
@@ -233,6 +250,13 @@ function stripNoise(node: unknown): void {
  */
 const UNLISTED_FIELDS = ['budget', 'before'];
 
+/**
+ * Fields listed on one tool only, accepted on the others named here: client_request_id is listed (with
+ * its hint) on delegate_task, and the `initialize` instructions say it applies to delegate_batch and
+ * orchestrate_goal as well — 40 bytes a tool on every listing otherwise.
+ */
+const LISTED_ON_ONE: Record<string, string> = { client_request_id: 'delegate_task' };
+
 function dropUnlisted(node: unknown): void {
   if (!node || typeof node !== 'object') return;
   if (Array.isArray(node)) return node.forEach(dropUnlisted);
@@ -260,7 +284,10 @@ export function serverInstructions(tools: ToolSpec[]): string {
       (has.has('delegate_batch') ? ', delegate_batch (several, with depends_on by ref)' : '') +
       (has.has('orchestrate_goal') ? ' or orchestrate_goal (a planner splits a goal into a task DAG)' : '') +
       '. workspace is an absolute path (a non-git folder is worked on in a copy).',
-    'Set client_request_id (a fresh UUID per call) on every call that creates tasks, and send the same one when you retry a call whose answer you did not get: the retry returns the first call\'s tasks (replayed: true) instead of creating them twice.',
+    'Set client_request_id (a fresh UUID per call) on delegate_task' +
+      (has.has('delegate_batch') ? ', delegate_batch' : '') +
+      (has.has('orchestrate_goal') ? ' and orchestrate_goal' : '') +
+      ", and send the same one when you retry a call whose answer you did not get: the retry returns the first call's tasks (replayed: true) instead of creating them twice.",
     'Follow with get_task' + (has.has('wait_tasks') ? ', wait_tasks (blocks up to 55 s until tasks settle or need approval)' : '') + ', list_tasks (summaries, cursor paging)' +
       (has.has('get_events') ? ', get_events (cursor paging)' : '') + (has.has('get_task_diff') ? ', get_task_diff' : '') + '; get_task has the full record.',
     'Execute tasks wait for a person to approve them (the answer says so, and where); approve_task and accept_task are for the person, not for you.',

@@ -63,9 +63,9 @@ export const batchInputSchema = z.strictObject({
  * arrived (a dropped MCP connection, a timed-out HTTP request, a re-run script) sends the same id again and
  * gets the first call's tasks back instead of a second set.
  */
+// Checked by refinements, not min/max/regex, so that the schema MCP lists stays a bare string with its hint
+// (every byte of tools/list is paid on every listing); the checks and their messages are the same.
 export const CLIENT_REQUEST_ID = z
   .string()
-  .min(8, 'at least 8 characters (a UUID will do)')
-  .max(128)
-  .regex(/^[A-Za-z0-9_.:-]+$/, 'letters, digits and _ . : -')
-  .describe('set a UUID; a retry with the same id returns the first call\'s tasks, never a second set');
+  .refine((s) => s.length >= 8 && s.length <= 128, 'from 8 to 128 characters (a UUID will do)')
+  .refine((s) => /^[A-Za-z0-9_.:-]+$/.test(s), 'letters, digits and _ . : -');
