@@ -184,7 +184,7 @@ const FIELD_HINTS: Record<string, string> = {
   workspace: 'absolute path',
   objective: 'self-contained instructions',
   kind: 'default explore; only execute writes',
-  mode: 'default auto_readonly: execute waits for a person; plan_only: all wait',
+  mode: 'auto_readonly (default): execute waits for a person; plan_only: all wait',
   ref: 'batch-local name for depends_on',
   depends_on: 'ids or batch refs to finish first',
   worker: 'codex, claude-code, opencode, mock, linked',
