@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { resolve } from 'node:path';
 import { writeDefaultConfig } from '../core/config.js';
 import { ensureHomeDirs, resolveHome } from '../core/home.js';
 import { setStoreAside } from '../store/identity.js';
@@ -104,6 +105,19 @@ export function registerSystemCommands(program: Command): void {
       if (o.json) printJson(r);
       else for (const c of r.checks) out(`${c.ok ? 'ok  ' : c.optional ? 'warn' : 'FAIL'}  ${c.name.padEnd(20)} ${c.detail}${!c.ok && c.fix ? `\n      fix: ${c.fix}` : ''}`);
       if (!r.ok) process.exitCode = 1;
+    });
+
+  program
+    .command('backup')
+    .description("a consistent copy of the home's store while runners work (SQLite's online backup), checked before it is kept")
+    .argument('<file>', 'where the copy goes (refused if it exists, unless --force)')
+    .option('--force', 'replace an existing file')
+    .option('--json')
+    .addHelpText('after', '\nRestore: stop every LightWorker process of the home, then copy the file over <home>/lightworker.db\n(and remove lightworker.db-wal and lightworker.db-shm). A PostgreSQL store is backed up with pg_dump instead.')
+    .action(async (file: string, o, cmd: Command) => {
+      const r = await withEngine(cmd, (call) => call('backup_home', { file: resolve(file), force: Boolean(o.force) }));
+      if (o.json) printJson(r);
+      else out(`backup ${r.file}: ${r.tasks} tasks, ${r.events} events, ${(r.bytes / 1024 / 1024).toFixed(1)} MiB in ${r.durationMs} ms (integrity ok, audit chain ok: ${r.audit.checked} events)`);
     });
 
   program

@@ -51,6 +51,7 @@ export const COMMAND_NAMES = [
   'handoff_task',
   'cancel_team',
   'fleet_status',
+  'backup_home',
 ] as const;
 
 export type CommandName = (typeof COMMAND_NAMES)[number];
