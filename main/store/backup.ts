@@ -38,7 +38,9 @@ export async function backupStore(db: Db, file: string, opts: { force?: boolean 
   try {
     await (db as unknown as BetterSqlite3.Database).backup(partial);
     chmodSync(partial, 0o600);
-    const copy = connectSqlite(partial, { readonly: true, fileMustExist: true });
+    // The copy keeps the store's WAL mode in its header; a backup is one self-contained file instead.
+    const copy = connectSqlite(partial, { fileMustExist: true });
+    copy.pragma('journal_mode = DELETE');
     let counts: { tasks: number; events: number };
     let audit: { ok: boolean; checked: number };
     try {
@@ -57,6 +59,6 @@ export async function backupStore(db: Db, file: string, opts: { force?: boolean 
     renameSync(partial, file);
     return { file, bytes: statSync(file).size, ...counts, integrity: 'ok', audit, durationMs: Math.round(performance.now() - started) };
   } finally {
-    rmSync(partial, { force: true });
+    for (const f of [partial, `${partial}-wal`, `${partial}-shm`, `${partial}-journal`]) rmSync(f, { force: true });
   }
 }
