@@ -7,7 +7,7 @@ import { anchorChains, anchorDue, latestSeq } from '../store/events.js';
 import { fleetIdentity, lostTasksOnHost, reapExpiredRunners, registerRunner, renewRunner, stopRunner, type FleetIdentity } from './fleet.js';
 import { countByStatus } from '../store/tasks.js';
 import { currentLease, leaseHeld, releaseLease, renewLease, tryAcquireLease } from './lease.js';
-import { claimableWork } from './idle.js';
+import { claimableWork } from '../store/work-counts.js';
 import { claimSpawn, RESPAWN_MS, runnerWanted } from './spawn-gate.js';
 import { recoverOrphans } from './recovery.js';
 import { sweepExpiredRequests } from './request-expiry.js';
