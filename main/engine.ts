@@ -5,7 +5,7 @@ import { loadConfig, type Config } from './core/config.js';
 import { registerSecretValues, secretValuesOfEnv } from './core/secret-values.js';
 import { openHomePrivately, resolveHome, type HomePaths } from './core/home.js';
 import { openDb, writeTx, type Db } from './store/db.js';
-import { onStoreCommit, storeCapabilities } from './store/capabilities.js';
+import { dataVersion, onStoreCommit, storeCapabilities } from './store/capabilities.js';
 import { openPgDb, storeTarget } from './store/pg/open.js';
 import { EventCursor } from './store/event-cursor.js';
 import { useKeyFile } from './tasks/secrets.js';
@@ -174,7 +174,7 @@ export class Engine {
    */
   watch(): void {
     if (this.pollTimer || this.closed) return;
-    this.dataVersion = this.db.pragma('data_version', { simple: true }) as number;
+    this.dataVersion = dataVersion(this.db);
     this.pollTimer = setInterval(() => this.checkDataVersion(), this.pollMs);
     this.pollTimer.unref();
     this.watchDatabaseFiles();
@@ -184,7 +184,7 @@ export class Engine {
   private checkDataVersion(): void {
     if (this.closed) return;
     try {
-      const v = this.db.pragma('data_version', { simple: true }) as number;
+      const v = dataVersion(this.db);
       if (v !== this.dataVersion) {
         this.dataVersion = v;
         this.flush();

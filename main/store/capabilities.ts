@@ -39,3 +39,16 @@ export function onStoreCommit(db: Db, fn: () => void): () => void {
   pg.listen();
   return pg.onCommit(fn);
 }
+
+/**
+ * A number that changes whenever another connection commits (SQLite's data_version; a PostgreSQL store
+ * counts the commit notifications it received). Compare two readings; the value itself means nothing.
+ */
+export function dataVersion(db: Db): number {
+  return db.pragma('data_version', { simple: true }) as number;
+}
+
+/** The store's own integrity check: 'ok' when sound, else what it found (SQLite's quick_check). */
+export function quickCheck(db: Db): string {
+  return db.pragma('quick_check', { simple: true }) as string;
+}

@@ -7,6 +7,7 @@ import type { Db } from '../store/db.js';
 import { redactNewRow, type NewTaskRow } from '../store/tasks.js';
 import type { Task } from './types.js';
 import { deleteSealedText, hasTaskSecrets, sealedTextOf, taskSecretsOf, upsertSealedText, upsertTaskSecrets } from '../store/sealed.js';
+import { storeCapabilities } from '../store/capabilities.js';
 
 /** Fields of a task that may hold caller text, and so are redacted before they are stored. */
 type SecretFields = Pick<Task, 'name' | 'objective' | 'successCriteria' | 'verify' | 'metadata'>;
@@ -137,6 +138,6 @@ export function resealObjective(db: Db, task: Task, objective: string): string {
  */
 function homeRootOf(db: Db): string {
   if (db.homeRoot) return db.homeRoot;
-  if (db.dialect === 'postgres') throw new Error('this PostgreSQL connection was opened without a home: it cannot seal or unseal texts');
+  if (!storeCapabilities(db).localFile) throw new Error('this PostgreSQL connection was opened without a home: it cannot seal or unseal texts');
   return dirname(db.name);
 }
