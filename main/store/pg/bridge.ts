@@ -55,7 +55,8 @@ export function loadThreadSource(): string {
     const file = fileURLToPath(new URL('./connection-thread.ts', import.meta.url));
     threadSource = esbuild.buildSync({ entryPoints: [file], bundle: true, platform: 'node', format: 'cjs', write: false, logLevel: 'silent' }).outputFiles[0].text;
   } else {
-    threadSource = readFileSync(new URL('./pg-thread.cjs', import.meta.url), 'utf8');
+    // A path string, not a URL: Electron reads inside the asar for paths.
+    threadSource = readFileSync(fileURLToPath(new URL('./pg-thread.cjs', import.meta.url)), 'utf8');
   }
   return threadSource;
 }
