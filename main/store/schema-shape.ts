@@ -30,7 +30,11 @@ export function kindOfPgType(declared: string): ColumnKind {
   return 'numeric';
 }
 
-/** Every table of this store's schema, with its columns' kinds (SQLite: the declared types; PostgreSQL: this schema's). */
+/**
+ * Every table of this store's schema, with its columns' kinds (SQLite: the declared types; PostgreSQL: this
+ * schema's). PostgreSQL's `schema_version` table is left out: it is the store's bookkeeping, what SQLite
+ * keeps in its `user_version` header field.
+ */
 export function describeSchema(db: Db): SchemaShape {
   const shape: SchemaShape = {};
   if (isPostgres(db)) {
@@ -38,7 +42,7 @@ export function describeSchema(db: Db): SchemaShape {
       db,
       `SELECT c.table_name AS t, c.column_name AS c, c.data_type AS d FROM information_schema.columns c
        JOIN information_schema.tables tb ON tb.table_schema = c.table_schema AND tb.table_name = c.table_name
-       WHERE c.table_schema = current_schema() AND tb.table_type = 'BASE TABLE'`,
+       WHERE c.table_schema = current_schema() AND tb.table_type = 'BASE TABLE' AND c.table_name <> 'schema_version'`,
     ).all() as { t: string; c: string; d: string }[];
     for (const r of rows) (shape[r.t] ??= {})[r.c] = kindOfPgType(r.d);
     return shape;
