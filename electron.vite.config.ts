@@ -29,6 +29,24 @@ async function writeCliCommonJs(): Promise<void> {
 }
 
 /**
+ * out/main/pg-thread.cjs: the PostgreSQL connection thread (main/store/pg/connection-thread.ts) as one
+ * CommonJS file, which store/pg/bridge.ts reads and runs with `eval: true` (a worker cannot load a file
+ * from inside the packaged app's asar). It imports only Node built-ins; `pg` comes by path at run time.
+ */
+async function writePgThread(): Promise<void> {
+  const { rolldown } = await import('rolldown');
+  const bundle = await rolldown({ input: r('main/store/pg/connection-thread.ts'), platform: 'node', logLevel: 'warn' });
+  try {
+    const { output } = await bundle.generate({ format: 'cjs', codeSplitting: false });
+    const file = r('out/main/pg-thread.cjs');
+    writeFileSync(`${file}.${process.pid}.tmp`, output[0].code);
+    renameSync(`${file}.${process.pid}.tmp`, file);
+  } finally {
+    await bundle.close();
+  }
+}
+
+/**
  * `code` with every non-ASCII character written as a \u escape (in strings, regular expressions, template
  * literals, comments and identifiers alike). V8 stores a source holding even one such character as UTF-16:
  * the bundle's 400 dashes and arrows doubled the 1.6 MB source in memory, and its wrapped copy again (6.6 MiB
@@ -72,6 +90,7 @@ export default defineConfig({
         },
       },
       { name: 'lightworker-cli-commonjs', closeBundle: writeCliCommonJs },
+      { name: 'lightworker-pg-thread', closeBundle: writePgThread },
     ],
     build: {
       outDir: r('out/main'),

@@ -15,6 +15,7 @@ const POSTGRES_SUITE = [
   'test/unit/cachelab.packs.test.ts',
   'test/unit/cachelab.samples.test.ts',
   'test/unit/scheduler.ready-set.test.ts',
+  'test/unit/store.schema-parity.test.ts',
   'test/unit/tasks.create.test.ts',
   'test/unit/tasks.routing.test.ts',
   'test/unit/tasks.state.test.ts',

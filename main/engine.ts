@@ -4,9 +4,9 @@ import { basename, dirname } from 'node:path';
 import { loadConfig, type Config } from './core/config.js';
 import { registerSecretValues, secretValuesOfEnv } from './core/secret-values.js';
 import { openHomePrivately, resolveHome, type HomePaths } from './core/home.js';
-import { isPostgres, openDb, writeTx, type Db } from './store/db.js';
+import { openDb, writeTx, type Db } from './store/db.js';
+import { dataVersion, onStoreCommit, storeCapabilities } from './store/capabilities.js';
 import { openPgDb, storeTarget } from './store/pg/open.js';
-import type { PgDb } from './store/pg/pg-db.js';
 import { EventCursor } from './store/event-cursor.js';
 import { useKeyFile } from './tasks/secrets.js';
 import { appendEvent, latestSeq, type EventRow } from './store/events.js';
@@ -174,7 +174,7 @@ export class Engine {
    */
   watch(): void {
     if (this.pollTimer || this.closed) return;
-    this.dataVersion = this.db.pragma('data_version', { simple: true }) as number;
+    this.dataVersion = dataVersion(this.db);
     this.pollTimer = setInterval(() => this.checkDataVersion(), this.pollMs);
     this.pollTimer.unref();
     this.watchDatabaseFiles();
@@ -184,7 +184,7 @@ export class Engine {
   private checkDataVersion(): void {
     if (this.closed) return;
     try {
-      const v = this.db.pragma('data_version', { simple: true }) as number;
+      const v = dataVersion(this.db);
       if (v !== this.dataVersion) {
         this.dataVersion = v;
         this.flush();
@@ -202,12 +202,10 @@ export class Engine {
   private stopCommitWatch: (() => void) | null = null;
 
   private watchDatabaseFiles(): void {
-    if (isPostgres(this.db)) {
+    if (storeCapabilities(this.db).notifiesCommits) {
       // PostgreSQL: other hosts' commits arrive as NOTIFY, at once; no file to watch.
-      const pg = this.db as PgDb;
       try {
-        pg.listen();
-        this.stopCommitWatch = pg.onCommit(() => this.queueCheck());
+        this.stopCommitWatch = onStoreCommit(this.db, () => this.queueCheck());
       } catch {
         // no LISTEN connection: the poll alone
       }

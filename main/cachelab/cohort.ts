@@ -1,11 +1,12 @@
 import type { Config } from '../core/config.js';
-import { prep, type Db } from '../store/db.js';
+import type { Db } from '../store/db.js';
 import type { Task, TaskKind } from '../tasks/types.js';
 import { BUILTIN_PROFILE_SPECS, modelForEffort } from '../workers/routing.js';
 import { resultJsonSchema } from '../workers/result-schemas.js';
 import { findContextPack } from './context-packs.js';
 import { canonicalJson, sha256 } from './hash.js';
 import { PROMPT_PROTOCOL, profileContract } from './prompt.js';
+import { cohortOf, setCohort } from '../store/task-moves.js';
 
 /**
  * The cache cohort (SPEC §9): tasks whose requests share one provider prefix cache. Its key hashes
@@ -88,12 +89,11 @@ export function cohortKey(config: Config, db: Db | null, t: CohortTask): string 
 /** Compute and store a task's cohort (at creation; again when a retry changed its route). */
 export function assignCohort(db: Db, config: Config, t: CohortTask & { id: string }): string {
   const key = cohortKey(config, db, t);
-  prep(db, 'UPDATE tasks SET cohort = ? WHERE id = ? AND cohort IS NOT ?').run(key, t.id, key);
+  setCohort(db, t.id, key);
   return key;
 }
 
 /** A task's stored cohort (null for tasks created before the Cache Lab). */
 export function taskCohort(db: Db, id: string): string | null {
-  const row = prep(db, 'SELECT cohort FROM tasks WHERE id = ?').get(id) as { cohort: string | null } | undefined;
-  return row?.cohort ?? null;
+  return cohortOf(db, id);
 }

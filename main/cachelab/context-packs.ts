@@ -1,6 +1,7 @@
 import { AppError } from '../core/errors.js';
 import { containsSecret } from '../core/redact.js';
-import { isPostgres, prep, type Db } from '../store/db.js';
+import type { Db } from '../store/db.js';
+import { insertPackVersion, listPackVersions, newestPackVersion, packVersion, type PackRow } from '../store/cachelab.js';
 import { byteLength, sha256 } from './hash.js';
 
 /**
@@ -77,15 +78,6 @@ export function decodePackFile(buf: Uint8Array, field = 'file'): string {
   }
 }
 
-interface PackRow {
-  hash: string;
-  name: string;
-  version: string;
-  text: string;
-  bytes: number;
-  created_at: number;
-}
-
 const info = (r: PackRow): ContextPackInfo => ({ name: r.name, version: r.version, hash: r.hash, bytes: r.bytes, createdAt: r.created_at });
 
 /**
@@ -95,20 +87,20 @@ const info = (r: PackRow): ContextPackInfo => ({ name: r.name, version: r.versio
 export function addContextPack(db: Db, name: string, version: string, text: string, now = Date.now()): ContextPackInfo & { created: boolean } {
   const canonical = validatePack(name, version, text);
   const hash = packHash(name, version, canonical);
-  const existing = prep(db, 'SELECT * FROM context_packs WHERE name = ? AND version = ?').get(name, version) as PackRow | undefined;
+  const existing = packVersion(db, name, version);
   if (existing) {
     if (existing.hash !== hash) {
       throw new AppError('conflict', `version: ${name}@${version} already exists with other text (${existing.hash}); add a new version`, { field: 'version' });
     }
     return { ...info(existing), created: false };
   }
-  prep(db, 'INSERT INTO context_packs (hash, name, version, text, bytes, created_at) VALUES (?, ?, ?, ?, ?, ?)').run(hash, name, version, canonical, byteLength(canonical), now);
+  insertPackVersion(db, { hash, name, version, text: canonical, bytes: byteLength(canonical), created_at: now });
   return { name, version, hash, bytes: byteLength(canonical), createdAt: now, created: true };
 }
 
 /** Every pack version, by name then newest first. */
 export function listContextPacks(db: Db): ContextPackInfo[] {
-  return (prep(db, 'SELECT * FROM context_packs ORDER BY name, created_at DESC, version DESC').all() as PackRow[]).map(info);
+  return listPackVersions(db).map(info);
 }
 
 /** Split `name` or `name@version`. */
@@ -120,9 +112,7 @@ export function parsePackRef(ref: string): { name: string; version: string | nul
 /** A pack by `name` (its newest version) or `name@version`, with its text; null when absent. */
 export function findContextPack(db: Db, ref: string): ContextPack | null {
   const { name, version } = parsePackRef(ref);
-  const row = (version === null
-    ? prep(db, `SELECT * FROM context_packs WHERE name = ? ORDER BY created_at DESC, ${isPostgres(db) ? 'ctid' : 'rowid'} DESC LIMIT 1`).get(name)
-    : prep(db, 'SELECT * FROM context_packs WHERE name = ? AND version = ?').get(name, version)) as PackRow | undefined;
+  const row = version === null ? newestPackVersion(db, name) : packVersion(db, name, version);
   return row ? { ...info(row), text: row.text } : null;
 }
 

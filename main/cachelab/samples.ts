@@ -1,4 +1,5 @@
-import { prep, type Db } from '../store/db.js';
+import type { Db } from '../store/db.js';
+import { insertSample, samplesBetween, unsampledUsage } from '../store/cachelab.js';
 
 /**
  * Usage samples: one row per `worker.usage` event, materialized from the event log. UNIQUE
@@ -45,37 +46,13 @@ export function checkRoute(worker: string, prompted: boolean, routed: string | n
   return sameModel(routed, reported) ? 'verified' : 'mismatch';
 }
 
-interface UsageEventRow {
-  seq: number;
-  task_id: string;
-  ts: number;
-  payload: string;
-  worker: string;
-  attempt: number;
-  task_cohort: string | null;
-  prompt: string | null;
-  started: string | null;
-}
-
 /**
  * Turn every `worker.usage` event not yet sampled into a sample. Must run in a write transaction.
  * The cohort and routed model come from the attempt's `worker.prompt` event (what actually ran);
  * the reported model from the usage event, else the latest `worker.started`. Returns rows added.
  */
 export function materializeSamples(db: Db, limit = 5000): number {
-  const after = (prep(db, 'SELECT COALESCE(MAX(event_seq), 0) AS s FROM usage_samples').get() as { s: number }).s;
-  const rows = prep(db, 
-    `SELECT e.seq, e.task_id, e.ts, e.payload, t.worker, t.attempt, t.cohort AS task_cohort,
-       (SELECT p.payload FROM events p WHERE p.task_id = e.task_id AND p.type = 'worker.prompt' AND p.seq < e.seq ORDER BY p.seq DESC LIMIT 1) AS prompt,
-       (SELECT s.payload FROM events s WHERE s.task_id = e.task_id AND s.type = 'worker.started' AND s.seq < e.seq ORDER BY s.seq DESC LIMIT 1) AS started
-     FROM events e JOIN tasks t ON t.id = e.task_id
-     WHERE e.type = 'worker.usage' AND e.seq > ?
-     ORDER BY e.seq LIMIT ?`,
-  ).all(after, limit) as UsageEventRow[];
-  const insert = prep(db, 
-    `INSERT OR IGNORE INTO usage_samples (event_seq, task_id, attempt, worker, cohort, ts, input_tokens, cached_tokens, output_tokens, routed_model, reported_model, route)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  );
+  const rows = unsampledUsage(db, limit);
   let added = 0;
   for (const r of rows) {
     const usage = JSON.parse(r.payload) as Record<string, unknown>;
@@ -89,19 +66,15 @@ export function materializeSamples(db: Db, limit = 5000): number {
     const reported = str(usage.model) ?? str(started?.model);
     const cohort = (prompted ? str(prompt?.cohort) : null) ?? r.task_cohort;
     const attempt = num((prompt as { attempt?: unknown } | null)?.attempt) || r.attempt;
-    added += insert.run(
-      r.seq, r.task_id, attempt, r.worker, cohort, r.ts, num(usage.inputTokens), num(usage.cachedTokens), num(usage.outputTokens),
-      routed, reported, checkRoute(r.worker, prompted, routed, reported),
-    ).changes;
+    added += insertSample(db, {
+      eventSeq: r.seq, taskId: r.task_id, attempt, worker: r.worker, cohort, ts: r.ts, inputTokens: num(usage.inputTokens), cachedTokens: num(usage.cachedTokens),
+      outputTokens: num(usage.outputTokens), routedModel: routed, reportedModel: reported, route: checkRoute(r.worker, prompted, routed, reported),
+    });
   }
   return added;
 }
 
 /** Samples with ts in [since, until], oldest first. */
 export function listSamples(db: Db, since: number, until: number): UsageSample[] {
-  return (prep(db, 
-    `SELECT event_seq AS eventSeq, task_id AS taskId, attempt, worker, cohort, ts, input_tokens AS inputTokens, cached_tokens AS cachedTokens,
-       output_tokens AS outputTokens, routed_model AS routedModel, reported_model AS reportedModel, route
-     FROM usage_samples WHERE ts >= ? AND ts <= ? ORDER BY ts, event_seq`,
-  ).all(since, until) as UsageSample[]);
+  return samplesBetween(db, since, until) as UsageSample[];
 }

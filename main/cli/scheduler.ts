@@ -4,7 +4,7 @@ import { startSchedulerService } from '../scheduler/service.js';
 import { withEngine } from './context.js';
 import { resolveTaskId, taskName } from '../store/tasks.js';
 import { err, out, printJson } from './output.js';
-import { isIdle } from '../scheduler/idle.js';
+import { isIdle } from '../store/work-counts.js';
 import { installGracefulShutdown } from '../scheduler/shutdown.js';
 import { TERMINAL, type TaskStatus } from '../tasks/types.js';
 import type { Engine } from '../engine.js';

@@ -13,6 +13,7 @@ import { findOnPath } from '../workers/which.js';
 import { defineCommand, type CommandContext } from './table.js';
 import { workerAuth } from './workers.js';
 import { describeStore, fleetStatus, NO_LEADER, type StoreInfo } from './fleet.js';
+import { quickCheck } from '../store/capabilities.js';
 
 export interface DoctorCheck {
   name: string;
@@ -73,7 +74,7 @@ function storeCheck(ctx: CommandContext): DoctorCheck {
   const fix = 'restore the database from a backup';
   try {
     const store = describeStore(ctx.engine);
-    const quick = ctx.engine.db.pragma('quick_check', { simple: true }) as string;
+    const quick = quickCheck(ctx.engine.db);
     const current = store.schemaVersion === store.expectedSchemaVersion;
     const ok = quick === 'ok' && current;
     const schema = `schema ${store.schemaVersion}/${store.expectedSchemaVersion}`;

@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import type { Engine } from '../engine.js';
 import { currentLease } from '../scheduler/lease.js';
-import { isPostgres, SCHEMA_VERSION, schemaVersion } from '../store/db.js';
+import { storeCapabilities } from '../store/capabilities.js';
+import { schemaVersion } from '../store/db.js';
 import { storeTarget } from '../store/pg/open.js';
-import { PG_MIGRATIONS } from '../store/pg/schema.js';
 import { fleetSummary, listRunners, type FleetSummary, type RunnerView } from '../store/runners.js';
 import { defineCommand } from './table.js';
 
@@ -20,9 +20,9 @@ export interface StoreInfo {
 
 /** The store the engine opened (reachable, or the engine would not exist) and its schema version. */
 export function describeStore(engine: Engine): StoreInfo {
-  const pg = isPostgres(engine.db);
+  const store = storeCapabilities(engine.db);
   let source: string | null = null;
-  if (pg) {
+  if (store.sharedByHosts) {
     try {
       source = storeTarget(engine.config)?.source ?? null;
     } catch {
@@ -30,11 +30,11 @@ export function describeStore(engine: Engine): StoreInfo {
     }
   }
   return {
-    kind: pg ? 'postgres' : 'sqlite',
+    kind: store.kind,
     label: engine.db.name,
     source,
     schemaVersion: schemaVersion(engine.db),
-    expectedSchemaVersion: pg ? PG_MIGRATIONS.length : SCHEMA_VERSION,
+    expectedSchemaVersion: store.expectedSchemaVersion,
   };
 }
 

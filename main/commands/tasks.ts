@@ -13,7 +13,7 @@ import { withNeeds } from '../requests/needs.js';
 import { STATUSES, type Task } from '../tasks/types.js';
 import { takeWithin } from './answer-budget.js';
 import { CLIENT_REQUEST_ID, createOnce } from './client-request.js';
-import { isPostgres } from '../store/db.js';
+import { storeCapabilities } from '../store/capabilities.js';
 import { fleetWaitingFor } from '../scheduler/fleet.js';
 import { authorityOf, defineCommand, FACE_LABELS, HOW_A_PERSON_APPROVES, requirePersonOrAllowed, type CommandContext } from './table.js';
 
@@ -30,7 +30,7 @@ export type PresentedTask = Task & { waitingOn?: string[]; waitingFor?: string; 
 export function presentTask(ctx: CommandContext, t: Task): PresentedTask {
   const w = upstreamApprovals(ctx, t);
   let shown: PresentedTask = w.length ? { ...t, waitingOn: w } : t;
-  const unserved = t.status === 'queued' && isPostgres(ctx.engine.db) ? fleetWaitingFor(ctx.engine.db, t.id) : null;
+  const unserved = t.status === 'queued' && storeCapabilities(ctx.engine.db).sharedByHosts ? fleetWaitingFor(ctx.engine.db, t.id) : null;
   if (unserved) shown = { ...shown, waitingFor: unserved };
   return t.status === 'waiting_input' || t.status === 'paused' ? withNeeds(ctx.engine, shown) : shown;
 }

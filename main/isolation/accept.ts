@@ -8,7 +8,7 @@ import { appendEvent } from '../store/events.js';
 import { requireTask } from '../store/tasks.js';
 import { transition } from '../tasks/state.js';
 import type { Task } from '../tasks/types.js';
-import { getAllocation, type Allocation } from './allocations.js';
+import { getAllocation, type Allocation } from '../store/worktrees.js';
 import { authorEnv, branchTip, commitAuthor } from './branches.js';
 import { commonGitDir, git, gitTry, splitZ } from './git-exec.js';
 import { copyBack } from './copy.js';

@@ -1,7 +1,7 @@
 import type { Engine } from '../engine.js';
 import { appendEvent, listEvents } from '../store/events.js';
 import { getTask } from '../store/tasks.js';
-import type { Allocation } from './allocations.js';
+import type { Allocation } from '../store/worktrees.js';
 import { branchTip, isBranchContained } from './branches.js';
 import { gitTry, splitZ } from './git-exec.js';
 import { withRepoLock } from './repo-lock.js';

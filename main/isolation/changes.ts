@@ -4,7 +4,7 @@ import { redactText } from '../core/redact.js';
 import type { Engine } from '../engine.js';
 import { appendEvent } from '../store/events.js';
 import type { Task } from '../tasks/types.js';
-import { getAllocation, setHeadCommit } from './allocations.js';
+import { getAllocation, setHeadCommit } from '../store/worktrees.js';
 import { commitAll, commitAuthor } from './branches.js';
 import { git, gitTry, splitZ } from './git-exec.js';
 import { matchAny } from './globs.js';

@@ -7,7 +7,7 @@ import { processStartTime } from '../runner/process.js';
 import { appendEvent } from '../store/events.js';
 import { updateTaskFields } from '../store/tasks.js';
 import type { Task } from '../tasks/types.js';
-import { getAllocation, insertAllocating, markReady, markReleased } from './allocations.js';
+import { getAllocation, insertAllocating, markReady, markReleased } from '../store/worktrees.js';
 import { LW_AUTHOR } from './branches.js';
 import { git, gitBytes, gitTry } from './git-exec.js';
 import { matchAny } from './globs.js';

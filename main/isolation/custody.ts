@@ -1,7 +1,7 @@
 import { mkdirSync, rmSync, symlinkSync, writeFileSync, chmodSync, existsSync, readdirSync, rmdirSync } from 'node:fs';
 import { dirname, join, relative, sep } from 'node:path';
 import { appendEvent, latestSeq, listEvents } from '../store/events.js';
-import { getAllocation } from './allocations.js';
+import { getAllocation } from '../store/worktrees.js';
 import { getTaskState } from '../store/tasks.js';
 import { ACTIVE, type Task } from '../tasks/types.js';
 import { captureGitFiles, captureRepo, foreignPackedRefs, parseIndexEntries, sameEntry, type Engine, type FileEntry, type RepoState } from './custody-capture.js';

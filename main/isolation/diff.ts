@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { redactText } from '../core/redact.js';
 import type { Engine } from '../engine.js';
 import { requireTask } from '../store/tasks.js';
-import { getAllocation } from './allocations.js';
+import { getAllocation } from '../store/worktrees.js';
 import { branchTip } from './branches.js';
 import { git, splitZ } from './git-exec.js';
 import { isPrivateRepo, privateTip, SAFE_GIT } from './private-repo.js';

@@ -3,7 +3,7 @@ import type { Engine } from '../engine.js';
 import { appendEvent } from '../store/events.js';
 import { requireTask } from '../store/tasks.js';
 import type { Task } from '../tasks/types.js';
-import { getAllocation } from './allocations.js';
+import { getAllocation } from '../store/worktrees.js';
 import { LW_AUTHOR } from './branches.js';
 import { git, gitTry, splitZ } from './git-exec.js';
 import { bringCommit } from './private-repo.js';

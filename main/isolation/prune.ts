@@ -5,8 +5,8 @@ import { isSameProcess } from '../runner/process.js';
 import { appendEvent } from '../store/events.js';
 import { getTask } from '../store/tasks.js';
 import { TERMINAL } from '../tasks/types.js';
-import { isPostgres } from '../store/db.js';
-import { listAllocations, markReleased, type Allocation } from './allocations.js';
+import { storeCapabilities } from '../store/capabilities.js';
+import { listAllocations, markReleased, type Allocation } from '../store/worktrees.js';
 import { planAcceptedBranch } from './accepted-branches.js';
 import { commitAll, isBranchContained } from './branches.js';
 import { gitTry, splitZ } from './git-exec.js';
@@ -96,7 +96,7 @@ export async function pruneWorkspaces(engine: Engine, opts: PruneOptions): Promi
   const now = opts.now ?? Date.now();
   const dirs = existsSync(engine.home.worktrees) ? readdirSync(engine.home.worktrees) : [];
   // A fleet's store holds every host's worktrees: this host prunes only its own home's.
-  const rows = listAllocations(engine.db).filter((a) => !isPostgres(engine.db) || a.path.startsWith(engine.home.root + sep));
+  const rows = listAllocations(engine.db).filter((a) => !storeCapabilities(engine.db).sharedByHosts || a.path.startsWith(engine.home.root + sep));
   const live = new Set(rows.filter((a) => a.state !== 'released').map((a) => a.path));
   const plans: Plan[] = [];
   const repos = new Set<string>();

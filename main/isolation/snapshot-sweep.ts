@@ -2,7 +2,8 @@ import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join, sep } from 'node:path';
 import type { Engine } from '../engine.js';
 import { isSameProcess } from '../runner/process.js';
-import { getSnapshot, listSnapshots } from './allocations.js';
+import { getSnapshot, listSnapshots, isSnapshotRecorded } from '../store/snapshots.js';
+import { anyTaskIn } from '../store/tasks.js';
 import { removeSnapshot, snapshotsRoot } from './snapshot.js';
 import { ACTIVE } from '../tasks/types.js';
 
@@ -43,7 +44,7 @@ export function planSnapshotSweep(engine: Engine, opts: { ttlHours?: number; now
   const root = snapshotsRoot(engine);
   const known = new Set(rows.map((r) => r.path));
   const gone = new Set(plans.map((p) => p.path));
-  const recorded = (p: string) => engine.db.prepare('SELECT 1 FROM snapshots WHERE path = ?').get(p) !== undefined;
+  const recorded = (p: string) => isSnapshotRecorded(engine.db, p);
   for (const key of existsSync(root) ? readdirSync(root) : []) {
     const dir = join(root, key);
     const entries = safeList(dir);
@@ -76,8 +77,7 @@ export function sweepDeadSnapshots(engine: Engine): number {
 }
 
 function storeInUse(engine: Engine, store: string, now: number, ttlHours: number): boolean {
-  const active = engine.db.prepare(`SELECT 1 FROM tasks WHERE status IN (${[...ACTIVE].map(() => '?').join(', ')}) LIMIT 1`).get(...ACTIVE);
-  if (active !== undefined) return true;
+  if (anyTaskIn(engine.db, ACTIVE)) return true;
   try {
     return now - statSync(store).mtimeMs < ttlHours * 3_600_000;
   } catch {

@@ -6,16 +6,7 @@ import type { Engine } from '../engine.js';
 import { processStartTime } from '../runner/process.js';
 import { appendEvent } from '../store/events.js';
 import type { Task } from '../tasks/types.js';
-import {
-  claimFreeSnapshot,
-  deleteSnapshotRow,
-  getSnapshot,
-  insertSnapshot,
-  listSnapshots,
-  markSnapshotFree,
-  markSnapshotInUse,
-  type SnapshotRow,
-} from './allocations.js';
+import { claimFreeSnapshot, deleteSnapshotRow, getSnapshot, insertSnapshot, listSnapshots, markSnapshotFree, markSnapshotInUse, type SnapshotRow } from '../store/snapshots.js';
 import { commonGitDir, git, gitTry, splitZ } from './git-exec.js';
 import { checkContainment } from './guards.js';
 import { withLockFile } from './repo-lock.js';

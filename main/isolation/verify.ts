@@ -5,7 +5,7 @@ import type { Engine } from '../engine.js';
 import { appendEvent, listEvents } from '../store/events.js';
 import { updateTaskFields } from '../store/tasks.js';
 import type { Task, VerifyCommand } from '../tasks/types.js';
-import { getAllocation, setVerifyOutcome } from './allocations.js';
+import { getAllocation, setVerifyOutcome } from '../store/worktrees.js';
 import { treeMarkerEnv } from '../runner/lifecycle.js';
 import { commandEnv, runBounded } from './bounded-run.js';
 import { gitTry } from './git-exec.js';

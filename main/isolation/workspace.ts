@@ -6,7 +6,8 @@ import { appendEvent } from '../store/events.js';
 import { unsealTask } from '../tasks/secrets.js';
 import type { Task } from '../tasks/types.js';
 import { updateTaskFields } from '../store/tasks.js';
-import { getAllocation, markReady } from './allocations.js';
+import { latestEventPayload } from '../store/task-history.js';
+import { getAllocation, markReady } from '../store/worktrees.js';
 import { branchTip, commitAuthor } from './branches.js';
 import { inspectReadOnly, inspectWorktree } from './changes.js';
 import { treeMarkerEnv } from '../runner/lifecycle.js';
@@ -268,8 +269,8 @@ async function keepWorktree(engine: Engine, task: Task, repo: string): Promise<P
 
 /** Files the setup of an earlier attempt copied into the worktree (they are not the worker's changes). */
 function lastSetupCopied(engine: Engine, taskId: string): string[] {
-  const row = engine.db.prepare(`SELECT payload FROM events WHERE task_id = ? AND type = 'worktree.setup' ORDER BY seq DESC LIMIT 1`).get(taskId) as { payload: string } | undefined;
-  const copied = row ? (JSON.parse(row.payload) as { copied?: unknown }).copied : undefined;
+  const payload = latestEventPayload(engine.db, taskId, 'worktree.setup');
+  const copied = payload ? (JSON.parse(payload) as { copied?: unknown }).copied : undefined;
   return Array.isArray(copied) ? copied.filter((c): c is string => typeof c === 'string') : [];
 }
 

@@ -6,7 +6,7 @@ import { processStartTime } from '../runner/process.js';
 import { appendEvent } from '../store/events.js';
 import { updateTaskFields } from '../store/tasks.js';
 import type { Task } from '../tasks/types.js';
-import { getAllocation, insertAllocating, markReady, markReleased, type Allocation } from './allocations.js';
+import { getAllocation, insertAllocating, markReady, markReleased, type Allocation } from '../store/worktrees.js';
 import { branchTip, commitAll, commitAuthor, isBranchContained } from './branches.js';
 import { git, gitTry, resolveCommit } from './git-exec.js';
 import { checkContainment, checkDiskReserve } from './guards.js';

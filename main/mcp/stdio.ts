@@ -82,8 +82,8 @@ async function startScheduler(engine: Engine): Promise<SchedulerService | null> 
     const { startSchedulerService } = await import('../scheduler/service.js');
     if (process.env.LIGHTWORKER_MCP_SCHEDULER === 'inprocess') return await startSchedulerService(engine);
     const { spawnBackgroundRunner } = await import('../scheduler/background.js');
-    const { isPostgres } = await import('../store/db.js');
-    return await startSchedulerService(engine, { spawnRunner: () => spawnBackgroundRunner(engine.home, undefined, { tls: isPostgres(engine.db) }) });
+    const { storeCapabilities } = await import('../store/capabilities.js');
+    return await startSchedulerService(engine, { spawnRunner: () => spawnBackgroundRunner(engine.home, undefined, { tls: storeCapabilities(engine.db).sharedByHosts }) });
   } catch (e) {
     logErr(`lightworker mcp: scheduler not started (tasks are queued but run only where a scheduler leads): ${(e as Error).message}`);
     return null;

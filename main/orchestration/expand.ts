@@ -6,6 +6,7 @@ import { createTasks } from '../tasks/create.js';
 import type { ParsedTaskInput } from '../tasks/schema.js';
 import type { Task } from '../tasks/types.js';
 import { planResultSchema, type PlanResult } from './plan-schema.js';
+import { planChildrenCount } from '../store/teams.js';
 
 /**
  * Turn a completed planner task's JSON result into its children, all or nothing (SPEC §7).
@@ -22,8 +23,8 @@ export function expandPlan(db: Db, config: Config, homeRoot: string, planTask: T
   const plan = parsePlan(result);
   checkGraph(plan);
   return db.transaction(() => {
-    const existing = db.prepare(`SELECT COUNT(*) AS n FROM tasks WHERE parent_id = ? AND json_extract(metadata, '$.plan.planner') = ?`).get(planTask.id, planTask.id) as { n: number };
-    if (existing.n > 0) throw new AppError('conflict', `plan of task ${planTask.id} was already expanded into ${existing.n} tasks`);
+    const existing = planChildrenCount(db, planTask.id);
+    if (existing > 0) throw new AppError('conflict', `plan of task ${planTask.id} was already expanded into ${existing} tasks`);
     const inputs: ParsedTaskInput[] = plan.tasks.map((t) => ({
       ref: t.id,
       name: t.title,

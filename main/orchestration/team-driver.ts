@@ -8,6 +8,7 @@ import { followUpTask } from '../tasks/followup.js';
 import { TERMINAL, type Task } from '../tasks/types.js';
 import { reviewRound } from './teams.js';
 import { teamTagOf, type TeamTag } from './team-schema.js';
+import { backInPlaySince, unendedTeamRoots } from '../store/teams.js';
 
 /** Strategies whose next step depends on results, so the driver moves them on. */
 const DRIVEN = ['implement_review', 'best_of_n'] as const;
@@ -27,9 +28,6 @@ export function teamMembers(db: Db, rootId: string, strategy: string): (Task & {
     });
 }
 
-/** A task.status event that puts a task back in play (a retry, a follow-up, a released block); not an accept. */
-const BACK_IN_PLAY = `json_extract(payload, '$.to') IN ('queued', 'awaiting_approval')`;
-
 /**
  * The team's outcome: its latest `team.ended` record (on the root task), or null while it goes on. A
  * record is current only while no member was put back in play after it: a member retried after the
@@ -39,9 +37,7 @@ export function teamEnded(db: Db, rootId: string, strategy: string): TeamOutcome
   const last = listEvents(db, { taskId: rootId, types: ['team.ended'], limit: 1, newest: true }).events.pop();
   if (!last) return null;
   const ids = teamMembers(db, rootId, strategy).map((m) => m.id);
-  const moved = db
-    .prepare(`SELECT 1 FROM events WHERE type = 'task.status' AND seq > ? AND ${BACK_IN_PLAY} AND task_id IN (${ids.map(() => '?').join(',')}) LIMIT 1`)
-    .get(last.seq, ...ids);
+  const moved = backInPlaySince(db, last.seq, ids);
   return moved ? null : (last.payload as TeamOutcome);
 }
 
@@ -71,15 +67,8 @@ export function advanceTeam(ctx: CreateContext, taskId: string): TeamOutcome | n
 
 /** Every driven team without an end, moved on once (at leader start). Returns how many moved. */
 export function advanceAllTeams(ctx: CreateContext): number {
-  const rows = ctx.db
-    .prepare(
-      `SELECT DISTINCT t.root_id AS r FROM tasks t WHERE json_extract(t.metadata, '$.team.strategy') IN (${DRIVEN.map(() => '?').join(',')})
-       AND NOT EXISTS (SELECT 1 FROM events e WHERE e.task_id = t.root_id AND e.type = 'team.ended' AND e.seq >
-         (SELECT COALESCE(MAX(s.seq), 0) FROM events s JOIN tasks m ON m.id = s.task_id WHERE m.root_id = t.root_id AND s.type = 'task.status' AND ${BACK_IN_PLAY.replaceAll('payload', 's.payload')}))`,
-    )
-    .all(...DRIVEN) as { r: string }[];
   let moved = 0;
-  for (const { r } of rows) if (advanceTeam({ ...ctx, depth: getTask(ctx.db, r)?.depth ?? ctx.depth }, r)) moved++;
+  for (const r of unendedTeamRoots(ctx.db, DRIVEN)) if (advanceTeam({ ...ctx, depth: getTask(ctx.db, r)?.depth ?? ctx.depth }, r)) moved++;
   return moved;
 }
 

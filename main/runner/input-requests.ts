@@ -10,6 +10,7 @@ import type { ResumeRequest } from '../tasks/ops.js';
 import type { Task } from '../tasks/types.js';
 import type { WorkerAdapter, WorkerTurn } from '../workers/adapter.js';
 import type { TurnResult } from './turn.js';
+import { closeAttempt } from '../store/attempts.js';
 
 /** Thrown by the runner when a turn ended asking a person: the task moves to waiting_input. */
 export class WaitForInput extends Error {
@@ -50,7 +51,7 @@ export function stopForInput(engine: Engine, task: Task, request: TaskRequest): 
     const cur = getTask(engine.db, task.id);
     if (cur?.status !== 'running') return;
     enterWaiting(engine.db, task.id, request);
-    engine.db.prepare('UPDATE attempts SET status = ?, ended_at = ? WHERE task_id = ? AND attempt = ?').run('waiting_input', Date.now(), task.id, task.attempt);
+    closeAttempt(engine.db, task.id, task.attempt, 'waiting_input', Date.now());
   });
 }
 

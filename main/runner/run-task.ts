@@ -6,7 +6,6 @@ import { describeConflicts, integrateSources } from '../isolation/integrate.js';
 import { teamInputsFor } from '../orchestration/team-inputs.js';
 import { teamTagOf } from '../orchestration/team-schema.js';
 import { pendingRedirect, takeRedirect } from '../tasks/controls.js';
-import { prep } from '../store/db.js';
 import { appendEvent } from '../store/events.js';
 import { getTask, getTaskState, updateTaskFields } from '../store/tasks.js';
 import { followUpKey } from '../tasks/followup.js';
@@ -32,6 +31,8 @@ import { deferTurnRecords, Deferred, landEndWrite, outputTruncation, persistEven
 import { storeFaultOf, storeFullError } from '../store/store-faults.js';
 import { checkTurnForInput, MAX_DENIALS_PER_ATTEMPT, permissionServerFor, runBudget, stopForInput, WaitForInput } from './input-requests.js';
 import { mkdirPrivate } from '../core/private-home.js';
+import { runDirOfSession } from '../store/task-history.js';
+import { closeAttempt, markAttemptRunning } from '../store/attempts.js';
 
 export interface RunContext {
   engine: Engine;
@@ -277,10 +278,7 @@ function resumedTurn(engine: Engine, adapter: WorkerAdapter, base: WorkerTurn, r
 
 /** The runDir of the turn that started (or last ran) a native session: where the CLI keeps it. */
 function sessionRunDir(engine: Engine, taskId: string, sessionId: string): string | null {
-  const row = engine.db
-    .prepare(`SELECT json_extract(payload, '$.runDir') AS d FROM events WHERE task_id = ? AND type = 'worker.started' AND json_extract(payload, '$.sessionId') = ? AND json_extract(payload, '$.runDir') IS NOT NULL ORDER BY seq DESC LIMIT 1`)
-    .get(taskId, sessionId) as { d: string } | undefined;
-  return row?.d ?? null;
+  return runDirOfSession(engine.db, taskId, sessionId);
 }
 
 /**
@@ -312,7 +310,7 @@ async function runWorkerTurn(ctx: RunContext, adapter: WorkerAdapter, turn: Work
       later.write(engine, () => {
         if (from === 'starting') move(engine.db, id, 'starting', 'running', { reason: 'worker spawned', fields: { pid, pidStart: startTime }, event: { pid } });
         else updateTaskFields(engine.db, id, { pid, pidStart: startTime });
-        prep(engine.db, 'UPDATE attempts SET status = ?, pid = ?, pid_start = ? WHERE task_id = ? AND attempt = ?').run('running', pid, startTime, id, turn.task.attempt);
+        markAttemptRunning(engine.db, id, turn.task.attempt, pid, startTime);
       });
     },
     onEvents: (events) => persistEvents(engine, id, withRunDir(events)),
@@ -366,7 +364,7 @@ function checkAbort(ctx: RunContext): void {
 }
 
 function endAttempt(engine: Engine, task: Task, status: string, errorCode: string | null): void {
-  prep(engine.db, 'UPDATE attempts SET status = ?, error_code = ?, ended_at = ? WHERE task_id = ? AND attempt = ?').run(status, errorCode, Date.now(), task.id, task.attempt);
+  closeAttempt(engine.db, task.id, task.attempt, status, Date.now(), errorCode);
 }
 
 function endWrites(ctx: RunContext, taskId: string): EndWriteContext {

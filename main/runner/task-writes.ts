@@ -1,12 +1,13 @@
 import { isAppError } from '../core/errors.js';
 import type { Engine } from '../engine.js';
-import { prep } from '../store/db.js';
 import { appendEvent } from '../store/events.js';
 import { updateTaskFields } from '../store/tasks.js';
 import { storeFaultOf } from '../store/store-faults.js';
 import type { NormalizedEvent, ThreadUsage } from '../workers/adapter.js';
 import type { DroppedOutput, OutputBudget } from './output-budget.js';
 import type { RawLogDropped } from './turn.js';
+import { latestUsageOfThread } from '../store/task-history.js';
+import { addUsageTotals } from '../store/task-moves.js';
 
 // What a task's run writes besides its state moves: the deferred writes of runner/run-task.ts, and a worker
 // turn's events with the token counts they carry.
@@ -77,10 +78,8 @@ function eventPayload(e: NormalizedEvent): Record<string, unknown> {
 
 /** The session's totals its last turn reported (a `worker.usage` event with `thread`), for a resumed turn. */
 export function threadUsageOf(engine: Engine, taskId: string, session: string): ThreadUsage | null {
-  const row = prep(engine.db, `SELECT payload FROM events WHERE task_id = ? AND type = 'worker.usage' AND json_extract(payload, '$.thread.thread') = ? ORDER BY seq DESC LIMIT 1`).get(taskId, session) as
-    | { payload: string }
-    | undefined;
-  const t = row ? (JSON.parse(row.payload) as { thread?: ThreadUsage }).thread : undefined;
+  const payload = latestUsageOfThread(engine.db, taskId, session);
+  const t = payload ? (JSON.parse(payload) as { thread?: ThreadUsage }).thread : undefined;
   return t && typeof t.input === 'number' ? t : null;
 }
 
@@ -105,7 +104,7 @@ export function writeEvents(engine: Engine, id: string, events: NormalizedEvent[
     }
   }
   if (input || cached || output || cost !== null) {
-    prep(engine.db, 'UPDATE tasks SET input_tokens = input_tokens + ?, cached_tokens = cached_tokens + ?, output_tokens = output_tokens + ?, cost_usd = CASE WHEN CAST(? AS REAL) IS NULL THEN cost_usd ELSE COALESCE(cost_usd, 0) + ? END WHERE id = ?').run(input, cached, output, cost, cost, id);
+    addUsageTotals(engine.db, id, input, cached, output, cost);
   }
 }
 

@@ -6,6 +6,7 @@ import { sweepTrees, treeMarkerEnv, type Tree } from '../runner/lifecycle.js';
 import { transition } from '../tasks/state.js';
 import type { Task } from '../tasks/types.js';
 import { getTask } from '../store/tasks.js';
+import { closeAttempt, inFlightTasksNotOf, inFlightTasksOf } from '../store/attempts.js';
 
 /**
  * On takeover: every task some other runner owned (starting, running, verifying) lost its runner.
@@ -16,14 +17,8 @@ import { getTask } from '../store/tasks.js';
  * Nothing is re-run; a retry is an explicit new attempt. Returns the ids it orphaned.
  */
 export async function recoverOrphans(engine: Engine, holder: string, graceMs: number, lostRunners?: { id: string; host: string }[], here = hostname()): Promise<string[]> {
-  const rows = lostRunners
-    ? (engine.db
-        .prepare(`SELECT id FROM tasks WHERE status IN ('starting', 'running', 'verifying') AND runner_id IN (SELECT value FROM json_each(?))`)
-        .all(JSON.stringify(lostRunners.map((r) => r.id))) as { id: string }[])
-    : (engine.db
-        .prepare(`SELECT id FROM tasks WHERE status IN ('starting', 'running', 'verifying') AND (runner_id IS NULL OR runner_id != ?)`)
-        .all(holder) as { id: string }[]);
-  const tasks = rows.map(({ id }) => getTask(engine.db, id)).filter((t): t is Task => t !== null);
+  const ids = lostRunners ? inFlightTasksOf(engine.db, lostRunners.map((r) => r.id)) : inFlightTasksNotOf(engine.db, holder);
+  const tasks = ids.map((id) => getTask(engine.db, id)).filter((t): t is Task => t !== null);
   // A fleet runner sweeps only trees of runners on its own host: a PID means nothing on another one.
   const remote = new Set((lostRunners ?? []).filter((r) => r.host !== here).map((r) => r.id));
   const local = tasks.filter((t) => !remote.has(t.runnerId ?? ''));
@@ -45,7 +40,7 @@ export async function recoverOrphans(engine: Engine, holder: string, graceMs: nu
           fields: { errorCode: 'orphaned', errorMessage: `${remote.has(t.runnerId ?? '') ? `the runner of this task (on another host) lost its lease; it kills its own processes when it finds out` : `the runner of this task died; ${killed ? `${signalled[i]} leftover process(es) of it were killed` : 'no live process was found'}`}; \`lightworker retry ${t.id} --strategy resume\` continues it` },
           event: { killedPid: killed ? t.pid : null, killedProcesses: signalled[i] },
         });
-        engine.db.prepare(`UPDATE attempts SET status = 'orphaned', ended_at = ? WHERE task_id = ? AND attempt = ?`).run(Date.now(), t.id, t.attempt);
+        closeAttempt(engine.db, t.id, t.attempt, 'orphaned', Date.now());
       });
       orphaned.push(t.id);
     } catch {

@@ -2,12 +2,12 @@ import { EventEmitter } from 'node:events';
 import { AppError } from '../core/errors.js';
 import { newToken } from '../core/ids.js';
 import type { Engine } from '../engine.js';
-import { isPostgres } from '../store/db.js';
+import { storeCapabilities } from '../store/capabilities.js';
 import { anchorChains, anchorDue, latestSeq } from '../store/events.js';
 import { fleetIdentity, lostTasksOnHost, reapExpiredRunners, registerRunner, renewRunner, stopRunner, type FleetIdentity } from './fleet.js';
 import { countByStatus } from '../store/tasks.js';
 import { currentLease, leaseHeld, releaseLease, renewLease, tryAcquireLease } from './lease.js';
-import { claimableWork } from './idle.js';
+import { claimableWork } from '../store/work-counts.js';
 import { claimSpawn, RESPAWN_MS, runnerWanted } from './spawn-gate.js';
 import { recoverOrphans } from './recovery.js';
 import { sweepExpiredRequests } from './request-expiry.js';
@@ -73,7 +73,7 @@ class Service extends EventEmitter implements SchedulerService {
     private readonly opts: ServiceOptions,
   ) {
     super();
-    this.fleet = isPostgres(engine.db) ? fleetIdentity(engine.config) : null;
+    this.fleet = storeCapabilities(engine.db).sharedByHosts ? fleetIdentity(engine.config) : null;
     this.ttl = this.fleet ? engine.config.fleet.lease_ttl_ms : engine.config.scheduler.lease_ttl_ms;
     this.health = new StoreHealth(engine);
     engine.watch();

@@ -1,6 +1,7 @@
 import type { AppError } from '../core/errors.js';
 import type { HomePaths } from '../core/home.js';
-import { isPostgres, type Db } from '../store/db.js';
+import type { Db } from '../store/db.js';
+import { storeCapabilities } from '../store/capabilities.js';
 import { appendEvent } from '../store/events.js';
 import { lookAtStoreFile, quickCheckFile, rescueStore, type StoreFileId } from '../store/integrity.js';
 import { formatBytes, freeBytes, storeDamagedError, storeFullError } from '../store/store-faults.js';
@@ -36,7 +37,7 @@ export class StoreHealth {
   constructor(private readonly engine: WatchedStore) {}
 
   private get watched(): boolean {
-    return !isPostgres(this.engine.db) && this.engine.storeFile !== null;
+    return storeCapabilities(this.engine.db).localFile && this.engine.storeFile !== null;
   }
 
   /** Throws `store_damaged` when the store is no longer the database opened. `thorough`: run quick_check now. */

@@ -337,3 +337,9 @@ export function insertTask(db: Db, row: NewTaskRow, now: number): void {
   const dep = prep(db, 'INSERT INTO task_deps (task_id, depends_on) VALUES (?, ?)');
   for (const d of t.dependsOn) dep.run(t.id, d);
 }
+
+/** Is any task in one of `statuses` right now? */
+export function anyTaskIn(db: Db, statuses: Iterable<TaskStatus>): boolean {
+  const list = [...statuses];
+  return db.prepare(`SELECT 1 FROM tasks WHERE status IN (${list.map(() => '?').join(', ')}) LIMIT 1`).get(...list) !== undefined;
+}

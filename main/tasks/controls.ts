@@ -2,13 +2,15 @@ import type { Config } from '../core/config.js';
 import { AppError } from '../core/errors.js';
 import { redactText } from '../core/redact.js';
 import { appendEvent } from '../store/events.js';
-import { prep, type Db } from '../store/db.js';
+import type { Db } from '../store/db.js';
 import { pendingRequestOf, shiftExpiry } from '../store/requests.js';
 import { requireTask } from '../store/tasks.js';
 import { lastSessionOf, startNewAttempt } from './ops.js';
 import { resealObjective } from './secrets.js';
 import { transition } from './state.js';
 import type { Task, TaskStatus } from './types.js';
+import { latestPause, redirectSeqs } from '../store/task-history.js';
+import { setObjective } from '../store/task-moves.js';
 
 /**
  * Pause a queued task (the scheduler does not claim it) or a task waiting for an answer (its request's
@@ -26,9 +28,8 @@ export function pauseTask(db: Db, id: string, by: string): Task {
 export function resumeTask(db: Db, id: string, by: string): Task {
   const t = requireTask(db, id);
   if (t.status !== 'paused') throw new AppError('illegal_transition', `task ${id} is ${t.status}; only a paused task can be resumed`, { status: t.status });
-  const row = prep(db, `SELECT json_extract(payload, '$.pausedFrom') AS f, ts FROM events WHERE task_id = ? AND type = 'task.status' AND json_extract(payload, '$.to') = 'paused' ORDER BY seq DESC LIMIT 1`).get(id) as
-    | { f: TaskStatus | null; ts: number }
-    | undefined;
+  const pause = latestPause(db, id);
+  const row = pause ? { f: pause.from as TaskStatus | null, ts: pause.ts } : undefined;
   const pending = pendingRequestOf(db, id);
   const to: TaskStatus = row?.f === 'waiting_input' && pending ? 'waiting_input' : 'queued';
   if (to === 'waiting_input' && row) shiftExpiry(db, pending!.id, Math.max(0, Date.now() - row.ts));
@@ -77,7 +78,7 @@ export function redirectTask(db: Db, id: string, objective: string, by: string):
   const t = requireTask(db, id);
   if (!REDIRECTABLE.includes(t.status)) throw new AppError('illegal_transition', `task ${id} is ${t.status}; only a task that has not ended can be redirected`, { status: t.status });
   const stored = resealObjective(db, t, text);
-  prep(db, 'UPDATE tasks SET objective = ?, updated_at = ? WHERE id = ?').run(stored, Date.now(), id);
+  setObjective(db, id, stored, Date.now());
   appendEvent(db, id, 'task.redirected', { by, objective: stored.slice(0, 2000), status: t.status });
   return requireTask(db, id);
 }
@@ -98,8 +99,6 @@ export function takeRedirect(db: Db, taskId: string): boolean {
  * at every turn and takes the write lock (takeRedirect) only when there is one.
  */
 export function pendingRedirect(db: Db, taskId: string): number | null {
-  const row = prep(db, `SELECT MAX(CASE WHEN type = 'task.redirected' THEN seq END) AS r, MAX(CASE WHEN type = 'task.redirect_applied' THEN seq END) AS a FROM events WHERE task_id = ? AND type IN ('task.redirected', 'task.redirect_applied')`).get(taskId) as
-    | { r: number | null; a: number | null }
-    | undefined;
-  return !row?.r || (row.a !== null && row.a > row.r) ? null : row.r;
+  const { redirected, applied } = redirectSeqs(db, taskId);
+  return !redirected || (applied !== null && applied > redirected) ? null : redirected;
 }

@@ -1,5 +1,6 @@
 import type { Config } from '../core/config.js';
-import { prep, type Db } from '../store/db.js';
+import type { Db } from '../store/db.js';
+import { usageEventsOfRoot, usageEventsOfTask } from '../store/task-history.js';
 
 /** USD per million tokens of one model. */
 export interface Price {
@@ -104,13 +105,13 @@ function summarize(rows: UsageRow[], prices: Record<string, Price>): CostSummary
 
 /** Cost of one task (every attempt): its `worker.usage` events × the price table. */
 export function costOfTask(db: Db, prices: Record<string, Price>, taskId: string): CostSummary {
-  const rows = prep(db, `SELECT e.payload, t.model AS task_model FROM events e JOIN tasks t ON t.id = e.task_id WHERE e.task_id = ? AND e.type = 'worker.usage'`).all(taskId) as UsageRow[];
+  const rows: UsageRow[] = usageEventsOfTask(db, taskId);
   return summarize(rows, prices);
 }
 
 /** Cost of a whole tree (every task whose root is `rootId`, the root included), and USD per task of it. */
 export function costOfRoot(db: Db, prices: Record<string, Price>, rootId: string): { total: CostSummary; byTask: Map<string, number | null> } {
-  const rows = prep(db, `SELECT t.id AS task_id, e.payload, t.model AS task_model FROM tasks t JOIN events e ON e.task_id = t.id WHERE t.root_id = ? AND e.type = 'worker.usage'`).all(rootId) as (UsageRow & { task_id: string })[];
+  const rows = usageEventsOfRoot(db, rootId);
   const grouped = new Map<string, UsageRow[]>();
   for (const r of rows) grouped.set(r.task_id, [...(grouped.get(r.task_id) ?? []), r]);
   return { total: summarize(rows, prices), byTask: new Map([...grouped].map(([id, rs]) => [id, summarize(rs, prices).usd])) };

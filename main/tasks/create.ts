@@ -9,7 +9,8 @@ import { AppError } from '../core/errors.js';
 import { REDACTED, redactText } from '../core/redact.js';
 import { newId } from '../core/ids.js';
 import { appendEvent } from '../store/events.js';
-import { isPostgres, type Db } from '../store/db.js';
+import type { Db } from '../store/db.js';
+import { storeCapabilities } from '../store/capabilities.js';
 import { getTask, insertTask, type NewTaskRow } from '../store/tasks.js';
 import { stampOrigin } from './repo-identity.js';
 import type { ParsedTaskInput } from './schema.js';
@@ -195,7 +196,7 @@ export function createTasks(ctx: CreateContext, inputs: ParsedTaskInput[], opts:
   }
   for (const [rootId, budget] of budgets) setRootBudget(db, rootId, budget);
   // A fleet: where each task comes from, so a runner elsewhere can find its repository.
-  if (isPostgres(db)) stampOrigin(db, config, rows);
+  if (storeCapabilities(db).sharedByHosts) stampOrigin(db, config, rows);
   for (const i of order) {
     const r = rows[i];
     appendEvent(db, r.id, 'task.created', {

@@ -4,12 +4,14 @@ import { AppError } from '../core/errors.js';
 import { findProfile } from '../core/profiles.js';
 import { effectiveBudget, getRootBudget } from './budget.js';
 import { appendEvent } from '../store/events.js';
-import { prep, type Db } from '../store/db.js';
+import type { Db } from '../store/db.js';
 import { closeRequest, pendingRequestOf } from '../store/requests.js';
 import { requireTask, updateTaskFields, type TaskFieldUpdate } from '../store/tasks.js';
 import { needsApproval } from './create.js';
 import { releaseDependents, transition } from './state.js';
 import { ACTIVE, type Authority, type Task, type TaskStatus } from './types.js';
+import { countStrategyMoves, lastStartedSession, latestStrategyMove } from '../store/task-history.js';
+import { setRoute, upstreamAwaitingApproval } from '../store/task-moves.js';
 
 /** Approve a task waiting for a person: awaiting_approval → queued. Run inside a write transaction. */
 export function approveTask(db: Db, id: string, by: string): Task {
@@ -59,10 +61,7 @@ function isInterrupted(t: Task): boolean {
 /** The native session the interrupted attempt reported (the task row, else its last worker.started event). */
 export function lastSessionOf(db: Db, t: Task): string | null {
   if (t.sessionId) return t.sessionId;
-  const row = prep(db, `SELECT json_extract(payload, '$.sessionId') AS s FROM events WHERE task_id = ? AND type = 'worker.started' AND json_extract(payload, '$.sessionId') IS NOT NULL ORDER BY seq DESC LIMIT 1`).get(t.id) as
-    | { s: string | null }
-    | undefined;
-  return row?.s ?? null;
+  return lastStartedSession(db, t.id);
 }
 
 /**
@@ -87,12 +86,7 @@ export function retryTask(db: Db, config: Config, id: string, strategy: RetryStr
   const budget = effectiveBudget(db, config, t.rootId);
   const source = getRootBudget(db, t.rootId) ? "this tree's budget" : 'limits.retry_budget';
   // Only retries spend the budget: follow-ups, answers and reverifies are new attempts a person asked for.
-  const used = (
-    prep(db, `SELECT COUNT(*) AS n FROM events e JOIN tasks t ON t.id = e.task_id WHERE t.root_id = ? AND e.type = 'task.status' AND json_extract(e.payload, '$.strategy') IN (${RETRY_STRATEGIES.map(() => '?').join(',')})`).get(
-      t.rootId,
-      ...RETRY_STRATEGIES,
-    ) as { n: number }
-  ).n;
+  const used = countStrategyMoves(db, t.rootId, RETRY_STRATEGIES);
   if (used >= budget.retries) {
     throw new AppError('forbidden', `retry budget of this task tree is used up (${used} of ${budget.retries}, ${source})`);
   }
@@ -102,7 +96,7 @@ export function retryTask(db: Db, config: Config, id: string, strategy: RetryStr
   const route = retryRoute(config, t, strategy);
   const changed = route.gateway !== t.gateway || route.effort !== t.reasoningEffort || route.model !== t.model || route.profile !== t.profile || route.worker !== t.worker;
   if (changed) {
-    prep(db, 'UPDATE tasks SET gateway = ?, reasoning_effort = ?, model = ?, profile = ?, worker = ? WHERE id = ?').run(route.gateway, route.effort, route.model, route.profile, route.worker, id);
+    setRoute(db, id, route);
   }
   const resume: ResumeRequest | null =
     strategy === 'resume' ? { sessionId: lastSessionOf(db, t), fromAttempt: t.attempt, interruptedBy: t.error?.code ?? t.status, worktree: t.kind === 'execute' ? t.worktreePath : null } : null;
@@ -172,11 +166,9 @@ export interface FollowUpRequest {
 
 /** The resume request of the task's current attempt, when it was made by `retry --strategy resume`. */
 export function resumeRequestOf(db: Db, task: Pick<Task, 'id' | 'attempt'>): ResumeRequest | null {
-  const row = prep(db, `SELECT payload FROM events WHERE task_id = ? AND type = 'task.status' AND json_extract(payload, '$.strategy') IS NOT NULL ORDER BY seq DESC LIMIT 1`).get(task.id) as
-    | { payload: string }
-    | undefined;
-  if (!row) return null;
-  const p = JSON.parse(row.payload) as { attempt?: number; strategy?: string; resume?: ResumeRequest };
+  const payload = latestStrategyMove(db, task.id);
+  if (!payload) return null;
+  const p = JSON.parse(payload) as { attempt?: number; strategy?: string; resume?: ResumeRequest };
   return (p.strategy === 'resume' || p.strategy === 'followup' || p.strategy === 'answer' || p.strategy === 'reverify') && p.attempt === task.attempt && p.resume ? p.resume : null;
 }
 
@@ -224,13 +216,5 @@ function nextProfile(config: Config, t: Task): string {
  * Empty when nothing upstream needs approval.
  */
 export function waitingOn(db: Db, id: string): string[] {
-  const rows = prep(db, 
-      `WITH RECURSIVE up(id) AS (
-         SELECT depends_on FROM task_deps WHERE task_id = ?
-         UNION SELECT d.depends_on FROM task_deps d JOIN up ON d.task_id = up.id
-       )
-       SELECT t.id FROM tasks t JOIN up ON up.id = t.id WHERE t.status = 'awaiting_approval' ORDER BY t.id`,
-    )
-    .all(id) as { id: string }[];
-  return rows.map((r) => r.id);
+  return upstreamAwaitingApproval(db, id);
 }

@@ -3,7 +3,8 @@ import { realpathSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import type { Config } from '../core/config.js';
-import { prep, type Db } from '../store/db.js';
+import type { Db } from '../store/db.js';
+import { setOrigin } from '../store/task-moves.js';
 
 /**
  * A repository's identity across the hosts of a fleet (issue 17): tasks name their repository by it, and
@@ -77,7 +78,6 @@ export function repoIdentity(config: Config, workspace: string): string | null {
 /** Stamp new tasks with their repository identity and submitting host (PostgreSQL store only). */
 export function stampOrigin(db: Db, config: Config, ids: { id: string; workspace: string }[]): void {
   const host = hostId(config);
-  const stmt = prep(db, 'UPDATE tasks SET repo_key = ?, origin_host = ? WHERE id = ?');
-  for (const t of ids) stmt.run(repoIdentity(config, t.workspace), host, t.id);
+  for (const t of ids) setOrigin(db, t.id, repoIdentity(config, t.workspace), host);
 }
 

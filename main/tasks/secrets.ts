@@ -3,9 +3,11 @@ import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { redactText } from '../core/redact.js';
-import { prep, type Db } from '../store/db.js';
+import type { Db } from '../store/db.js';
 import { redactNewRow, type NewTaskRow } from '../store/tasks.js';
 import type { Task } from './types.js';
+import { deleteSealedText, hasTaskSecrets, sealedTextOf, taskSecretsOf, upsertSealedText, upsertTaskSecrets } from '../store/sealed.js';
+import { storeCapabilities } from '../store/capabilities.js';
 
 /** Fields of a task that may hold caller text, and so are redacted before they are stored. */
 type SecretFields = Pick<Task, 'name' | 'objective' | 'successCriteria' | 'verify' | 'metadata'>;
@@ -85,14 +87,14 @@ function decrypt(homeRoot: string, blob: Buffer): string {
 
 /** Store the originals encrypted (AES-256-GCM) with the home's key. */
 export function sealSecrets(db: Db, homeRoot: string, taskId: string, original: SecretFields): void {
-  prep(db, 'INSERT INTO task_secrets (task_id, ciphertext) VALUES (?, ?) ON CONFLICT(task_id) DO UPDATE SET ciphertext = excluded.ciphertext').run(taskId, encrypt(homeRoot, JSON.stringify(original)));
+  upsertTaskSecrets(db, taskId, encrypt(homeRoot, JSON.stringify(original)));
 }
 
 /** The task as the runner needs it: with the caller's original text where it was redacted. */
 export function unsealTask(db: Db, homeRoot: string, task: Task): Task {
-  const row = prep(db, 'SELECT ciphertext FROM task_secrets WHERE task_id = ?').get(task.id) as { ciphertext: Buffer } | undefined;
-  if (!row) return task;
-  return { ...task, ...(JSON.parse(decrypt(homeRoot, row.ciphertext)) as SecretFields) };
+  const sealed = taskSecretsOf(db, task.id);
+  if (!sealed) return task;
+  return { ...task, ...(JSON.parse(decrypt(homeRoot, sealed)) as SecretFields) };
 }
 
 /**
@@ -104,17 +106,17 @@ export function unsealTask(db: Db, homeRoot: string, task: Task): Task {
 export function redactAndSeal(db: Db, taskId: string, key: string, text: string): string {
   const redacted = redactText(text);
   if (redacted !== text) {
-    prep(db, 'INSERT INTO sealed_texts (task_id, key, ciphertext) VALUES (?, ?, ?) ON CONFLICT(task_id, key) DO UPDATE SET ciphertext = excluded.ciphertext').run(taskId, key, encrypt(homeRootOf(db), text));
+    upsertSealedText(db, taskId, key, encrypt(homeRootOf(db), text));
   } else {
-    prep(db, 'DELETE FROM sealed_texts WHERE task_id = ? AND key = ?').run(taskId, key);
+    deleteSealedText(db, taskId, key);
   }
   return redacted;
 }
 
 /** The original of a text sealed by `redactAndSeal`, else `fallback` (the stored, redacted form). */
 export function unsealText(db: Db, taskId: string, key: string, fallback: string): string {
-  const row = prep(db, 'SELECT ciphertext FROM sealed_texts WHERE task_id = ? AND key = ?').get(taskId, key) as { ciphertext: Buffer } | undefined;
-  return row ? decrypt(homeRootOf(db), row.ciphertext) : fallback;
+  const sealed = sealedTextOf(db, taskId, key);
+  return sealed ? decrypt(homeRootOf(db), sealed) : fallback;
 }
 
 /**
@@ -125,7 +127,7 @@ export function resealObjective(db: Db, task: Task, objective: string): string {
   const redacted = redactText(objective);
   const root = homeRootOf(db);
   const originals = { ...pick(unsealTask(db, root, task)), objective };
-  const hadSealed = prep(db, 'SELECT 1 FROM task_secrets WHERE task_id = ?').get(task.id) !== undefined;
+  const hadSealed = hasTaskSecrets(db, task.id);
   if (hadSealed || redacted !== objective) sealSecrets(db, root, task.id, originals);
   return redacted;
 }
@@ -136,6 +138,6 @@ export function resealObjective(db: Db, task: Task, objective: string): string {
  */
 function homeRootOf(db: Db): string {
   if (db.homeRoot) return db.homeRoot;
-  if (db.dialect === 'postgres') throw new Error('this PostgreSQL connection was opened without a home: it cannot seal or unseal texts');
+  if (!storeCapabilities(db).localFile) throw new Error('this PostgreSQL connection was opened without a home: it cannot seal or unseal texts');
   return dirname(db.name);
 }

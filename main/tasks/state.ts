@@ -1,9 +1,10 @@
 import { AppError } from '../core/errors.js';
 import { redactText } from '../core/redact.js';
 import { appendEvent } from '../store/events.js';
-import { prep, type Db } from '../store/db.js';
-import { dependentsOf, requireTask, toColumnValues, type TaskFieldUpdate } from '../store/tasks.js';
+import type { Db } from '../store/db.js';
+import { dependentsOf, requireTask, type TaskFieldUpdate } from '../store/tasks.js';
 import { FAILED_ENDS, type Task, type TaskStatus } from './types.js';
+import { blockWaitingTask, compareAndSetStatus, tasksBlockedBy } from '../store/task-moves.js';
 
 /** The legal edges of SPEC §3.1. Anything else is an illegal transition. */
 export const TRANSITIONS: Readonly<Record<TaskStatus, readonly TaskStatus[]>> = {
@@ -66,13 +67,7 @@ export function move(db: Db, id: string, from: TaskStatus | readonly TaskStatus[
   const now = Date.now();
   const fields: TaskFieldUpdate = { ...opts.fields };
   if (FAILED_ENDS.has(to) || to === 'completed' || to === 'accepted') fields.endedAt ??= now;
-  const { sets, values } = toColumnValues(fields);
-  const res = prep(db, 
-      `UPDATE tasks SET status = ?, ${sets.length ? sets.join(', ') + ', ' : ''}updated_at = ?
-       WHERE id = ? AND status IN (${froms.map(() => '?').join(',')})`,
-    )
-    .run(to, ...values, now, id, ...froms);
-  if (res.changes !== 1) {
+  if (!compareAndSetStatus(db, id, froms, to, fields, now)) {
     // The caller's view was stale: someone else moved the task first.
     const current = requireTask(db, id);
     throw new AppError('conflict', `task ${id} is ${current.status}, expected ${froms.join(' or ')}`, { status: current.status, expected: froms });
@@ -89,10 +84,6 @@ export function blockDependents(db: Db, causeId: string, causeStatus: TaskStatus
   const blocked: string[] = [];
   const stack = [causeId];
   const seen = new Set<string>([causeId]);
-  const update = prep(db, 
-    `UPDATE tasks SET status = 'blocked', blocked_by = ?, error_code = 'blocked', error_message = ?, ended_at = ?, updated_at = ?
-     WHERE id = ? AND status IN ('awaiting_approval', 'queued')`,
-  );
   const now = Date.now();
   while (stack.length) {
     const cur = stack.pop()!;
@@ -100,7 +91,7 @@ export function blockDependents(db: Db, causeId: string, causeStatus: TaskStatus
       if (seen.has(dep)) continue;
       seen.add(dep);
       const message = redactText(`dependency ${cur} ended ${cur === causeId ? causeStatus : 'blocked'}${reason && cur === causeId ? `: ${reason}` : ''}`);
-      if (update.run(cur, message, now, now, dep).changes === 1) {
+      if (blockWaitingTask(db, dep, cur, message, now)) {
         appendEvent(db, dep, 'task.status', { from: 'waiting', to: 'blocked', reason: message, blockedBy: cur, rootCause: causeId }, now);
         blocked.push(dep);
         stack.push(dep);
@@ -119,8 +110,7 @@ export function releaseDependents(db: Db, causeId: string, needsApproval: (t: Ta
   const stack = [causeId];
   while (stack.length) {
     const cur = stack.pop()!;
-    const rows = prep(db, `SELECT id FROM tasks WHERE blocked_by = ? AND status = 'blocked'`).all(cur) as { id: string }[];
-    for (const { id } of rows) {
+    for (const id of tasksBlockedBy(db, cur)) {
       const t = requireTask(db, id);
       const to: TaskStatus = t.approvedAt === null && needsApproval(t) ? 'awaiting_approval' : 'queued';
       transition(db, id, 'blocked', to, {

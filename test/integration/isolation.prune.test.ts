@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { getAllocation } from '../../main/isolation/allocations.js';
+import { getAllocation } from '../../main/store/worktrees.js';
 import { blockOf } from '../../main/isolation/ports.js';
 import { prepareWorkspace } from '../../main/isolation/workspace.js';
 import { makeHome, type TestHome } from '../helpers/env.js';

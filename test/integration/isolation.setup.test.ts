@@ -3,7 +3,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { defaultConfig } from '../../main/core/config.js';
-import { getAllocation } from '../../main/isolation/allocations.js';
+import { getAllocation } from '../../main/store/worktrees.js';
 import { PORT_BLOCK_SIZE, PORT_RANGE } from '../../main/isolation/ports.js';
 import { prepareWorkspace } from '../../main/isolation/workspace.js';
 import { listEvents } from '../../main/store/events.js';

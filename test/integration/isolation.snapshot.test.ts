@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Engine } from '../../main/engine.js';
 import type { Task } from '../../main/tasks/types.js';
-import { listSnapshots } from '../../main/isolation/allocations.js';
+import { listSnapshots } from '../../main/store/snapshots.js';
 import { acquireSnapshot } from '../../main/isolation/snapshot.js';
 import { finishWorkspace, prepareWorkspace } from '../../main/isolation/workspace.js';
 import { listEvents } from '../../main/store/events.js';

@@ -1,13 +1,11 @@
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
 import { AppError } from '../../core/errors.js';
-import { WORKER_SOURCE } from './worker-source.js';
+import type { PgQuery, ThreadData, ThreadNotice, ThreadReply, ThreadRequest } from './thread-protocol.js';
 
-export interface PgQuery {
-  text: string;
-  /** Absent: the simple protocol (several statements, no parameters). */
-  values?: unknown[];
-}
+export type { PgQuery } from './thread-protocol.js';
 
 export interface PgReply {
   rows: Record<string, unknown>[];
@@ -41,6 +39,28 @@ export interface BridgeOptions {
 
 const requireHere = createRequire(import.meta.url);
 
+let threadSource: string | undefined;
+
+/**
+ * The connection thread's code (store/pg/connection-thread.ts) as CommonJS text, run with `eval: true`:
+ * from the bundle, the file the build wrote beside it (out/main/pg-thread.cjs, read through fs so it works
+ * inside the packaged app's asar too); from the sources (tsx, vitest), the TypeScript file compiled with
+ * esbuild, the compiler tsx itself runs on. Read once per process.
+ */
+export function loadThreadSource(): string {
+  if (threadSource !== undefined) return threadSource;
+  const here = fileURLToPath(import.meta.url);
+  if (here.endsWith('.ts')) {
+    const esbuild = requireHere('esbuild') as typeof import('esbuild');
+    const file = fileURLToPath(new URL('./connection-thread.ts', import.meta.url));
+    threadSource = esbuild.buildSync({ entryPoints: [file], bundle: true, platform: 'node', format: 'cjs', write: false, logLevel: 'silent' }).outputFiles[0].text;
+  } else {
+    // A path string, not a URL: Electron reads inside the asar for paths.
+    threadSource = readFileSync(fileURLToPath(new URL('./pg-thread.cjs', import.meta.url)), 'utf8');
+  }
+  return threadSource;
+}
+
 /**
  * Synchronous calls into a PostgreSQL connection held by a worker thread. The engine is written against
  * a synchronous store (better-sqlite3): each call posts its queries to the thread and blocks in
@@ -63,15 +83,16 @@ export class PgBridge {
     this.flag = new Int32Array(shared);
     const { port1, port2 } = new MessageChannel();
     this.port = port1;
-    this.worker = new Worker(WORKER_SOURCE, {
+    const workerData: ThreadData = { pgPath: requireHere.resolve('pg'), shared, port: port2, cfg: opts.cfg, schemaIdent: opts.schemaIdent, channelIdent: opts.channelIdent };
+    this.worker = new Worker(loadThreadSource(), {
       eval: true,
-      workerData: { pgPath: requireHere.resolve('pg'), shared, port: port2, cfg: opts.cfg, schemaIdent: opts.schemaIdent, channelIdent: opts.channelIdent },
+      workerData,
       transferList: [port2],
       stdout: false,
       stderr: false,
     });
     this.worker.unref();
-    this.worker.on('message', (m: { notify?: boolean; listenLost?: boolean }) => {
+    this.worker.on('message', (m: ThreadNotice) => {
       if (m.notify) this.onNotify?.();
       if (m.listenLost) this.onListenLost?.();
     });
@@ -108,7 +129,7 @@ export class PgBridge {
     this.port.close();
   }
 
-  private call(msg: Record<string, unknown>, timeoutMs = this.opts.timeoutMs): unknown {
+  private call(msg: ThreadRequest, timeoutMs = this.opts.timeoutMs): unknown {
     if (this.closed) throw new AppError('unavailable', this.closedBecause ?? `the PostgreSQL store ${this.opts.label} is closed`, { closed: true });
     Atomics.store(this.flag, 0, 0);
     this.port.postMessage(msg);
@@ -121,9 +142,9 @@ export class PgBridge {
       this.closedBecause = `the PostgreSQL store ${this.opts.label} did not answer within ${Math.round(timeoutMs / 1000)} s`;
       throw new AppError('unavailable', this.closedBecause, { closed: true });
     }
-    const reply = got.message as { ok: boolean; rows?: Record<string, unknown>[]; count?: number; error?: { message: string; code?: string; detail?: string } };
+    const reply = got.message as ThreadReply;
     if (!reply.ok) {
-      const e = reply.error!;
+      const e = reply.error;
       // Cannot (re)connect: the store is unavailable. A connection lost under a statement stays a PgError,
       // which PgDb answers by running the statement or its transaction again on a new connection.
       if (msg.op === 'connect' || msg.op === 'listen' || /ECONNREFUSED|ENOTFOUND|ETIMEDOUT|EHOSTUNREACH/.test(e.message)) {

@@ -1,4 +1,4 @@
-import { prep, type Db } from '../store/db.js';
+import { prep, type Db } from './db.js';
 
 export interface WorkCounts {
   /** Tasks a runner owns (starting, running, verifying). */

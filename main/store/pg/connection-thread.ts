@@ -1,0 +1,151 @@
+/**
+ * The PostgreSQL connection thread (started by store/pg/bridge.ts). It owns two `pg` clients: one for the
+ * engine's queries, answered one at a time to a main thread blocked in Atomics.wait, and one that LISTENs
+ * for other processes' commits and posts each notification to the main thread asynchronously.
+ * Result types follow SQLite's: bigint and numeric as JS numbers, booleans as 1/0.
+ *
+ * Built on its own into out/main/pg-thread.cjs (electron.vite.config.ts) and run from its text with
+ * `eval: true`, so it imports nothing but Node built-ins: `pg` is loaded from the path the main thread
+ * resolved (inside the packaged app's asar, where a worker cannot load a file by path).
+ */
+import { createRequire } from 'node:module';
+import { parentPort, workerData as rawWorkerData, type MessagePort } from 'node:worker_threads';
+import type { Client as PgClient, ClientConfig, CustomTypesConfig, Notification, QueryResult } from 'pg';
+import type { PgQuery, ThreadData, ThreadReply, ThreadRequest } from './thread-protocol.js';
+
+type PgModule = typeof import('pg');
+
+const workerData = rawWorkerData as ThreadData;
+const pg = createRequire(workerData.pgPath)(workerData.pgPath) as PgModule;
+const flag = new Int32Array(workerData.shared);
+const port: MessagePort = workerData.port;
+const toMain = parentPort!;
+
+const INT8_OID = 20;
+const NUMERIC_OID = 1700;
+const BOOL_OID = 16;
+
+const types: CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') => {
+    if (oid === INT8_OID || oid === NUMERIC_OID) return (v: string | null) => (v === null ? null : Number(v));
+    if (oid === BOOL_OID) return (v: string | null) => (v === null ? null : v === 't' || v === 'true' ? 1 : 0);
+    return pg.types.getTypeParser(oid, format);
+  }) as CustomTypesConfig['getTypeParser'],
+};
+
+let client: PgClient | null = null;
+let listener: PgClient | null = null;
+let broken: Error | null = null;
+let ownPid = '';
+/** Prepared-statement names by SQL text, per query connection (cleared when it is replaced). */
+const names = new Map<string, string>();
+
+function reply(msg: ThreadReply): void {
+  port.postMessage(msg);
+  Atomics.store(flag, 0, 1);
+  Atomics.notify(flag, 0);
+}
+
+async function openClient(cfg: ClientConfig): Promise<PgClient> {
+  const c = new pg.Client({ ...cfg, types });
+  c.on('error', (e) => {
+    if (c === client) broken = e;
+  });
+  // A connection the server ended (terminated, restarted): the next call between transactions replaces it.
+  c.on('end', () => {
+    if (c === client && !broken) broken = new Error('the server ended the connection');
+  });
+  await c.connect();
+  await c.query('SET search_path TO ' + workerData.schemaIdent + ', public');
+  return c;
+}
+
+/** Values as `pg` takes them: a Uint8Array that crossed the thread boundary becomes a Buffer again. */
+function toPgValues(list: unknown[]): unknown[] {
+  return list.map((v) => (v instanceof Uint8Array && !Buffer.isBuffer(v) ? Buffer.from(v.buffer, v.byteOffset, v.byteLength) : v));
+}
+
+async function runQuery(c: PgClient, q: PgQuery): Promise<QueryResult | QueryResult[]> {
+  // The simple protocol (several statements, no parameters) returns one result per statement.
+  if (q.values === undefined) return (await c.query(q.text)) as QueryResult | QueryResult[];
+  let name = names.get(q.text);
+  if (!name) {
+    name = 'lw' + names.size;
+    names.set(q.text, name);
+  }
+  return c.query({ name, text: q.text, values: toPgValues(q.values) });
+}
+
+async function connectQuery(): Promise<void> {
+  // The old connection is dropped first: its late 'end' must not mark the new one broken.
+  const old = client;
+  client = null;
+  if (old) old.end().catch(() => undefined);
+  names.clear();
+  const c = await openClient(workerData.cfg);
+  const pid = (await c.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+  ownPid = String(pid);
+  client = c;
+  broken = null;
+}
+
+async function listen(): Promise<void> {
+  if (listener) return;
+  const l = await openClient(workerData.cfg);
+  listener = l;
+  // Our own commits carry our query connection's backend pid: the engine publishes those itself.
+  l.on('notification', (n: Notification) => {
+    if (n.payload !== ownPid) toMain.postMessage({ notify: true });
+  });
+  l.on('error', () => {
+    listener = null;
+    toMain.postMessage({ listenLost: true });
+  });
+  await l.query('LISTEN ' + workerData.channelIdent);
+}
+
+/** A failure the connection itself caused (no SQLSTATE, or the server ending it), not the statement. */
+function isConnectionFailure(code: unknown): boolean {
+  return typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code) || /^(08|57P0)/.test(code);
+}
+
+async function handle(m: ThreadRequest): Promise<ThreadReply> {
+  if (m.op === 'connect') {
+    await connectQuery();
+    return { ok: true };
+  }
+  if (m.op === 'listen') {
+    await listen();
+    return { ok: true };
+  }
+  if (m.op === 'end') {
+    await Promise.allSettled([client?.end(), listener?.end()]);
+    client = listener = null;
+    return { ok: true };
+  }
+  if (broken) {
+    // A lost connection is replaced only between transactions: one cut mid-transaction was rolled back
+    // by the server, and its caller must hear so.
+    const e = broken;
+    if (!m.fresh) throw Object.assign(new Error('the PostgreSQL connection was lost: ' + e.message), { code: 'connection_lost' });
+    await connectQuery();
+  }
+  if (!client) throw Object.assign(new Error('the PostgreSQL connection is not open'), { code: 'connection_lost' });
+  let last: QueryResult | QueryResult[] | null = null;
+  try {
+    for (const q of m.queries) last = await runQuery(client, q);
+  } catch (e) {
+    // The next call between transactions reconnects, even before the client's own 'error' or 'end' arrives.
+    if (isConnectionFailure((e as { code?: unknown } | null)?.code)) broken = broken ?? (e as Error);
+    throw e;
+  }
+  const result = Array.isArray(last) ? last[last.length - 1] : last;
+  return { ok: true, rows: result ? (result.rows as Record<string, unknown>[]) : [], count: result ? result.rowCount : 0 };
+}
+
+port.on('message', (m: ThreadRequest) => {
+  handle(m).then(reply, (e: unknown) => {
+    const err = e as { message?: unknown; code?: string; detail?: string; constraint?: string } | null;
+    reply({ ok: false, error: { message: String(err ? err.message : err), code: err?.code, detail: err?.detail, constraint: err?.constraint } });
+  });
+});
