@@ -7,6 +7,7 @@ import { m005Requests } from './005-requests.js';
 import { m006Snapshots } from './006-snapshots.js';
 import { m007ReadySet } from './007-ready-set.js';
 import { m008FleetChains } from './008-fleet-chains.js';
+import { m009Pulls } from './009-pulls.js';
 
 export interface Migration {
   name: string;
@@ -14,4 +15,4 @@ export interface Migration {
 }
 
 /** Forward-only, numbered: MIGRATIONS[n] takes user_version n to n+1. Never edit a shipped one. */
-export const MIGRATIONS: Migration[] = [m001Initial, m002Scheduler, m003Worktrees, m004Cachelab, m005Requests, m006Snapshots, m007ReadySet, m008FleetChains];
+export const MIGRATIONS: Migration[] = [m001Initial, m002Scheduler, m003Worktrees, m004Cachelab, m005Requests, m006Snapshots, m007ReadySet, m008FleetChains, m009Pulls];
