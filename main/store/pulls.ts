@@ -165,3 +165,11 @@ export function updatePull(db: Db, taskId: string, patch: PullPatch, now = Date.
   const sql = `UPDATE pulls SET ${keys.map((k) => `${COLUMNS[k]} = ?`).join(', ')}, updated_at = ? WHERE task_id = ?`;
   return prep(db, sql).run(...values, now, taskId).changes > 0;
 }
+
+/**
+ * Take a due poll: move its next_poll_at from what we read to `until` (compare-and-set), so two leaders
+ * (runners of a fleet) never poll one pull request at once. False when another took it first.
+ */
+export function claimPoll(db: Db, taskId: string, seenNextPollAt: number, until: number): boolean {
+  return prep(db, "UPDATE pulls SET next_poll_at = ? WHERE task_id = ? AND next_poll_at = ? AND state = 'open'").run(until, taskId, seenNextPollAt).changes > 0;
+}
