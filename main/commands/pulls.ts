@@ -25,7 +25,7 @@ function shown(p: PullRecord | null) {
 
 export const openPullRequestCommand = defineCommand({
   name: 'open_pull_request',
-  description: "Push a verified task's branch to the remote and open a (draft) pull request on its forge.",
+  description: "Push a verified task's branch; open a draft PR on its forge.",
   input: z.strictObject({
     id: TASK_ID,
     branch: BRANCH.optional(),
@@ -65,7 +65,7 @@ const COMMENT = z.strictObject({
 
 export const reviewTaskCommand = defineCommand({
   name: 'review_task',
-  description: "Comment on lines of a task's diff; send: every unsent comment goes to its session as one follow-up turn (then it is verified again).",
+  description: "Comment on diff lines; send: all unsent as one follow-up turn.",
   input: z.strictObject({ id: TASK_ID, comments: z.array(COMMENT).max(100).default([]), send: z.boolean().default(false) }),
   readOnly: false,
   handler(ctx, input) {
