@@ -6,6 +6,7 @@ import { AppError } from '../core/errors.js';
 import { getPull, type PullRecord } from '../store/pulls.js';
 import { requireTask } from '../store/tasks.js';
 import { requireTaskHere } from '../scheduler/fleet.js';
+import { teamReport } from '../orchestration/team-report.js';
 import { noNul, TASK_ID } from '../tasks/schema.js';
 import { authorityOf, defineCommand, FACE_LABELS, requirePersonOrAllowed } from './table.js';
 import { withApproval } from './tasks.js';
@@ -32,13 +33,21 @@ export const openPullRequestCommand = defineCommand({
     base: BRANCH.optional(),
     draft: z.boolean().optional(),
     unverified: z.boolean().default(false),
+    /** `id` is any task of a team: the PR is opened for the task accept_team would take (reviewed change, winner, integration). */
+    team: z.boolean().default(false),
   }),
   readOnly: false,
   async handler(ctx, input) {
     // It writes to a shared remote and the forge: a person's act, like accept.
     requirePersonOrAllowed(ctx, 'open_pull_request');
-    requireTaskHere(ctx.engine.db, ctx.engine.config, requireTask(ctx.engine.db, input.id), 'open a pull request for');
-    const pull = await openPullRequest(ctx.engine, input.id, { branch: input.branch, base: input.base, draft: input.draft, unverified: input.unverified, by: FACE_LABELS[ctx.face] });
+    let id = input.id;
+    if (input.team) {
+      const report = teamReport(ctx.engine.db, input.id);
+      if (!report.acceptable) throw new AppError('conflict', `team ${report.rootId} (${report.strategy}) has no result to open a pull request for: it is ${report.state}`, { state: report.state });
+      id = report.acceptable;
+    }
+    requireTaskHere(ctx.engine.db, ctx.engine.config, requireTask(ctx.engine.db, id), 'open a pull request for');
+    const pull = await openPullRequest(ctx.engine, id, { branch: input.branch, base: input.base, draft: input.draft, unverified: input.unverified, by: FACE_LABELS[ctx.face] });
     return { pull: shown(pull) };
   },
 });
