@@ -26,7 +26,7 @@ function shown(p: PullRecord | null) {
 
 export const openPullRequestCommand = defineCommand({
   name: 'open_pull_request',
-  description: "Push a verified task's branch; open a draft PR on its forge.",
+  description: "Push a verified task's branch; open a draft PR.",
   input: z.strictObject({
     id: TASK_ID,
     branch: BRANCH.optional(),
