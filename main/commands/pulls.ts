@@ -56,7 +56,8 @@ export const getPullRequestCommand = defineCommand({
   name: 'get_pull_request',
   description: "A task's pull request and what the watcher last saw (refresh: look at the forge now).",
   input: z.strictObject({ id: TASK_ID, refresh: z.boolean().default(false) }),
-  readOnly: true,
+  // refresh is a poll: it records what it saw and may send a fix turn, like the leader's watch.
+  readOnly: false,
   async handler(ctx, input) {
     let pull = getPull(ctx.engine.db, requireTask(ctx.engine.db, input.id).id);
     if (!pull) throw new AppError('not_found', `task ${input.id} has no pull request; open one with lightworker pr ${input.id}`, { field: 'id' });
