@@ -15,6 +15,7 @@ import { registerTeamCommands } from './teams.js';
 import { registerGatewayCommands, registerWorkerCommands } from './workers.js';
 import { registerCachelabCommands } from './cachelab.js';
 import { registerConversationCommands } from './conversation.js';
+import { registerPullCommands } from './pulls.js';
 import { registerSettingsCommands } from './settings.js';
 import { registerFleetCommand } from './fleet.js';
 
@@ -54,6 +55,7 @@ export function buildProgram(): Command {
   registerCachelabCommands(program);
   registerTeamCommands(program);
   registerConversationCommands(program);
+  registerPullCommands(program);
   registerSettingsCommands(program);
   registerFleetCommand(program);
   for (const c of program.commands) c.exitOverride();

@@ -148,9 +148,17 @@ export function registerTeamCommands(program: Command): void {
     .argument('<id>', 'any task of the team')
     .option('--branch <name>', 'commit onto this branch instead of the checked-out one')
     .option('--unverified', 'accept a result that had no verify commands')
+    .option('--pr', 'instead of a local commit: push the result and open one pull request (--branch names the remote branch)')
+    .option('--ready', 'with --pr: ready for review instead of a draft')
     .option('--json')
     .action(async (id: string, o, cmd: Command) => {
       await withEngine(cmd, async (call) => {
+        if (o.pr) {
+          const p = await call('open_pull_request', { id, team: true, branch: o.branch, unverified: Boolean(o.unverified), ...(o.ready ? { draft: false } : {}) });
+          if (o.json) printJson(p);
+          else out(`opened #${p.pull.number} ${p.pull.url}  (${p.pull.branch} → ${p.pull.base}, for ${p.pull.taskId})`);
+          return;
+        }
         const r = await call('accept_team', { id, branch: o.branch, unverified: Boolean(o.unverified) });
         if (o.json) printJson(r);
         else out(`accepted ${r.accepted}  ${r.commit ?? '(no changes)'} on ${r.branch}  (${r.files.length} files)`);

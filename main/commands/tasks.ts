@@ -3,6 +3,7 @@ import type { RouteRecord } from '../workers/route-record.js';
 import { AppError } from '../core/errors.js';
 import { listEvents } from '../store/events.js';
 import { listTasks, listWorkspaces, requireTask } from '../store/tasks.js';
+import { getPull } from '../store/pulls.js';
 import { createTasks, type CreateContext } from '../tasks/create.js';
 import { allWorkerNames } from '../workers/registry.js';
 import { costOfRoot, costOfTask, effectivePrices, type CostSummary } from '../tasks/cost.js';
@@ -159,7 +160,15 @@ export const getTask = defineCommand({
   handler(ctx, input) {
     const task = requireTask(ctx.engine.db, input.id);
     const custody = custodyRestores(ctx, input.id);
-    return { task: presentTask(ctx, task), verification: lastVerification(ctx, input.id), cost: costOf(ctx, task), route: lastRoute(ctx, input.id), ...(custody.length ? { custody } : {}) };
+    const pull = getPull(ctx.engine.db, task.id);
+    return {
+      task: presentTask(ctx, task),
+      verification: lastVerification(ctx, input.id),
+      cost: costOf(ctx, task),
+      route: lastRoute(ctx, input.id),
+      ...(custody.length ? { custody } : {}),
+      ...(pull ? { pull: { number: pull.number, url: pull.url, forge: pull.forge, branch: pull.branch, base: pull.base, draft: pull.draft, state: pull.state, checks: pull.checks, review: pull.review, headSha: pull.headSha, fixRounds: pull.fixRounds, fixing: pull.fixing, lastError: pull.lastError } } : {}),
+    };
   },
 });
 

@@ -114,6 +114,23 @@ requests = true                 # a task's question or permission request
 # cached = 0.125
 # output = 10.0
 
+# Pull requests (lightworker pr ID): the remote a task's branch is pushed to, and the watch while open.
+# [pr]
+# remote = "origin"          # its URL says which forge: github.com, gitlab.com, or a [forges.NAME] below
+# draft = true               # open pull requests as drafts
+# max_fix_rounds = 2         # failing checks / new review comments sent back to the agent, per pull request
+# poll_s = 30                # first poll interval; doubles while nothing changes, up to max_poll_s
+# max_poll_s = 600
+# log_tail_bytes = 8192      # of a failing check's log, sent to the agent
+# GitHub Enterprise, self-hosted GitLab, Gitea/Forgejo. Tokens never go here: token_env names the variable.
+# (github.com: GITHUB_TOKEN, GH_TOKEN or gh auth token; gitlab.com: GITLAB_TOKEN.)
+# [forges.work]
+# kind = "github"            # github | gitlab | gitea
+# match = "github.example.com"                   # the remote's host, or a prefix of its URL
+# api_url = "https://github.example.com/api/v3"  # GitLab: https://HOST/api/v4; Gitea: https://HOST/api/v1
+# token_env = "GHE_TOKEN"
+# repo = "owner/name"        # only when the remote URL does not show it
+
 # [editor]
 # command = ["code", "--new-window", "{path}"]   # default: $VISUAL, else $EDITOR, else code
 

@@ -271,6 +271,41 @@ export const configSchema = z.strictObject({
       lease_ttl_ms: z.number().int().min(1000).max(600_000).default(10_000),
     })
     .prefault({}),
+  /** Pull requests opened from verified tasks (`lightworker pr`) and the watch over them while they are open. */
+  pr: z
+    .strictObject({
+      /** The git remote a task's branch is pushed to; its URL says which forge it is. */
+      remote: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, 'a git remote name').default('origin'),
+      /** Open pull requests as drafts. */
+      draft: z.boolean().default(true),
+      /** Failing checks or new review comments sent back to the agent per pull request, at most. */
+      max_fix_rounds: z.number().int().min(0).max(20).default(2),
+      /** First interval between polls of an open pull request, in seconds; doubles while nothing changes. */
+      poll_s: z.number().min(0.05).max(3600).default(30),
+      /** The longest interval between polls, in seconds. */
+      max_poll_s: z.number().min(0.05).max(86_400).default(600),
+      /** Bytes of a failing check's log sent to the agent (its tail). */
+      log_tail_bytes: z.number().int().min(256).max(1024 * 1024).default(8 * 1024),
+    })
+    .prefault({}),
+  /**
+   * Forges besides github.com and gitlab.com (GitHub Enterprise, self-hosted GitLab, Gitea/Forgejo): a
+   * remote URL that starts with `match` (or whose host is `match`) uses this API. Tokens are never written
+   * here: `token_env` names the environment variable that holds one.
+   */
+  forges: z
+    .record(
+      z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/, 'a forge name (letters, digits, _ -)'),
+      z.strictObject({
+        kind: z.enum(['github', 'gitlab', 'gitea']),
+        match: z.string().min(1).max(2000),
+        api_url: z.string().url().max(2000),
+        token_env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'an environment variable name'),
+        /** owner/name (GitLab: the project path) when the remote URL does not show it. */
+        repo: z.string().min(1).max(500).optional(),
+      }),
+    )
+    .default({}),
   /** The editor "open worktree" starts: argv, `{path}` replaced (else appended); unset: $VISUAL, $EDITOR, code. */
   editor: z.strictObject({ command: z.array(z.string().min(1).max(4096)).min(1).max(64).optional() }).prefault({}),
 });

@@ -16,6 +16,8 @@ export const MCP_TOOLS = [
   'cancel_task',
   'retry_task',
   'accept_task',
+  'review_task',
+  'open_pull_request',
   'answer_task',
   'list_workers',
   'get_cache_metrics',

@@ -11,6 +11,7 @@ import { claimableWork } from '../store/work-counts.js';
 import { claimSpawn, RESPAWN_MS, runnerWanted } from './spawn-gate.js';
 import { recoverOrphans } from './recovery.js';
 import { sweepExpiredRequests } from './request-expiry.js';
+import { sweepPullRequests } from './pull-sweep.js';
 import { sweepDeadSnapshots } from '../isolation/snapshot-sweep.js';
 import { Scheduler, type RunningTask } from './scheduler.js';
 import { sweepTrees, treeMarkerEnv, type Tree } from '../runner/lifecycle.js';
@@ -124,6 +125,7 @@ class Service extends EventEmitter implements SchedulerService {
       else {
         try {
           sweepExpiredRequests(this.engine);
+          void sweepPullRequests(this.engine)?.catch((err) => this.trouble(err));
           if (this.fleet) await this.recoverLostRunners();
           this.anchorIfDue();
           this.fine();

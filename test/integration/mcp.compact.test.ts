@@ -55,11 +55,12 @@ async function allPages(harness: McpHarness, args: Record<string, unknown>): Pro
 }
 
 describe('compact MCP answers', () => {
-  it('tools/list for every tool fits in 7,000 bytes with a type on every field, and keeps object schemas, annotations and descriptions', async () => {
+  it('tools/list for every tool fits in 7,800 bytes with a type on every field, and keeps object schemas, annotations and descriptions', async () => {
     h = await inMemory();
     const listed = await h.client.listTools();
-    expect(listed.tools.length).toBe(18);
-    expect(bytes(listed)).toBeLessThanOrEqual(7_000);
+    expect(listed.tools.length).toBe(20);
+    // 7,000 until review_task and open_pull_request (the review and PR loop, ~800 bytes) joined the set.
+    expect(bytes(listed)).toBeLessThanOrEqual(7_800);
     // Every field, item and alternative says its type: a client that meets one without (Codex) drops its
     // description too, and the model sees `workspace: {}`.
     const untyped: string[] = [];

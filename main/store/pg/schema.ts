@@ -287,7 +287,41 @@ CREATE TABLE client_requests (
 );
 `;
 
+/** Pull requests opened from tasks (SQLite migration 010). */
+const PULLS = `
+CREATE TABLE pulls (
+  task_id        TEXT PRIMARY KEY REFERENCES tasks(id) ON DELETE CASCADE,
+  forge          TEXT NOT NULL,
+  kind           TEXT NOT NULL CHECK (kind IN ('github', 'gitlab', 'gitea')),
+  api_url        TEXT NOT NULL,
+  repo           TEXT NOT NULL,
+  remote_url     TEXT NOT NULL,
+  token_source   TEXT NOT NULL,
+  number         BIGINT NOT NULL,
+  url            TEXT NOT NULL,
+  branch         TEXT NOT NULL,
+  base           TEXT NOT NULL,
+  draft          BIGINT NOT NULL DEFAULT 1,
+  state          TEXT NOT NULL CHECK (state IN ('open', 'merged', 'closed')),
+  checks         TEXT NOT NULL DEFAULT 'none' CHECK (checks IN ('none', 'pending', 'passing', 'failing')),
+  review         TEXT NOT NULL DEFAULT 'none' CHECK (review IN ('none', 'commented', 'changes_requested', 'approved')),
+  head_sha       TEXT NOT NULL,
+  fix_rounds     BIGINT NOT NULL DEFAULT 0,
+  fixing         BIGINT NOT NULL DEFAULT 0,
+  seen_comments  TEXT NOT NULL DEFAULT '[]',
+  sent_failure   TEXT,
+  poll_every_ms  BIGINT NOT NULL,
+  next_poll_at   BIGINT NOT NULL,
+  last_error     TEXT,
+  created_at     BIGINT NOT NULL,
+  updated_at     BIGINT NOT NULL
+);
+CREATE INDEX pulls_due ON pulls(next_poll_at) WHERE state = 'open';
+CREATE TRIGGER pulls_notify AFTER INSERT OR UPDATE OR DELETE ON pulls FOR EACH STATEMENT EXECUTE FUNCTION lw_notify('{channel}');
+`;
+
 export const PG_MIGRATIONS: { name: string; sql: string }[] = [
   { name: '001-initial', sql: INITIAL },
   { name: '002-client-requests', sql: CLIENT_REQUESTS },
+  { name: '003-pulls', sql: PULLS },
 ];

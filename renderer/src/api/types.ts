@@ -42,3 +42,22 @@ export const STATUS_LIST = [
   'paused',
   'rejected',
 ] as const;
+
+export type { ReviewComment as ReviewCommentView } from '../../../main/isolation/review-comments.js';
+
+/** A task's pull request as get_task shows it (`pull`). */
+export interface PullView {
+  number: number;
+  url: string;
+  forge: string;
+  branch: string;
+  base: string;
+  draft: boolean;
+  state: 'open' | 'merged' | 'closed';
+  checks: 'none' | 'pending' | 'passing' | 'failing';
+  review: 'none' | 'commented' | 'changes_requested' | 'approved';
+  headSha: string;
+  fixRounds: number;
+  fixing: boolean;
+  lastError: string | null;
+}

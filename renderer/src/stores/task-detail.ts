@@ -1,7 +1,7 @@
 import { defineStore } from 'pinia';
 import { computed, ref } from 'vue';
 import { api, isUnknownCommand } from '../api/client.js';
-import type { CostSummary, EventRow, RouteRecord, TaskView, TreeNode } from '../api/types.js';
+import type { CostSummary, EventRow, PullView, ReviewCommentView, RouteRecord, TaskView, TreeNode } from '../api/types.js';
 import { useLive } from './live.js';
 import { useNotices } from './notices.js';
 import { keyedDebounce } from './refresh.js';
@@ -50,14 +50,19 @@ export const useTaskDetail = defineStore('task-detail', () => {
   const editorBusy = ref(false);
   /** More events exist before the oldest one loaded. */
   const hasEarlier = ref(false);
+  /** The task's pull request (get_task's `pull`), and its review comments on the diff. */
+  const pull = ref<PullView | null>(null);
+  const comments = ref<ReviewCommentView[]>([]);
+  const reviewBusy = ref(false);
 
   const verification = computed(() => events.value.filter((e) => /^verif/.test(e.type)));
 
   async function loadTask(): Promise<void> {
     if (!id.value) return;
     try {
-      const r = await api().call<{ task: TaskView; cost?: { task: CostSummary; root: CostSummary }; route?: RouteRecord | null }>('get_task', { id: id.value });
+      const r = await api().call<{ task: TaskView; cost?: { task: CostSummary; root: CostSummary }; route?: RouteRecord | null; pull?: PullView }>('get_task', { id: id.value });
       task.value = r.task;
+      pull.value = r.pull ?? null;
       cost.value = r.cost ?? null;
       route.value = r.route ?? null;
       error.value = null;
@@ -100,17 +105,62 @@ export const useTaskDetail = defineStore('task-detail', () => {
     }
   }
 
+  async function loadComments(): Promise<void> {
+    if (!id.value) return;
+    try {
+      comments.value = (await api().call<{ comments: ReviewCommentView[] }>('list_review_comments', { id: id.value })).comments;
+    } catch {
+      comments.value = [];
+    }
+  }
+
+  /** Record one comment on the diff's lines (review_task); `send` sends every unsent one as one follow-up turn. */
+  async function review(c: { file: string; line: number; endLine: number; text: string } | null, send: boolean): Promise<void> {
+    if (!id.value) return;
+    reviewBusy.value = true;
+    try {
+      const input = { id: id.value, comments: c ? [{ file: c.file, line: c.line, ...(c.endLine !== c.line ? { end_line: c.endLine } : {}), text: c.text }] : [], send };
+      const r = await api().call<{ task: TaskView; comments: ReviewCommentView[]; sent: number[] }>('review_task', input);
+      task.value = r.task;
+      comments.value = r.comments;
+      if (send) useNotices().info(`Review sent: ${r.sent.length} comment${r.sent.length === 1 ? '' : 's'} as attempt ${r.task.attempt}`);
+    } catch (err) {
+      useNotices().error(err);
+    } finally {
+      reviewBusy.value = false;
+    }
+  }
+
+  /** Push the task's branch and open its pull request (open_pull_request), or look at the forge now. */
+  async function openPull(opts: { branch?: string; draft: boolean } | null): Promise<void> {
+    if (!id.value) return;
+    reviewBusy.value = true;
+    try {
+      if (opts) {
+        const r = await api().call<{ pull: PullView }>('open_pull_request', { id: id.value, ...(opts.branch ? { branch: opts.branch } : {}), draft: opts.draft });
+        pull.value = r.pull;
+        useNotices().info(`Opened pull request #${r.pull.number} on ${r.pull.forge}`);
+      } else pull.value = (await api().call<{ pull: PullView }>('get_pull_request', { id: id.value, refresh: true })).pull;
+    } catch (err) {
+      useNotices().error(err);
+    } finally {
+      reviewBusy.value = false;
+    }
+  }
+
   async function open(taskId: string): Promise<void> {
     if (id.value !== taskId) {
       id.value = taskId;
       task.value = null;
+      pull.value = null;
+      comments.value = [];
       cost.value = null;
       hasEarlier.value = false;
       events.value = [];
       tree.value = [];
       diff.value = { kind: 'none' };
     }
-    await Promise.all([loadTask(), loadEvents().catch(() => undefined), loadTree()]);
+    await Promise.all([loadTask(), loadEvents().catch(() => undefined), loadTree(), loadComments()]);
   }
 
   const refresh = keyedDebounce(80, () => void loadTask());
@@ -120,6 +170,7 @@ export const useTaskDetail = defineStore('task-detail', () => {
     if (e.taskId === id.value) {
       if (!events.value.some((x) => x.seq === e.seq)) events.value = [...events.value, e];
       refresh('task');
+      if (/^review\./.test(e.type)) void loadComments();
     }
     if (e.taskId && (e.type === 'task.status' || e.type === 'task.created') && task.value) refreshTree('tree');
   });
@@ -153,5 +204,5 @@ export const useTaskDetail = defineStore('task-detail', () => {
     }
   }
 
-  return { id, task, cost, route, events, hasEarlier, tree, diff, error, busy, editorBusy, verification, open, loadDiff, loadEarlier, act, openEditor };
+  return { id, task, cost, route, events, hasEarlier, tree, diff, error, busy, editorBusy, verification, pull, comments, reviewBusy, open, loadDiff, loadEarlier, act, openEditor, review, openPull };
 });
