@@ -3,7 +3,7 @@ import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync,
 import { dirname, join } from 'node:path';
 import { AppError } from '../core/errors.js';
 import type { Engine } from '../engine.js';
-import { processStartTime } from '../runner/process.js';
+import { processStartTime } from '../platform/proc/process.js';
 import { appendEvent } from '../store/events.js';
 import { updateTaskFields } from '../store/tasks.js';
 import type { Task } from '../tasks/types.js';

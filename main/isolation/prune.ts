@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve, sep } from 'node:path';
 import type { Engine } from '../engine.js';
-import { isSameProcess } from '../runner/process.js';
+import { isSameProcess } from '../platform/proc/process.js';
 import { appendEvent } from '../store/events.js';
 import { getTask } from '../store/tasks.js';
 import { TERMINAL } from '../tasks/types.js';

@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { AppError } from '../core/errors.js';
 import { newToken } from '../core/ids.js';
-import { isSameProcess, processStartTime, sleep } from '../runner/process.js';
+import { isSameProcess, processStartTime, sleep } from '../platform/proc/process.js';
 import { commonGitDir } from './git-exec.js';
 
 /**

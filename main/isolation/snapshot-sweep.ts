@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join, sep } from 'node:path';
 import type { Engine } from '../engine.js';
-import { isSameProcess } from '../runner/process.js';
+import { isSameProcess } from '../platform/proc/process.js';
 import { getSnapshot, listSnapshots } from './allocations.js';
 import { removeSnapshot, snapshotsRoot } from './snapshot.js';
 import { ACTIVE } from '../tasks/types.js';

@@ -3,7 +3,7 @@ import { copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSy
 import { dirname, join, sep } from 'node:path';
 import { newId, newToken } from '../core/ids.js';
 import type { Engine } from '../engine.js';
-import { processStartTime } from '../runner/process.js';
+import { processStartTime } from '../platform/proc/process.js';
 import { appendEvent } from '../store/events.js';
 import type { Task } from '../tasks/types.js';
 import {

@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { Engine } from '../engine.js';
 import { removeStagedCredentials } from '../workers/credentials.js';
-import { sweepTrees, treeMarkerEnv, type Tree } from '../runner/lifecycle.js';
+import { sweepTrees, treeMarkerEnv, type Tree } from '../platform/proc/run-tree.js';
 import { transition } from '../tasks/state.js';
 import type { Task } from '../tasks/types.js';
 import { getTask } from '../store/tasks.js';

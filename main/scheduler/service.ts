@@ -13,7 +13,7 @@ import { recoverOrphans } from './recovery.js';
 import { sweepExpiredRequests } from './request-expiry.js';
 import { sweepDeadSnapshots } from '../isolation/snapshot-sweep.js';
 import { Scheduler, type RunningTask } from './scheduler.js';
-import { sweepTrees, treeMarkerEnv, type Tree } from '../runner/lifecycle.js';
+import { sweepTrees, treeMarkerEnv, type Tree } from '../platform/proc/run-tree.js';
 import { storeDamagedError, storeFaultOf } from '../store/store-faults.js';
 import { StoreHealth } from './store-health.js';
 

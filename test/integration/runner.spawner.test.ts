@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { pythonCommand } from '../../main/runner/spawner.js';
+import { pythonCommand } from '../../main/platform/proc/spawner.js';
 import { getTask } from '../../main/store/tasks.js';
 import { startCli } from '../helpers/cli.js';
 import { makeHome, makeRepo, tempDir, type TestHome } from '../helpers/env.js';
@@ -56,8 +56,8 @@ describe.skipIf(!linux).each([
   // Each test gets the modules fresh: a process starts its helper once.
   beforeEach(() => vi.resetModules());
   const load = async () => ({
-    spawner: await import('../../main/runner/spawner.js'),
-    lifecycle: await import('../../main/runner/lifecycle.js'),
+    spawner: await import('../../main/platform/proc/spawner.js'),
+    lifecycle: await import('../../main/platform/proc/run-tree.js'),
     git: await import('../../main/isolation/git-exec.js'),
   });
   const ppidTree = (lifecycle: Awaited<ReturnType<typeof load>>['lifecycle'], onSpawn?: (pid: number, start: string | null) => void) => {
@@ -144,7 +144,7 @@ describe.skipIf(!linux)('choosing the spawner helper', () => {
     chmodSync(join(bin, 'python3'), 0o755);
     process.env.LIGHTWORKER_PYTHON = join(bin, 'python3');
     vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
-    const spawner = await import('../../main/runner/spawner.js');
+    const spawner = await import('../../main/platform/proc/spawner.js');
     const git = await import('../../main/isolation/git-exec.js');
     spawner.useSpawner();
     expect(await git.git(t.dir, ['hash-object', '--stdin'], { input: 'hello' })).toBe(HELLO_BLOB);

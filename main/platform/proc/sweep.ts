@@ -3,7 +3,7 @@ import { cgroupMembers, cgroupPrefix, findCgroups, killCgroup, removeCgroup } fr
 import { descendantsIn, environOf, isSameProcess, listProcesses, pidExists, pidsHandedOutSince, sleep, type PidMark, type ProcEntry } from './process.js';
 
 /**
- * Sweeping process trees (runner/lifecycle.ts owns them): find every process of a tree — its process group,
+ * Sweeping process trees (run-tree.ts owns them): find every process of a tree — its process group,
  * its leader's descendants, what carries its marker (Linux), what is in its cgroup (Linux, the Python spawner
  * helper), what the helper adopted from it as a child subreaper — then SIGTERM, a grace, and SIGKILL (with
  * `cgroup.kill`) until nothing is left.
@@ -24,11 +24,11 @@ export interface Tree {
   /**
    * Where PID allocation stood just before the leader was spawned (a tree that was just run): what it
    * started can only have PIDs handed out since, so a sweep reads those /proc entries alone when that
-   * set is small and provably complete (runner/process.ts `pidsHandedOutSince`). Unset: all of /proc.
+   * set is small and provably complete (process.ts `pidsHandedOutSince`). Unset: all of /proc.
    */
   pidsSince?: PidMark;
   /**
-   * Linux: the cgroups the tree was started in (runner/cgroup.ts); every process in them is the tree's and is
+   * Linux: the cgroups the tree was started in (cgroup.ts); every process in them is the tree's and is
    * killed with it. Unset (a takeover, a kill of recorded trees): looked up by the marker's name anywhere in the
    * cgroup hierarchy; [] when it has none.
    */

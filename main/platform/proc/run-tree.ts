@@ -13,7 +13,7 @@ export { sweepTree, sweepTrees, type Tree } from './sweep.js';
  * the run when the process itself exits (then a bounded drain of its pipes), and sweep the tree at
  * every end — normal exit, failure, timeout, cancel, shutdown, takeover: SIGTERM to the group, its
  * known descendants and (Linux) every process carrying the tree's marker or in its cgroup, a grace, then
- * SIGKILL (runner/sweep.ts).
+ * SIGKILL (sweep.ts).
  *
  * The marker: every worker/setup/verify process gets LIGHTWORKER_TASK_ID, LIGHTWORKER_ATTEMPT and
  * LIGHTWORKER_HOME_ID in its environment and passes them on to whatever it starts, even a process
@@ -24,7 +24,7 @@ export { sweepTree, sweepTrees, type Tree } from './sweep.js';
  * Containment (Linux, through the Python spawner helper): a tree with a marker is started in a cgroup of its
  * own where the machine lets the helper make one, and the helper is a child subreaper either way, so what
  * drops the marker and leaves the group (env -i, setsid, a daemon) is still found: in the cgroup, or as an
- * orphan the helper adopted (see runner/sweep.ts for how an orphan is told apart from other trees' ones).
+ * orphan the helper adopted (see sweep.ts for how an orphan is told apart from other trees' ones).
  */
 
 /** The environment variables that mark a process as belonging to one attempt of one task. */
@@ -136,7 +136,7 @@ export async function runTree(command: string, args: string[], opts: RunTreeOpti
   // Everything this run starts is younger than its leader: a sweep need not read older processes' environments.
   if (tree.startTime !== null && process.platform === 'linux') tree.markerSince = Number(tree.startTime);
   if (tree.markerSince !== undefined && pidsSince) tree.pidsSince = pidsSince;
-  // A subreaper helper without cgroups: the orphans of this tree become its children (runner/sweep.ts).
+  // A subreaper helper without cgroups: the orphans of this tree become its children (sweep.ts).
   const containment = spawnerContainment();
   if (pid > 0 && containment?.subreaper && !containment.cgroup) tree.adopter = spawnerPid() ?? undefined;
   trackAdopting(tree);
