@@ -6,7 +6,7 @@ import { appendEvent, listEvents } from '../store/events.js';
 import { updateTaskFields } from '../store/tasks.js';
 import type { Task, VerifyCommand } from '../tasks/types.js';
 import { getAllocation, setVerifyOutcome } from './allocations.js';
-import { treeMarkerEnv } from '../platform/proc/run-tree.js';
+import { treeMarkerEnv } from '../platform/proc/marker.js';
 import { commandEnv, runBounded } from '../platform/proc/bounded-run.js';
 import { gitTry } from './git-exec.js';
 import { mkdirPrivate, PRIVATE_FILE } from '../core/private-home.js';

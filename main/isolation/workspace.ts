@@ -9,7 +9,7 @@ import { updateTaskFields } from '../store/tasks.js';
 import { getAllocation, markReady } from './allocations.js';
 import { branchTip, commitAuthor } from './branches.js';
 import { inspectReadOnly, inspectWorktree } from './changes.js';
-import { treeMarkerEnv } from '../platform/proc/run-tree.js';
+import { treeMarkerEnv } from '../platform/proc/marker.js';
 import { gitTry, repoRoot } from './git-exec.js';
 import { createPrivateRepo, isPrivateRepo } from './private-repo.js';
 import { returnCustody, takeCustody, type CustodyLease } from './custody.js';

@@ -23,7 +23,7 @@ import { describeRoute } from '../workers/route-record.js';
 import { parseResult, resultJsonSchema } from '../workers/result-schemas.js';
 import { recordPrompt } from '../cachelab/prompt-record.js';
 import { buildFollowUpPrompt, buildPrompt, buildRedirectPrompt, buildRepairPrompt, buildResumePrompt, freshAfterInterruptNote, freshFollowUpNote } from './prompt.js';
-import { treeMarkerEnv } from '../platform/proc/run-tree.js';
+import { treeMarkerEnv } from '../platform/proc/marker.js';
 import { useSpawner } from '../platform/proc/spawner.js';
 import { trimHeap } from './heap-trim.js';
 import { runTurn, type TurnResult } from './turn.js';

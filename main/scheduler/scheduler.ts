@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { Engine } from '../engine.js';
-import { sweepTrees, treeMarkerEnv, type Tree } from '../platform/proc/run-tree.js';
+import { treeMarkerEnv } from '../platform/proc/marker.js';
+import { sweepTrees, type Tree } from '../platform/proc/sweep.js';
 import { runTask } from '../runner/run-task.js';
 import { deleteSetting, getSetting, setSetting, settingsWithPrefix } from '../store/settings.js';
 import type { EventRow } from '../store/events.js';

@@ -13,7 +13,8 @@ import { recoverOrphans } from './recovery.js';
 import { sweepExpiredRequests } from './request-expiry.js';
 import { sweepDeadSnapshots } from '../isolation/snapshot-sweep.js';
 import { Scheduler, type RunningTask } from './scheduler.js';
-import { sweepTrees, treeMarkerEnv, type Tree } from '../platform/proc/run-tree.js';
+import { treeMarkerEnv } from '../platform/proc/marker.js';
+import { sweepTrees, type Tree } from '../platform/proc/sweep.js';
 import { storeDamagedError, storeFaultOf } from '../store/store-faults.js';
 import { StoreHealth } from './store-health.js';
 

@@ -57,7 +57,7 @@ describe.skipIf(!linux).each([
   beforeEach(() => vi.resetModules());
   const load = async () => ({
     spawner: await import('../../main/platform/proc/spawner.js'),
-    lifecycle: await import('../../main/platform/proc/run-tree.js'),
+    lifecycle: { ...(await import('../../main/platform/proc/run-tree.js')), ...(await import('../../main/platform/proc/marker.js')) },
     git: await import('../../main/isolation/git-exec.js'),
   });
   const ppidTree = (lifecycle: Awaited<ReturnType<typeof load>>['lifecycle'], onSpawn?: (pid: number, start: string | null) => void) => {
