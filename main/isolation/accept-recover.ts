@@ -5,8 +5,8 @@ import { getTask } from '../store/tasks.js';
 import { currentBranch, isAncestor, markAccepted, splitTouched, syncTouched } from './accept-apply.js';
 import { adoptJournal, closeJournal, interruptedJournals, isInterrupted, readJournal, type AcceptJournal } from './accept-journal.js';
 import { getAllocation } from './allocations.js';
-import { branchTip } from './branches.js';
-import { withRepoLock } from './repo-lock.js';
+import { branchTip } from '../platform/git/branches.js';
+import { withRepoLock } from '../platform/git/repo-lock.js';
 import { removeWorktree } from './worktree.js';
 
 /**

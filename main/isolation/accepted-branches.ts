@@ -2,9 +2,9 @@ import type { Engine } from '../engine.js';
 import { appendEvent, listEvents } from '../store/events.js';
 import { getTask } from '../store/tasks.js';
 import type { Allocation } from './allocations.js';
-import { branchTip, isBranchContained } from './branches.js';
-import { gitTry, splitZ } from './git-exec.js';
-import { withRepoLock } from './repo-lock.js';
+import { branchTip, isBranchContained } from '../platform/git/branches.js';
+import { gitTry, splitZ } from '../platform/git/git-exec.js';
+import { withRepoLock } from '../platform/git/repo-lock.js';
 import type { PruneItem } from './prune.js';
 
 /**

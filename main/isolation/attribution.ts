@@ -4,8 +4,8 @@ import type { Engine } from '../engine.js';
 import { latestSeq, listEvents } from '../store/events.js';
 import { getTaskState } from '../store/tasks.js';
 import { ACTIVE, type Task } from '../tasks/types.js';
-import { commonGitDir, gitTry } from './git-exec.js';
-import { withRepoLock } from './repo-lock.js';
+import { commonGitDir, gitTry } from '../platform/git/git-exec.js';
+import { withRepoLock } from '../platform/git/repo-lock.js';
 import { diffSnapshots, HEAD_KEY, isConfigKey, keyedState, snapshotSource, type SourceChange, type SourceSnapshot } from './source-status.js';
 
 /**

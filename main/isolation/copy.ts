@@ -8,10 +8,10 @@ import { appendEvent } from '../store/events.js';
 import { updateTaskFields } from '../store/tasks.js';
 import type { Task } from '../tasks/types.js';
 import { getAllocation, insertAllocating, markReady, markReleased } from './allocations.js';
-import { LW_AUTHOR } from './branches.js';
-import { git, gitBytes, gitTry } from './git-exec.js';
-import { matchAny } from './globs.js';
-import { checkContainment, checkDiskReserve } from './guards.js';
+import { LW_AUTHOR } from '../platform/git/branches.js';
+import { git, gitBytes, gitTry } from '../platform/git/git-exec.js';
+import { matchAny } from '../platform/git/globs.js';
+import { checkContainment, checkDiskReserve } from '../platform/git/guards.js';
 import { branchFor, worktreePathFor } from './worktree.js';
 import { mkdirPrivate, PRIVATE_FILE } from '../core/private-home.js';
 

@@ -4,8 +4,8 @@ import { redactText } from '../core/redact.js';
 import type { Engine } from '../engine.js';
 import { requireTask } from '../store/tasks.js';
 import { getAllocation } from './allocations.js';
-import { branchTip } from './branches.js';
-import { git, splitZ } from './git-exec.js';
+import { branchTip } from '../platform/git/branches.js';
+import { git, splitZ } from '../platform/git/git-exec.js';
 import { isPrivateRepo, privateTip, SAFE_GIT } from './private-repo.js';
 
 /** Diffs larger than this are cut, with a note (the console and MCP clients stay responsive). */

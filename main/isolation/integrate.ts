@@ -4,8 +4,8 @@ import { appendEvent } from '../store/events.js';
 import { requireTask } from '../store/tasks.js';
 import type { Task } from '../tasks/types.js';
 import { getAllocation } from './allocations.js';
-import { LW_AUTHOR } from './branches.js';
-import { git, gitTry, splitZ } from './git-exec.js';
+import { LW_AUTHOR } from '../platform/git/branches.js';
+import { git, gitTry, splitZ } from '../platform/git/git-exec.js';
 import { bringCommit } from './private-repo.js';
 import { verifiedOutcome } from './verify.js';
 

@@ -7,8 +7,8 @@ import { redactText } from '../core/redact.js';
 import { setupSchema } from '../core/config.js';
 import type { Engine } from '../engine.js';
 import { commandEnv, runBounded } from '../platform/proc/bounded-run.js';
-import { git, splitZ } from './git-exec.js';
-import { matchGlob, mayContainMatch } from './globs.js';
+import { git, splitZ } from '../platform/git/git-exec.js';
+import { matchGlob, mayContainMatch } from '../platform/git/globs.js';
 import { mkdirPrivate, PRIVATE_FILE } from '../core/private-home.js';
 
 /**

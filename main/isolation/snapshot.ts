@@ -16,9 +16,9 @@ import {
   markSnapshotInUse,
   type SnapshotRow,
 } from './allocations.js';
-import { commonGitDir, git, gitTry, splitZ } from './git-exec.js';
-import { checkContainment } from './guards.js';
-import { withLockFile } from './repo-lock.js';
+import { commonGitDir, git, gitTry, splitZ } from '../platform/git/git-exec.js';
+import { checkContainment } from '../platform/git/guards.js';
+import { withLockFile } from '../platform/git/repo-lock.js';
 import { mkdirPrivate } from '../core/private-home.js';
 
 /**

@@ -8,7 +8,7 @@ import type { Task, VerifyCommand } from '../tasks/types.js';
 import { getAllocation, setVerifyOutcome } from './allocations.js';
 import { treeMarkerEnv } from '../platform/proc/marker.js';
 import { commandEnv, runBounded } from '../platform/proc/bounded-run.js';
-import { gitTry } from './git-exec.js';
+import { gitTry } from '../platform/git/git-exec.js';
 import { mkdirPrivate, PRIVATE_FILE } from '../core/private-home.js';
 
 export interface VerifyCommandOutcome {

@@ -7,10 +7,10 @@ import { unsealTask } from '../tasks/secrets.js';
 import type { Task } from '../tasks/types.js';
 import { updateTaskFields } from '../store/tasks.js';
 import { getAllocation, markReady } from './allocations.js';
-import { branchTip, commitAuthor } from './branches.js';
+import { branchTip, commitAuthor } from '../platform/git/branches.js';
 import { inspectReadOnly, inspectWorktree } from './changes.js';
 import { treeMarkerEnv } from '../platform/proc/marker.js';
-import { gitTry, repoRoot } from './git-exec.js';
+import { gitTry, repoRoot } from '../platform/git/git-exec.js';
 import { createPrivateRepo, isPrivateRepo } from './private-repo.js';
 import { returnCustody, takeCustody, type CustodyLease } from './custody.js';
 import { allocatePorts, portEnv } from './ports.js';
@@ -20,7 +20,7 @@ import { isGitWorkspace, prepareCopy } from './copy.js';
 import { watchSource } from './attribution.js';
 import type { SourceSnapshot } from './source-status.js';
 import { verifyIn } from './verify.js';
-import { withRepoLock } from './repo-lock.js';
+import { withRepoLock } from '../platform/git/repo-lock.js';
 import { allocateWorktree, planAllocation, recordAllocation, removeWorktree } from './worktree.js';
 
 /**

@@ -7,12 +7,12 @@ import { appendEvent } from '../store/events.js';
 import { updateTaskFields } from '../store/tasks.js';
 import type { Task } from '../tasks/types.js';
 import { getAllocation, insertAllocating, markReady, markReleased, type Allocation } from './allocations.js';
-import { branchTip, commitAll, commitAuthor, isBranchContained } from './branches.js';
-import { git, gitTry, resolveCommit } from './git-exec.js';
-import { checkContainment, checkDiskReserve } from './guards.js';
+import { branchTip, commitAll, commitAuthor, isBranchContained } from '../platform/git/branches.js';
+import { git, gitTry, resolveCommit } from '../platform/git/git-exec.js';
+import { checkContainment, checkDiskReserve } from '../platform/git/guards.js';
 import { releaseBlock } from './ports.js';
 import { createPrivateRepo, exportBranch, isPrivateRepo, privateTip, sealPrivateRepo } from './private-repo.js';
-import { withRepoLock, type HeldLock } from './repo-lock.js';
+import { withRepoLock, type HeldLock } from '../platform/git/repo-lock.js';
 
 export function worktreePathFor(engine: Engine, taskId: string): string {
   return join(engine.home.worktrees, taskId);

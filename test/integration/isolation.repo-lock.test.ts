@@ -3,7 +3,7 @@ import { existsSync, linkSync, lstatSync, readdirSync, readFileSync } from 'node
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { repoLockPath, withRepoLock, type HeldLock } from '../../main/isolation/repo-lock.js';
+import { repoLockPath, withRepoLock, type HeldLock } from '../../main/platform/git/repo-lock.js';
 import { processStartTime } from '../../main/platform/proc/process.js';
 import { makeRepo, tempDir } from '../helpers/env.js';
 

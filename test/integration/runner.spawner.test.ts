@@ -10,7 +10,7 @@ import { helperKillsOnLeaderDeath } from '../helpers/escapes.js';
 import { captureStderr, exited, isAlive, until } from '../helpers/procs.js';
 import { killMarked, linux, markedBy, pidFrom } from './lifecycle.helpers.js';
 
-// runner/spawner.ts: a leader forks worker turns, setup/verify commands and git from a small helper process.
+// platform/proc/spawner.ts: a leader forks worker turns, setup/verify commands and git from a small helper process.
 // Every tree keeps its own process group, marker and recorded identity; the helper dies with its leader; if it
 // is gone, the leader forks itself.
 
@@ -58,7 +58,7 @@ describe.skipIf(!linux).each([
   const load = async () => ({
     spawner: await import('../../main/platform/proc/spawner.js'),
     lifecycle: { ...(await import('../../main/platform/proc/run-tree.js')), ...(await import('../../main/platform/proc/marker.js')) },
-    git: await import('../../main/isolation/git-exec.js'),
+    git: await import('../../main/platform/git/git-exec.js'),
   });
   const ppidTree = (lifecycle: Awaited<ReturnType<typeof load>>['lifecycle'], onSpawn?: (pid: number, start: string | null) => void) => {
     let out = '';
@@ -145,7 +145,7 @@ describe.skipIf(!linux)('choosing the spawner helper', () => {
     process.env.LIGHTWORKER_PYTHON = join(bin, 'python3');
     vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
     const spawner = await import('../../main/platform/proc/spawner.js');
-    const git = await import('../../main/isolation/git-exec.js');
+    const git = await import('../../main/platform/git/git-exec.js');
     spawner.useSpawner();
     expect(await git.git(t.dir, ['hash-object', '--stdin'], { input: 'hello' })).toBe(HELLO_BLOB);
     expect(spawner.spawnerKind()).toBe('node');

@@ -1,5 +1,5 @@
-import { AppError } from '../core/errors.js';
-import { spawnProcess } from '../platform/proc/spawner.js';
+import { AppError } from '../../core/errors.js';
+import { spawnProcess } from '../proc/spawner.js';
 
 /** Result of one git invocation that was allowed to fail. */
 export interface GitResult {
