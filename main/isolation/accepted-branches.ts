@@ -5,7 +5,7 @@ import type { Allocation } from './allocations.js';
 import { branchTip, isBranchContained } from '../platform/git/branches.js';
 import { gitTry, splitZ } from '../platform/git/git-exec.js';
 import { withRepoLock } from '../platform/git/repo-lock.js';
-import type { PruneItem } from './prune.js';
+import type { PruneItem } from './prune-item.js';
 
 /**
  * Is every change the task branch holds (from `base` to `tip`) in `commit`, and is `commit` on a branch?

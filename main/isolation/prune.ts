@@ -7,6 +7,7 @@ import { getTask } from '../store/tasks.js';
 import { TERMINAL } from '../tasks/types.js';
 import { isPostgres } from '../store/db.js';
 import { listAllocations, markReleased, type Allocation } from './allocations.js';
+import type { PruneItem } from './prune-item.js';
 import { planAcceptedBranch } from './accepted-branches.js';
 import { commitAll, isBranchContained } from '../platform/git/branches.js';
 import { gitTry, splitZ } from '../platform/git/git-exec.js';
@@ -15,18 +16,6 @@ import { withRepoLock } from '../platform/git/repo-lock.js';
 import { planSnapshotSweep } from './snapshot-sweep.js';
 import { borrowedRepo, isPrivateRepo } from './private-repo.js';
 import { branchFor, dropFolder, removeWorktree } from './worktree.js';
-
-export interface PruneItem {
-  kind: 'allocation' | 'worktree' | 'directory' | 'git-worktree' | 'branch' | 'snapshot';
-  path: string | null;
-  taskId: string | null;
-  branch: string | null;
-  reason: string;
-  action: 'remove' | 'keep';
-  /** Filled when applied. */
-  done?: boolean;
-  error?: string;
-}
 
 export interface PruneOptions {
   apply: boolean;
