@@ -1,4 +1,4 @@
-import type { Engine } from '../engine.js';
+import type { EngineContext } from '../tasks/engine-context.js';
 import { appendEvent, listEvents } from '../store/events.js';
 import { getTask } from '../store/tasks.js';
 import type { Allocation } from './allocations.js';
@@ -35,7 +35,7 @@ async function isSquashedInto(repo: string, branch: string, base: string, tip: s
  * accepted commit on a branch), otherwise kept unless `force`. Null when the branch is already gone.
  */
 export async function planAcceptedBranch(
-  engine: Engine,
+  engine: EngineContext,
   a: Allocation,
   force: boolean,
 ): Promise<{ item: PruneItem; run: () => Promise<void> } | null> {

@@ -1,6 +1,6 @@
 import { existsSync, readdirSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve, sep } from 'node:path';
-import type { Engine } from '../engine.js';
+import type { EngineContext } from '../tasks/engine-context.js';
 import { isSameProcess } from '../platform/proc/process.js';
 import { appendEvent } from '../store/events.js';
 import { getTask } from '../store/tasks.js';
@@ -81,7 +81,7 @@ function orphanPrivateRepo(path: string, taskId: string, force: boolean): Plan {
  * committed to their branch before a folder goes, so no work is lost unless `force`. Read-only snapshots
  * of runners that died, free ones unused past the TTL and unrecorded snapshot folders go too.
  */
-export async function pruneWorkspaces(engine: Engine, opts: PruneOptions): Promise<PruneReport> {
+export async function pruneWorkspaces(engine: EngineContext, opts: PruneOptions): Promise<PruneReport> {
   const now = opts.now ?? Date.now();
   const dirs = existsSync(engine.home.worktrees) ? readdirSync(engine.home.worktrees) : [];
   // A fleet's store holds every host's worktrees: this host prunes only its own home's.

@@ -7,7 +7,7 @@ import { createTasks, type CreateContext } from '../tasks/create.js';
 import { followUpTask } from '../tasks/followup.js';
 import { TERMINAL, type Task } from '../tasks/types.js';
 import { reviewRound } from './teams.js';
-import { teamTagOf, type TeamTag } from './team-schema.js';
+import { teamTagOf, type TeamTag } from '../tasks/contract/team-tag.js';
 
 /** Strategies whose next step depends on results, so the driver moves them on. */
 const DRIVEN = ['implement_review', 'best_of_n'] as const;

@@ -1,10 +1,9 @@
 import { join } from 'node:path';
 import { isAppError } from '../core/errors.js';
-import type { Engine } from '../engine.js';
+import type { EngineContext } from '../tasks/engine-context.js';
 import { finishWorkspace, inspectChanges, prepareWorkspace, runVerification, type PreparedWorkspace, type VerifyReport } from '../isolation/workspace.js';
 import { describeConflicts, integrateSources } from '../isolation/integrate.js';
-import { teamInputsFor } from '../orchestration/team-inputs.js';
-import { teamTagOf } from '../orchestration/team-schema.js';
+import { teamTagOf } from '../tasks/contract/team-tag.js';
 import { pendingRedirect, takeRedirect } from '../tasks/controls.js';
 import { prep } from '../store/db.js';
 import { appendEvent } from '../store/events.js';
@@ -34,7 +33,7 @@ import { checkTurnForInput, MAX_DENIALS_PER_ATTEMPT, permissionServerFor, runBud
 import { mkdirPrivate } from '../core/private-home.js';
 
 export interface RunContext {
-  engine: Engine;
+  engine: EngineContext;
   runnerId: string;
   /** Aborted with reason 'timeout' | 'cancel' | 'shutdown' | 'leader_lost'. */
   signal: AbortSignal;
@@ -45,6 +44,8 @@ export interface RunContext {
   onWorkerOk?: (worker: string) => void;
   /** Called when a plan task completed with a valid plan (orchestration expands it). */
   onPlan?: (task: Task, result: unknown) => void;
+  /** What a team member reads of the steps before it (orchestration's teams), or null outside a team. */
+  teamInputs?: (task: Task) => Promise<string | null>;
   /** Aborted when the leader stops running tasks; `endsWaiting`, `onStoreFault`: see landEndWrite. */
   stopped?: AbortSignal;
   endsWaiting?: Set<string>;
@@ -100,7 +101,7 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
     const resultSchema = resultJsonSchema(task.kind);
     const prompt = buildPrompt(task, { resultSchema, config: engine.config, db: engine.db });
     // Team members (a reviewer, a synthesizer, a judge) also read what the steps before them produced.
-    const inputs = await teamInputsFor(engine, task);
+    const inputs = (await ctx.teamInputs?.(task)) ?? null;
     if (inputs) prompt.text += `\n${inputs}\n`;
     const baseTurn: WorkerTurn = {
       task,
@@ -239,7 +240,7 @@ function integrationSources(task: Task): string[] | null {
  * The first turn of a resumed attempt: a follow-up in the interrupted native session when the worker
  * can continue one, else the task's fresh prompt with a note; either way a `task.resumed` event says which.
  */
-function resumedTurn(engine: Engine, adapter: WorkerAdapter, base: WorkerTurn, resume: ResumeRequest, keptWorktree: boolean): WorkerTurn {
+function resumedTurn(engine: EngineContext, adapter: WorkerAdapter, base: WorkerTurn, resume: ResumeRequest, keptWorktree: boolean): WorkerTurn {
   const { task } = base;
   const followUp = resume.followUp;
   const why = followUp?.fromWorker
@@ -276,7 +277,7 @@ function resumedTurn(engine: Engine, adapter: WorkerAdapter, base: WorkerTurn, r
 }
 
 /** The runDir of the turn that started (or last ran) a native session: where the CLI keeps it. */
-function sessionRunDir(engine: Engine, taskId: string, sessionId: string): string | null {
+function sessionRunDir(engine: EngineContext, taskId: string, sessionId: string): string | null {
   const row = engine.db
     .prepare(`SELECT json_extract(payload, '$.runDir') AS d FROM events WHERE task_id = ? AND type = 'worker.started' AND json_extract(payload, '$.sessionId') = ? AND json_extract(payload, '$.runDir') IS NOT NULL ORDER BY seq DESC LIMIT 1`)
     .get(taskId, sessionId) as { d: string } | undefined;
@@ -365,7 +366,7 @@ function checkAbort(ctx: RunContext): void {
   if (ctx.signal.aborted) throw abortError(String(ctx.signal.reason));
 }
 
-function endAttempt(engine: Engine, task: Task, status: string, errorCode: string | null): void {
+function endAttempt(engine: EngineContext, task: Task, status: string, errorCode: string | null): void {
   prep(engine.db, 'UPDATE attempts SET status = ?, error_code = ?, ended_at = ? WHERE task_id = ? AND attempt = ?').run(status, errorCode, Date.now(), task.id, task.attempt);
 }
 

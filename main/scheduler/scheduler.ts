@@ -57,6 +57,8 @@ export function setPlanHandler(h: PlanHandler | null): void {
 export interface TeamHandler {
   onEnded(engine: Engine, taskId: string): void;
   onStart(engine: Engine): void;
+  /** What a member task reads of the team's steps before it (given to its run), or null outside a team. */
+  inputsFor(engine: Engine, task: Task): Promise<string | null>;
 }
 let teamHandler: TeamHandler | null = null;
 export function setTeamHandler(h: TeamHandler | null): void {
@@ -308,6 +310,7 @@ export class Scheduler extends EventEmitter {
         onRateLimit: (w) => this.pauseWorker(w, id),
         onWorkerOk: (w) => this.clearPause(w),
         onPlan: planHandler ? (t, r) => planHandler!(this.engine, t, r) : undefined,
+        teamInputs: teamHandler ? (t) => teamHandler!.inputsFor(this.engine, t) : undefined,
         stopped: this.stopSignal.signal,
         endsWaiting: this.endsWaiting,
         onStoreFault: (err) => this.emit('store.fault', err),
