@@ -1,6 +1,6 @@
 import type { EngineContext } from '../tasks/engine-context.js';
-import { mcpLaunch } from '../mcp/launch.js';
-import { START_HOOK_ENV } from '../mcp/permission-hook.js';
+import { mcpLaunch } from '../platform/launch.js';
+import { START_HOOK_ENV } from './permission-hook.js';
 import { parseEscalation } from '../requests/escalation.js';
 import { decideRequest } from '../requests/policy.js';
 import { enterWaiting, openRequest, recordDenied } from '../requests/requests.js';
