@@ -2,7 +2,7 @@ import type { Config } from '../core/config.js';
 import { prep, type Db } from '../store/db.js';
 import type { Task, TaskKind } from '../tasks/types.js';
 import { BUILTIN_PROFILE_SPECS, modelForEffort } from '../workers/routing.js';
-import { resultJsonSchema } from '../workers/result-schemas.js';
+import { resultJsonSchema } from '../tasks/contract/result-schemas.js';
 import { findContextPack } from './context-packs.js';
 import { canonicalJson, sha256 } from './hash.js';
 import { PROMPT_PROTOCOL, profileContract } from './prompt.js';

@@ -5,7 +5,7 @@ import { appendEvent } from '../store/events.js';
 import { createTasks } from '../tasks/create.js';
 import type { ParsedTaskInput } from '../tasks/schema.js';
 import type { Task } from '../tasks/types.js';
-import { planResultSchema, type PlanResult } from './plan-schema.js';
+import { planResultSchema, type PlanResult } from '../tasks/contract/plan-schema.js';
 
 /**
  * Turn a completed planner task's JSON result into its children, all or nothing (SPEC §7).

@@ -10,18 +10,7 @@ import { continueTask } from '../tasks/followup.js';
 import { resumeRequestOf } from '../tasks/ops.js';
 import { transition } from '../tasks/state.js';
 import { ACTIVE, type Task } from '../tasks/types.js';
-
-/** What a worker asks, before it is stored. */
-export interface AskInput {
-  kind: RequestKind;
-  question: string;
-  tool?: string | null;
-  command?: string | null;
-  scope?: string | null;
-  reason?: string | null;
-  options?: string[];
-  sessionId?: string | null;
-}
+import type { AskInput } from '../tasks/contract/escalation.js';
 
 const cut = (s: string | null | undefined, n: number) => (s === null || s === undefined ? null : redactText(s).slice(0, n));
 

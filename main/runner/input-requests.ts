@@ -1,7 +1,7 @@
 import type { EngineContext } from '../tasks/engine-context.js';
 import { mcpLaunch } from '../platform/launch.js';
 import { START_HOOK_ENV } from './permission-hook.js';
-import { parseEscalation } from '../requests/escalation.js';
+import { parseEscalation } from '../tasks/contract/escalation.js';
 import { decideRequest } from '../requests/policy.js';
 import { enterWaiting, openRequest, recordDenied } from '../requests/requests.js';
 import { pendingRequestOf, type TaskRequest } from '../store/requests.js';

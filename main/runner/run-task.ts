@@ -19,7 +19,7 @@ import { resolveAdapter } from '../workers/registry.js';
 import { resolveRoute } from '../workers/routing.js';
 import { authMissingMessage, resolveAuth, workerAuthSettings } from '../workers/credentials.js';
 import { describeRoute } from '../workers/route-record.js';
-import { parseResult, resultJsonSchema } from '../workers/result-schemas.js';
+import { parseResult, resultJsonSchema } from '../tasks/contract/result-schemas.js';
 import { recordPrompt } from '../cachelab/prompt-record.js';
 import { buildFollowUpPrompt, buildPrompt, buildRedirectPrompt, buildRepairPrompt, buildResumePrompt, freshAfterInterruptNote, freshFollowUpNote } from './prompt.js';
 import { treeMarkerEnv } from '../platform/proc/marker.js';
