@@ -146,7 +146,7 @@ function advanceImplementReview(ctx: CreateContext, rootId: string, members: (Ta
       outcome = { outcome: 'budget_spent', ...base, openFindings: ((last.result as ReviewResult)?.issues ?? []).length };
     } else {
       try {
-        followUpTask(ctx.db, ctx.config, impl.id, { message: findingsMessage(last, round, rounds), by: `implement_review (findings of review ${last.id})`, authority: 'engine' });
+        followUpTask(ctx.db, ctx.config, impl.id, { message: findingsMessage(last, round, rounds), by: `implement_review (findings of review ${last.id})`, authority: 'engine', cachelab: ctx.cachelab });
       } catch (e) {
         if (!isAppError(e)) throw e;
         outcome = { outcome: 'followup_refused', ...base, reason: e.message };

@@ -1,4 +1,5 @@
 import type { Engine } from '../engine.js';
+import { taskCachelab } from '../cachelab/task-cachelab.js';
 import { setTeamHandler } from '../scheduler/scheduler.js';
 import { teamMemberDepth } from '../store/tasks.js';
 import { appendEvent } from '../store/events.js';
@@ -7,7 +8,7 @@ import { advanceAllTeams, advanceTeam } from './team-driver.js';
 import { teamInputsFor } from './team-inputs.js';
 
 function contextOf(engine: Engine, depth: number): CreateContext {
-  return { db: engine.db, config: engine.config, homeRoot: engine.home.root, depth, authority: 'engine' };
+  return { db: engine.db, config: engine.config, homeRoot: engine.home.root, depth, authority: 'engine', cachelab: taskCachelab };
 }
 
 /**

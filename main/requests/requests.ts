@@ -1,4 +1,5 @@
 import type { Config } from '../core/config.js';
+import { taskCachelab } from '../cachelab/task-cachelab.js';
 import { AppError } from '../core/errors.js';
 import { newId } from '../core/ids.js';
 import { redactText } from '../core/redact.js';
@@ -89,7 +90,7 @@ export function answerRequest(db: Db, config: Config, taskId: string, a: AnswerI
   const before = resumeRequestOf(db, t)?.followUp?.spentMs ?? 0;
   const spentMs = before + Math.max(0, req.createdAt - (t.startedAt ?? req.createdAt));
   // An answer continues the run that was already approved; it releases no new write.
-  const task = continueTask(db, config, t, { message: answerMessage(req, decision, text), by: a.by, strategy: 'answer', spentMs, authority: 'engine' });
+  const task = continueTask(db, config, t, { message: answerMessage(req, decision, text), by: a.by, strategy: 'answer', spentMs, authority: 'engine', cachelab: taskCachelab });
   return { task, request: getRequest(db, req.id)! };
 }
 

@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import { taskCachelab } from '../cachelab/task-cachelab.js';
 import type { Engine } from '../engine.js';
 import { treeMarkerEnv } from '../platform/proc/marker.js';
 import { sweepTrees, type Tree } from '../platform/proc/sweep.js';
@@ -367,7 +368,7 @@ export class Scheduler extends EventEmitter {
   /** The rate-limited task itself becomes a new, recorded attempt (within the retry budget). */
   private requeueAfterRateLimit(id: string): void {
     try {
-      this.engine.write(() => retryTask(this.engine.db, this.engine.config, id, 'same', 'the scheduler (rate limit backoff)', 'engine'));
+      this.engine.write(() => retryTask(this.engine.db, this.engine.config, id, 'same', 'the scheduler (rate limit backoff)', 'engine', taskCachelab));
     } catch {
       // Budget used up: the task stays failed with code rate_limited, for a person to retry.
     }
