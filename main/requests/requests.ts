@@ -5,7 +5,7 @@ import { newId } from '../core/ids.js';
 import { redactText } from '../core/redact.js';
 import { appendEvent } from '../store/events.js';
 import type { Db } from '../store/db.js';
-import { closeRequest, expiredRequests, getRequest, insertRequest, pendingRequestOf, type RequestKind, type TaskRequest } from '../store/requests.js';
+import { closeRequest, expiredRequests, getRequest, insertRequest, pendingRequestOf, type TaskRequest } from '../store/requests.js';
 import { requireTask } from '../store/tasks.js';
 import { continueTask } from '../tasks/followup.js';
 import { resumeRequestOf } from '../tasks/ops.js';
