@@ -10,6 +10,7 @@ import { appendEvent } from '../store/events.js';
 import { getTask, getTaskState, updateTaskFields } from '../store/tasks.js';
 import { unsealTask } from '../tasks/secrets.js';
 import { resumeRequestOf } from '../tasks/ops.js';
+import { sandboxFor } from '../tasks/route-rule.js';
 import { move, transition } from '../tasks/state.js';
 import type { Task, TaskStatus } from '../tasks/types.js';
 import type { NormalizedEvent, WorkerAdapter, WorkerTurn } from '../workers/adapter.js';
@@ -107,7 +108,7 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
       task,
       prompt: prompt.text,
       workdir: ws.workdir,
-      sandbox: task.kind === 'execute' ? 'workspace-write' : 'read-only',
+      sandbox: sandboxFor(task.kind),
       resultSchema,
       resumeSessionId: null,
       runDir,
