@@ -1,6 +1,5 @@
 import { z } from 'zod';
 import { CLIENT_REQUEST_ID, TASK_ID, taskInputSchema } from '../tasks/schema.js';
-import { STRATEGIES } from '../tasks/contract/team-tag.js';
 
 /** Bounds every team keeps (SPEC: bounded): review rounds, contributors, candidates, integrated sources. */
 export const MAX_ROUNDS = 5;
