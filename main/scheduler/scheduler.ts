@@ -1,8 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { taskCachelab } from '../cachelab/task-cachelab.js';
 import type { Engine } from '../engine.js';
-import { treeMarkerEnv } from '../platform/proc/marker.js';
-import { sweepTrees, type Tree } from '../platform/proc/sweep.js';
+import { sweepTrees, taskTree, type Tree } from '../platform/proc/sweep.js';
 import { runTask } from '../runner/run-task.js';
 import { deleteSetting, getSetting, setSetting, settingsWithPrefix } from '../store/settings.js';
 import type { EventRow } from '../store/events.js';
@@ -200,7 +199,7 @@ export class Scheduler extends EventEmitter {
       } catch {
         // The store is gone (the reason for killing now, often): the attempt's marker still finds its processes.
       }
-      trees.push({ pid: t?.pid && t.pid > 0 ? t.pid : -1, startTime: t?.pidStart ?? null, marker: treeMarkerEnv(this.engine.home.root, r.id, t?.attempt ?? r.attempt) });
+      trees.push(taskTree(this.engine.home.root, { id: r.id, attempt: t?.attempt ?? r.attempt, pid: t?.pid ?? null, pidStart: t?.pidStart ?? null }));
     }
     return trees;
   }

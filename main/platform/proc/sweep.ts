@@ -1,3 +1,4 @@
+import { treeMarkerEnv } from './marker.js';
 import { execFileSync } from 'node:child_process';
 import { cgroupMembers, cgroupPrefix, findCgroups, killCgroup, removeCgroup } from './cgroup.js';
 import { descendantsIn, environOf, isSameProcess, listProcesses, pidExists, pidsHandedOutSince, sleep, type PidMark, type ProcEntry } from './process.js';
@@ -38,6 +39,11 @@ export interface Tree {
    * to that helper (this PID), among those of every other tree it runs (see {@link adoptedBy}).
    */
   adopter?: number;
+}
+
+/** The tree a task's recorded run left: its leader (PID and start time; -1 when none was recorded) and the attempt's marker. */
+export function taskTree(homeRoot: string, t: { id: string; attempt: number; pid: number | null; pidStart: string | null }): Tree {
+  return { pid: t.pid && t.pid > 0 ? t.pid : -1, startTime: t.pidStart, marker: treeMarkerEnv(homeRoot, t.id, t.attempt) };
 }
 
 /**
