@@ -83,10 +83,10 @@ export default defineConfig({
           mkdirSync(r('out/main'), { recursive: true });
           copyFileSync(r('main/workers/mock-agent.mjs'), r('out/main/mock-agent.mjs'));
           copyFileSync(r('main/workers/vscode-client.mjs'), r('out/main/vscode-client.mjs'));
-          copyFileSync(r('main/runner/spawner-helper.mjs'), r('out/main/spawner-helper.mjs'));
-          copyFileSync(r('main/runner/spawner-helper.py'), r('out/main/spawner-helper.py'));
-          copyFileSync(r('main/runner/spawner_containment.py'), r('out/main/spawner_containment.py'));
-          copyFileSync(r('main/runner/fork-common.mjs'), r('out/main/fork-common.mjs'));
+          copyFileSync(r('main/platform/proc/spawner-helper.mjs'), r('out/main/spawner-helper.mjs'));
+          copyFileSync(r('main/platform/proc/spawner-helper.py'), r('out/main/spawner-helper.py'));
+          copyFileSync(r('main/platform/proc/spawner_containment.py'), r('out/main/spawner_containment.py'));
+          copyFileSync(r('main/platform/proc/fork-common.mjs'), r('out/main/fork-common.mjs'));
         },
       },
       { name: 'lightworker-cli-commonjs', closeBundle: writeCliCommonJs },

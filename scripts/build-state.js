@@ -122,7 +122,7 @@ export async function build(root = ROOT, { keepOld = false } = {}) {
 }
 
 /**
- * tsc emits no declaration for a `.mjs` source: its hand-written `.d.mts` beside it (main/runner/fork-common.d.mts)
+ * tsc emits no declaration for a `.mjs` source: its hand-written `.d.mts` beside it (main/platform/proc/fork-common.d.mts)
  * is copied where the emitted declarations that import it expect it, or a user's `tsc` cannot resolve them.
  */
 function copyHandWrittenDeclarations(root) {

@@ -2,7 +2,7 @@ import type { Config } from '../core/config.js';
 import { AppError } from '../core/errors.js';
 import type { Db } from '../store/db.js';
 import type { Task, TaskKind } from '../tasks/types.js';
-import { BUILTIN_PROFILE_SPECS, type ProfileSpec } from '../workers/routing.js';
+import { BUILTIN_PROFILE_SPECS, type ProfileSpec } from '../core/profiles.js';
 import { findContextPack, type ContextPack } from './context-packs.js';
 import { byteLength, canonicalJson, sha256 } from './hash.js';
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { taskCachelab } from '../cachelab/task-cachelab.js';
 import { followUpTask, FOLLOW_UP_MAX_CHARS } from '../tasks/followup.js';
 import { MAX_OBJECTIVE_BYTES, TASK_ID, noNul } from '../tasks/schema.js';
 import { pauseTask, redirectTask, rejectTask, resumeTask, reverifyTask } from '../tasks/controls.js';
@@ -25,7 +26,7 @@ export const followUpCommand = defineCommand({
       if (!known.includes(input.worker)) throw new AppError('invalid_input', `worker: unknown worker "${input.worker}" (known: ${known.join(', ')})`, { field: 'worker' });
     }
     const task = ctx.engine.write(() =>
-      followUpTask(ctx.engine.db, ctx.engine.config, input.id, { message: input.message, worker: input.worker, by: FACE_LABELS[ctx.face], authority: authorityOf(ctx) }),
+      followUpTask(ctx.engine.db, ctx.engine.config, input.id, { message: input.message, worker: input.worker, by: FACE_LABELS[ctx.face], authority: authorityOf(ctx), cachelab: taskCachelab }),
     );
     return { task, ...withApproval(ctx, [task]) };
   },

@@ -1,7 +1,7 @@
 import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
-import { commonGitDir, git, gitTry } from './git-exec.js';
+import { commonGitDir, git, gitTry } from '../platform/git/git-exec.js';
 import { SAFE_GIT } from './private-repo.js';
 import { sourceStateCommit } from './snapshot.js';
 

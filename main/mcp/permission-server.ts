@@ -3,7 +3,7 @@ import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } fr
 import { z } from 'zod';
 import { Engine } from '../engine.js';
 import { decidePermission } from '../requests/permission.js';
-import { playStartHook } from './permission-hook.js';
+import { playStartHook } from '../runner/permission-hook.js';
 import { SERVER_VERSION } from './server.js';
 import { LineTransport } from './stdio-transport.js';
 

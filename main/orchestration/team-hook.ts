@@ -1,12 +1,14 @@
 import type { Engine } from '../engine.js';
+import { taskCachelab } from '../cachelab/task-cachelab.js';
 import { setTeamHandler } from '../scheduler/scheduler.js';
 import { teamMemberDepth } from '../store/tasks.js';
 import { appendEvent } from '../store/events.js';
 import type { CreateContext } from '../tasks/create.js';
 import { advanceAllTeams, advanceTeam } from './team-driver.js';
+import { teamInputsFor } from './team-inputs.js';
 
 function contextOf(engine: Engine, depth: number): CreateContext {
-  return { db: engine.db, config: engine.config, homeRoot: engine.home.root, depth, authority: 'engine' };
+  return { db: engine.db, config: engine.config, homeRoot: engine.home.root, depth, authority: 'engine', cachelab: taskCachelab };
 }
 
 /**
@@ -26,6 +28,7 @@ export function installTeamHandler(): void {
         engine.write(() => appendEvent(engine.db, taskId, 'team.error', { message: (e as Error).message.slice(0, 2000) }));
       }
     },
+    inputsFor: teamInputsFor,
     onStart(engine) {
       try {
         engine.write(() => advanceAllTeams(contextOf(engine, 0)));

@@ -3,7 +3,7 @@ import { taskDiff } from '../isolation/diff.js';
 import { getTask, listTasks } from '../store/tasks.js';
 import type { Task } from '../tasks/types.js';
 import { lastVerification } from './compare.js';
-import { teamTagOf } from './team-schema.js';
+import { teamTagOf } from '../tasks/contract/team-tag.js';
 
 /** Per member: enough diff to judge a change, without one member crowding out the others. */
 const DIFF_BYTES = 24 * 1024;

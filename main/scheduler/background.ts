@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import type { HomePaths } from '../core/home.js';
-import { withoutTreeMarker } from '../runner/lifecycle.js';
+import { withoutTreeMarker } from '../platform/proc/marker.js';
 import { STARTED_BY_ENV } from '../workers/credentials.js';
 
 /**

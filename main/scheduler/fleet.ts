@@ -4,7 +4,7 @@ import type { Engine } from '../engine.js';
 import { AppError } from '../core/errors.js';
 import { isPostgres, prep, type Db } from '../store/db.js';
 import { appendEvent } from '../store/events.js';
-import { isSameProcess, processStartTime } from '../runner/process.js';
+import { isSameProcess, processStartTime } from '../platform/proc/process.js';
 import { canonicalPath, hostId, remoteIdentity } from '../tasks/repo-identity.js';
 import { claimTask, type Candidate, type ClaimLimits } from './claim.js';
 

@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { Engine } from '../engine.js';
 import { removeStagedCredentials } from '../workers/credentials.js';
-import { sweepTrees, treeMarkerEnv, type Tree } from '../runner/lifecycle.js';
+import { sweepTrees, taskTree } from '../platform/proc/sweep.js';
 import { transition } from '../tasks/state.js';
 import type { Task } from '../tasks/types.js';
 import { getTask } from '../store/tasks.js';
@@ -22,7 +22,7 @@ export async function recoverOrphans(engine: Engine, holder: string, graceMs: nu
   // A fleet runner sweeps only trees of runners on its own host: a PID means nothing on another one.
   const remote = new Set((lostRunners ?? []).filter((r) => r.host !== here).map((r) => r.id));
   const local = tasks.filter((t) => !remote.has(t.runnerId ?? ''));
-  const trees: Tree[] = local.map((t) => ({ pid: t.pid && t.pid > 0 ? t.pid : -1, startTime: t.pidStart, marker: treeMarkerEnv(engine.home.root, t.id, t.attempt) }));
+  const trees = local.map((t) => taskTree(engine.home.root, t));
   const swept = await sweepTrees(trees, graceMs);
   const signalled = tasks.map((t) => {
     const i = local.indexOf(t);

@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
+import { taskCachelab } from '../cachelab/task-cachelab.js';
 import type { Engine } from '../engine.js';
-import { sweepTrees, treeMarkerEnv, type Tree } from '../runner/lifecycle.js';
+import { sweepTrees, taskTree, type Tree } from '../platform/proc/sweep.js';
 import { runTask } from '../runner/run-task.js';
 import { deleteSetting, getSetting, setSetting, settingsWithPrefix } from '../store/settings.js';
 import type { EventRow } from '../store/events.js';
@@ -56,6 +57,8 @@ export function setPlanHandler(h: PlanHandler | null): void {
 export interface TeamHandler {
   onEnded(engine: Engine, taskId: string): void;
   onStart(engine: Engine): void;
+  /** What a member task reads of the team's steps before it (given to its run), or null outside a team. */
+  inputsFor(engine: Engine, task: Task): Promise<string | null>;
 }
 let teamHandler: TeamHandler | null = null;
 export function setTeamHandler(h: TeamHandler | null): void {
@@ -196,7 +199,7 @@ export class Scheduler extends EventEmitter {
       } catch {
         // The store is gone (the reason for killing now, often): the attempt's marker still finds its processes.
       }
-      trees.push({ pid: t?.pid && t.pid > 0 ? t.pid : -1, startTime: t?.pidStart ?? null, marker: treeMarkerEnv(this.engine.home.root, r.id, t?.attempt ?? r.attempt) });
+      trees.push(taskTree(this.engine.home.root, { id: r.id, attempt: t?.attempt ?? r.attempt, pid: t?.pid ?? null, pidStart: t?.pidStart ?? null }));
     }
     return trees;
   }
@@ -307,6 +310,7 @@ export class Scheduler extends EventEmitter {
         onRateLimit: (w) => this.pauseWorker(w, id),
         onWorkerOk: (w) => this.clearPause(w),
         onPlan: planHandler ? (t, r) => planHandler!(this.engine, t, r) : undefined,
+        teamInputs: teamHandler ? (t) => teamHandler!.inputsFor(this.engine, t) : undefined,
         stopped: this.stopSignal.signal,
         endsWaiting: this.endsWaiting,
         onStoreFault: (err) => this.emit('store.fault', err),
@@ -363,7 +367,7 @@ export class Scheduler extends EventEmitter {
   /** The rate-limited task itself becomes a new, recorded attempt (within the retry budget). */
   private requeueAfterRateLimit(id: string): void {
     try {
-      this.engine.write(() => retryTask(this.engine.db, this.engine.config, id, 'same', 'the scheduler (rate limit backoff)', 'engine'));
+      this.engine.write(() => retryTask(this.engine.db, this.engine.config, id, 'same', 'the scheduler (rate limit backoff)', 'engine', taskCachelab));
     } catch {
       // Budget used up: the task stays failed with code rate_limited, for a person to retry.
     }

@@ -14,7 +14,7 @@ import { sweepExpiredRequests } from './request-expiry.js';
 import { sweepPullRequests } from './pull-sweep.js';
 import { sweepDeadSnapshots } from '../isolation/snapshot-sweep.js';
 import { Scheduler, type RunningTask } from './scheduler.js';
-import { sweepTrees, treeMarkerEnv, type Tree } from '../runner/lifecycle.js';
+import { sweepTrees, taskTree, type Tree } from '../platform/proc/sweep.js';
 import { storeDamagedError, storeFaultOf } from '../store/store-faults.js';
 import { StoreHealth } from './store-health.js';
 
@@ -291,8 +291,7 @@ class Service extends EventEmitter implements SchedulerService {
   private async sweepLostOnHost(host: string): Promise<void> {
     const tasks = lostTasksOnHost(this.engine.db, host);
     if (!tasks.length) return;
-    const trees: Tree[] = tasks.map((t) => ({ pid: t.pid && t.pid > 0 ? t.pid : -1, startTime: t.pidStart, marker: treeMarkerEnv(this.engine.home.root, t.id, t.attempt) }));
-    await sweepTrees(trees, this.engine.config.scheduler.kill_grace_ms);
+    await sweepTrees(tasks.map((t) => taskTree(this.engine.home.root, t)), this.engine.config.scheduler.kill_grace_ms);
   }
 
   private release(): void {

@@ -1,9 +1,8 @@
 import { realpathSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { isAbsolute, parse } from 'node:path';
-import { assignCohort } from '../cachelab/cohort.js';
-import { resolvePackRef } from '../cachelab/context-packs.js';
 import type { Config } from '../core/config.js';
+import type { TaskCachelab } from './cachelab-hook.js';
 import { BUILTIN_PROFILE_SPECS, cheapestProfile, findProfile } from '../core/profiles.js';
 import { AppError } from '../core/errors.js';
 import { REDACTED, redactText } from '../core/redact.js';
@@ -81,6 +80,8 @@ export interface CreateContext {
   authority: Authority;
   /** Filled with the ids of tasks whose auto_execute mode was lowered to auto_readonly, to tell the caller. */
   lowered?: string[];
+  /** Cohorts and context packs (cachelab/task-cachelab.ts). */
+  cachelab: TaskCachelab;
 }
 
 /**
@@ -177,7 +178,7 @@ export function createTasks(ctx: CreateContext, inputs: ParsedTaskInput[], opts:
       allowedPaths: t.allowed_paths ?? [],
       successCriteria: t.success_criteria ?? [],
       verify: t.verify ?? [],
-      contextPack: resolvePackRef(db, t.context_pack ?? parent?.contextPack ?? null, f('context_pack')),
+      contextPack: ctx.cachelab.resolvePackRef(db, t.context_pack ?? parent?.contextPack ?? null, f('context_pack')),
       metadata: t.metadata ?? {},
       depth: ctx.depth,
       status,
@@ -191,7 +192,7 @@ export function createTasks(ctx: CreateContext, inputs: ParsedTaskInput[], opts:
   for (const i of order) {
     const original = redactNewTask(rows[i]);
     insertTask(db, rows[i], now);
-    assignCohort(db, config, rows[i]);
+    ctx.cachelab.assignCohort(db, config, rows[i]);
     if (original) sealSecrets(db, ctx.homeRoot, rows[i].id, original);
   }
   for (const [rootId, budget] of budgets) setRootBudget(db, rootId, budget);

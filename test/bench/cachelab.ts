@@ -7,7 +7,7 @@ import { buildNaivePrompt, buildPrompt } from '../../main/cachelab/prompt.js';
 import { startSchedulerService } from '../../main/scheduler/service.js';
 import { waitTasks } from '../../main/scheduler/wait.js';
 import type { Task } from '../../main/tasks/types.js';
-import { resultJsonSchema } from '../../main/workers/result-schemas.js';
+import { resultJsonSchema } from '../../main/tasks/contract/result-schemas.js';
 import { canonicalPrompt, PrefixCache } from '../fixtures/gateway/cache.js';
 import { startGateway } from '../fixtures/gateway/index.js';
 import { makeHome, type TestHome } from '../helpers/env.js';

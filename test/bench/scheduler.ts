@@ -56,7 +56,7 @@ function cpuMsOf(pid: number): number {
   return (Number(f[11]) + Number(f[12])) * TICK_MS;
 }
 
-/** The leader's spawner helper (runner/spawner.ts), once it runs: a child whose command line names it. */
+/** The leader's spawner helper (platform/proc/spawner.ts), once it runs: a child whose command line names it. */
 function findSpawner(leader: number): number | null {
   let children: string[];
   try {

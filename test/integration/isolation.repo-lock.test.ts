@@ -3,8 +3,8 @@ import { existsSync, linkSync, lstatSync, readdirSync, readFileSync } from 'node
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { repoLockPath, withRepoLock, type HeldLock } from '../../main/isolation/repo-lock.js';
-import { processStartTime } from '../../main/runner/process.js';
+import { repoLockPath, withRepoLock, type HeldLock } from '../../main/platform/git/repo-lock.js';
+import { processStartTime } from '../../main/platform/proc/process.js';
 import { makeRepo, tempDir } from '../helpers/env.js';
 
 /** The owner files beside a lock (`lightworker.lock.<pid>-<start>`). */

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { pythonCommand } from '../../main/runner/spawner.js';
+import { pythonCommand } from '../../main/platform/proc/spawner.js';
 import { getTask } from '../../main/store/tasks.js';
 import { startCli } from '../helpers/cli.js';
 import { makeHome, makeRepo, tempDir, type TestHome } from '../helpers/env.js';
@@ -10,7 +10,7 @@ import { helperKillsOnLeaderDeath } from '../helpers/escapes.js';
 import { captureStderr, exited, isAlive, until } from '../helpers/procs.js';
 import { killMarked, linux, markedBy, pidFrom } from './lifecycle.helpers.js';
 
-// runner/spawner.ts: a leader forks worker turns, setup/verify commands and git from a small helper process.
+// platform/proc/spawner.ts: a leader forks worker turns, setup/verify commands and git from a small helper process.
 // Every tree keeps its own process group, marker and recorded identity; the helper dies with its leader; if it
 // is gone, the leader forks itself.
 
@@ -56,9 +56,9 @@ describe.skipIf(!linux).each([
   // Each test gets the modules fresh: a process starts its helper once.
   beforeEach(() => vi.resetModules());
   const load = async () => ({
-    spawner: await import('../../main/runner/spawner.js'),
-    lifecycle: await import('../../main/runner/lifecycle.js'),
-    git: await import('../../main/isolation/git-exec.js'),
+    spawner: await import('../../main/platform/proc/spawner.js'),
+    lifecycle: { ...(await import('../../main/platform/proc/run-tree.js')), ...(await import('../../main/platform/proc/marker.js')) },
+    git: await import('../../main/platform/git/git-exec.js'),
   });
   const ppidTree = (lifecycle: Awaited<ReturnType<typeof load>>['lifecycle'], onSpawn?: (pid: number, start: string | null) => void) => {
     let out = '';
@@ -144,8 +144,8 @@ describe.skipIf(!linux)('choosing the spawner helper', () => {
     chmodSync(join(bin, 'python3'), 0o755);
     process.env.LIGHTWORKER_PYTHON = join(bin, 'python3');
     vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
-    const spawner = await import('../../main/runner/spawner.js');
-    const git = await import('../../main/isolation/git-exec.js');
+    const spawner = await import('../../main/platform/proc/spawner.js');
+    const git = await import('../../main/platform/git/git-exec.js');
     spawner.useSpawner();
     expect(await git.git(t.dir, ['hash-object', '--stdin'], { input: 'hello' })).toBe(HELLO_BLOB);
     expect(spawner.spawnerKind()).toBe('node');

@@ -9,6 +9,7 @@ import { setSetting } from '../../main/store/settings.js';
 import { listTasks } from '../../main/store/tasks.js';
 import { until } from '../helpers/procs.js';
 import { inMemory, type McpHarness } from './mcp.helpers.js';
+import { taskCachelab } from '../../main/cachelab/task-cachelab.js';
 
 let h: McpHarness | null = null;
 let svc: SchedulerService | null = null;
@@ -83,7 +84,7 @@ describe('a team survives its leader', () => {
 
     // Idempotent: moving the ended team on again changes nothing.
     const n = listTasks(h.engine.db, {}).length;
-    expect(h.engine.write(() => advanceTeam({ db: h!.engine.db, config: h!.engine.config, homeRoot: h!.engine.home.root, depth: 0, authority: 'engine' }, reviewId))).toBeNull();
+    expect(h.engine.write(() => advanceTeam({ db: h!.engine.db, config: h!.engine.config, homeRoot: h!.engine.home.root, depth: 0, authority: 'engine', cachelab: taskCachelab }, reviewId))).toBeNull();
     expect(listTasks(h.engine.db, {})).toHaveLength(n);
   });
 });

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { markPids, pidRange, pidsHandedOutSince } from '../../main/runner/process.js';
+import { markPids, pidRange, pidsHandedOutSince } from '../../main/platform/proc/process.js';
 
 // A sweep of a tree just run reads only the /proc entries of PIDs handed out since its spawn (issue 13):
 // that set must hold every process the tree can have started, or the sweep would miss survivors.

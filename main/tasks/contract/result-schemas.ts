@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { PLAN_RESULT_SCHEMA, planResultSchema } from '../orchestration/plan-schema.js';
-import type { TaskKind } from '../tasks/types.js';
-import { withEscalation, withoutNullEscalation } from '../requests/escalation.js';
+import { PLAN_RESULT_SCHEMA, planResultSchema } from './plan-schema.js';
+import type { TaskKind } from '../types.js';
+import { withEscalation, withoutNullEscalation } from './escalation.js';
 
 /**
  * The final answer each kind must return. Strict-mode compatible (OpenAI structured outputs): every
@@ -43,7 +43,7 @@ export function resultJsonSchema(kind: TaskKind): Record<string, unknown> {
       s = z.toJSONSchema(RESULT_SCHEMAS[kind], { target: 'draft-7' }) as Record<string, unknown>;
       delete s.$schema;
     }
-    // Every kind may stop and ask a person instead of finishing (requests/escalation.ts).
+    // Every kind may stop and ask a person instead of finishing (escalation.ts).
     s = withEscalation(s);
     jsonSchemaCache.set(kind, s);
   }

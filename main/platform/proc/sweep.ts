@@ -1,9 +1,10 @@
+import { treeMarkerEnv } from './marker.js';
 import { execFileSync } from 'node:child_process';
 import { cgroupMembers, cgroupPrefix, findCgroups, killCgroup, removeCgroup } from './cgroup.js';
 import { descendantsIn, environOf, isSameProcess, listProcesses, pidExists, pidsHandedOutSince, sleep, type PidMark, type ProcEntry } from './process.js';
 
 /**
- * Sweeping process trees (runner/lifecycle.ts owns them): find every process of a tree — its process group,
+ * Sweeping process trees (run-tree.ts owns them): find every process of a tree — its process group,
  * its leader's descendants, what carries its marker (Linux), what is in its cgroup (Linux, the Python spawner
  * helper), what the helper adopted from it as a child subreaper — then SIGTERM, a grace, and SIGKILL (with
  * `cgroup.kill`) until nothing is left.
@@ -24,11 +25,11 @@ export interface Tree {
   /**
    * Where PID allocation stood just before the leader was spawned (a tree that was just run): what it
    * started can only have PIDs handed out since, so a sweep reads those /proc entries alone when that
-   * set is small and provably complete (runner/process.ts `pidsHandedOutSince`). Unset: all of /proc.
+   * set is small and provably complete (process.ts `pidsHandedOutSince`). Unset: all of /proc.
    */
   pidsSince?: PidMark;
   /**
-   * Linux: the cgroups the tree was started in (runner/cgroup.ts); every process in them is the tree's and is
+   * Linux: the cgroups the tree was started in (cgroup.ts); every process in them is the tree's and is
    * killed with it. Unset (a takeover, a kill of recorded trees): looked up by the marker's name anywhere in the
    * cgroup hierarchy; [] when it has none.
    */
@@ -38,6 +39,11 @@ export interface Tree {
    * to that helper (this PID), among those of every other tree it runs (see {@link adoptedBy}).
    */
   adopter?: number;
+}
+
+/** The tree a task's recorded run left: its leader (PID and start time; -1 when none was recorded) and the attempt's marker. */
+export function taskTree(homeRoot: string, t: { id: string; attempt: number; pid: number | null; pidStart: string | null }): Tree {
+  return { pid: t.pid && t.pid > 0 ? t.pid : -1, startTime: t.pidStart, marker: treeMarkerEnv(homeRoot, t.id, t.attempt) };
 }
 
 /**

@@ -1,4 +1,4 @@
-// What the leader (runner/process.ts, runner/spawner.ts) and the spawner helper (spawner-helper.mjs) both do
+// What the leader (process.ts, spawner.ts) and the spawner helper (spawner-helper.mjs) both do
 // around a fork: plain JavaScript with Node built-ins only, so the helper runs it without a build step.
 // Types: fork-common.d.mts.
 import { readFileSync } from 'node:fs';

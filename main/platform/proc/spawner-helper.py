@@ -1,5 +1,5 @@
 # The spawner helper in Python: what spawner-helper.mjs does, with the same protocol (read that file first).
-# A leader (runner/spawner.ts) prefers this one where `python3` runs, because Python's subprocess starts a
+# A leader (spawner.ts) prefers this one where `python3` runs, because Python's subprocess starts a
 # process with vfork: nothing of the parent is copied or write-protected, so a start costs this process about
 # 0.15 ms of CPU against 0.7 ms for Node's fork (issue 13). Standard library only; Python 3.8 or later.
 #
@@ -13,7 +13,7 @@
 # Containment (Linux), what this helper adds to the Node one: it is a child subreaper (prctl), so a process
 # its trees orphan (setsid, double fork, daemon(3)) is re-parented to it instead of init, where the leader's
 # sweep finds it; and, where the cgroup v2 next to its own is writable, a request's `cg` names a cgroup it
-# creates and forks that tree's leader in (runner/cgroup.ts), which no change of group, session or
+# creates and forks that tree's leader in (cgroup.ts), which no change of group, session or
 # environment leaves. Without a cgroup, a leader's death (its stdin ends) makes it kill everything below it:
 # nothing else could tell those orphans apart from init's once it is gone.
 import errno

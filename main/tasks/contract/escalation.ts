@@ -1,4 +1,16 @@
-import type { AskInput } from './requests.js';
+import type { RequestKind } from '../../store/requests.js';
+
+/** What a worker asks, before it is stored. */
+export interface AskInput {
+  kind: RequestKind;
+  question: string;
+  tool?: string | null;
+  command?: string | null;
+  scope?: string | null;
+  reason?: string | null;
+  options?: string[];
+  sessionId?: string | null;
+}
 
 /**
  * The escalation protocol (issue 15) for workers without a permission tool of their own (Codex,

@@ -1,9 +1,9 @@
 import { closeSync, linkSync, lstatSync, openSync, readdirSync, readFileSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { basename, dirname, join } from 'node:path';
-import { AppError } from '../core/errors.js';
-import { newToken } from '../core/ids.js';
-import { isSameProcess, processStartTime, sleep } from '../runner/process.js';
+import { AppError } from '../../core/errors.js';
+import { newToken } from '../../core/ids.js';
+import { isSameProcess, processStartTime, sleep } from '../proc/process.js';
 import { commonGitDir } from './git-exec.js';
 
 /**

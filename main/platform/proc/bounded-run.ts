@@ -1,7 +1,7 @@
 import { StringDecoder } from 'node:string_decoder';
-import { runTree } from '../runner/lifecycle.js';
-import { TailBuffer } from '../runner/lines.js';
-import { pickEnv } from '../workers/env.js';
+import { runTree } from './run-tree.js';
+import { TailBuffer } from './lines.js';
+import { pickEnv } from './env.js';
 
 /** A command given by the user: an argv array (no shell), or their own shell string (`/bin/sh -c`). */
 export type UserCommand = string[] | string;
@@ -56,7 +56,7 @@ export function tailBytes(s: string, max: number): string {
 }
 
 /**
- * Run one user command as a tree (runner/lifecycle.ts) with a hard timeout: at the deadline (or on
+ * Run one user command as a tree (run-tree.ts) with a hard timeout: at the deadline (or on
  * abort) the whole tree gets SIGTERM, then SIGKILL after `graceMs`. The command's own exit is its
  * verdict; whatever it left running (a background server holding its output, a grandchild that
  * ignores SIGTERM, an escaped process carrying the task marker) is swept before this resolves.

@@ -1,7 +1,7 @@
 import { realpathSync, statfsSync } from 'node:fs';
 import { relative, isAbsolute } from 'node:path';
-import { AppError } from '../core/errors.js';
-import type { Config } from '../core/config.js';
+import { AppError } from '../../core/errors.js';
+import type { Config } from '../../core/config.js';
 
 const GIB = 1024 ** 3;
 

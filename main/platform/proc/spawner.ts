@@ -37,7 +37,7 @@ export interface SpawnRequest {
   /** Take the identity a sweep needs: start time, and the PID mark before the fork. */
   identity: boolean;
   /**
-   * Linux: start it in a new cgroup of this name (runner/cgroup.ts), where the helper can make one; the
+   * Linux: start it in a new cgroup of this name (cgroup.ts), where the helper can make one; the
    * cgroup it was started in comes back in {@link Identity}.
    */
   cgroup?: string;

@@ -1,11 +1,8 @@
-import { createHash } from 'node:crypto';
-import { realpathSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { cgroupName } from './cgroup.js';
 import { spawnProcess, spawnerChildPids, spawnerContainment, spawnerPid, type ChildLike } from './spawner.js';
+import { markerOf } from './marker.js';
 import { sweepTree, trackAdopting, type Tree } from './sweep.js';
-
-export { sweepTree, sweepTrees, type Tree } from './sweep.js';
 
 /**
  * The one owner of every process tree LightWorker starts (worker turns, setup and verify commands):
@@ -13,61 +10,13 @@ export { sweepTree, sweepTrees, type Tree } from './sweep.js';
  * the run when the process itself exits (then a bounded drain of its pipes), and sweep the tree at
  * every end — normal exit, failure, timeout, cancel, shutdown, takeover: SIGTERM to the group, its
  * known descendants and (Linux) every process carrying the tree's marker or in its cgroup, a grace, then
- * SIGKILL (runner/sweep.ts).
- *
- * The marker: every worker/setup/verify process gets LIGHTWORKER_TASK_ID, LIGHTWORKER_ATTEMPT and
- * LIGHTWORKER_HOME_ID in its environment and passes them on to whatever it starts, even a process
- * that left the group (setsid, double fork) and was re-parented to init. Only a process whose initial
- * environment carries all three exactly is swept: a task id alone could repeat in a copied home, and
- * the attempt keeps a retry's processes safe from the sweep of the attempt before it.
+ * SIGKILL (sweep.ts). Which processes carry the tree's marker: marker.ts.
  *
  * Containment (Linux, through the Python spawner helper): a tree with a marker is started in a cgroup of its
  * own where the machine lets the helper make one, and the helper is a child subreaper either way, so what
  * drops the marker and leaves the group (env -i, setsid, a daemon) is still found: in the cgroup, or as an
- * orphan the helper adopted (see runner/sweep.ts for how an orphan is told apart from other trees' ones).
+ * orphan the helper adopted (see sweep.ts for how an orphan is told apart from other trees' ones).
  */
-
-/** The environment variables that mark a process as belonging to one attempt of one task. */
-export const MARKER_KEYS = ['LIGHTWORKER_TASK_ID', 'LIGHTWORKER_ATTEMPT', 'LIGHTWORKER_HOME_ID'] as const;
-
-/**
- * The marker of a task attempt run from the home at `homeRoot`. The home is hashed (its path is not
- * the workers' business) after resolving symlinks, so every process of that home computes the same id.
- */
-export function treeMarkerEnv(homeRoot: string, taskId: string, attempt: number): Record<string, string> {
-  let home = homeRoot;
-  try {
-    home = realpathSync.native(homeRoot);
-  } catch {
-    // not created yet: the path as given
-  }
-  return {
-    LIGHTWORKER_TASK_ID: taskId,
-    LIGHTWORKER_ATTEMPT: String(attempt),
-    LIGHTWORKER_HOME_ID: createHash('sha256').update(home).digest('hex').slice(0, 16),
-  };
-}
-
-/** The marker carried by `env`, or null when it does not carry a complete one. */
-export function markerOf(env: Record<string, string>): Record<string, string> | null {
-  const m: Record<string, string> = {};
-  for (const k of MARKER_KEYS) {
-    if (!env[k]) return null;
-    m[k] = env[k];
-  }
-  return m;
-}
-
-/**
- * `env` without a tree marker: for LightWorker's own long-lived processes started from inside a task
- * (the background runner of an MCP session an agent launched), which serve the whole home and must not
- * be swept as part of that task once it re-parented to init.
- */
-export function withoutTreeMarker(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
-  const out = { ...env };
-  for (const k of MARKER_KEYS) delete out[k];
-  return out;
-}
 
 export interface RunTreeOptions {
   cwd: string;
@@ -136,7 +85,7 @@ export async function runTree(command: string, args: string[], opts: RunTreeOpti
   // Everything this run starts is younger than its leader: a sweep need not read older processes' environments.
   if (tree.startTime !== null && process.platform === 'linux') tree.markerSince = Number(tree.startTime);
   if (tree.markerSince !== undefined && pidsSince) tree.pidsSince = pidsSince;
-  // A subreaper helper without cgroups: the orphans of this tree become its children (runner/sweep.ts).
+  // A subreaper helper without cgroups: the orphans of this tree become its children (sweep.ts).
   const containment = spawnerContainment();
   if (pid > 0 && containment?.subreaper && !containment.cgroup) tree.adopter = spawnerPid() ?? undefined;
   trackAdopting(tree);

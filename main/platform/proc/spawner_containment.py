@@ -1,6 +1,6 @@
 # The spawner helper's containment (Linux), imported by spawner-helper.py (read its header first): a child
 # subreaper, so orphans of the trees it starts are re-parented to it rather than to init, and a cgroup v2 per
-# tree where the cgroup next to the helper's own is writable (runner/cgroup.ts names and sweeps them).
+# tree where the cgroup next to the helper's own is writable (cgroup.ts names and sweeps them).
 import os
 import signal
 import sys

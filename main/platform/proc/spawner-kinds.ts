@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/** Which spawner helper runs (runner/spawner.ts), how it is started, and what it says it can contain trees with. */
+/** Which spawner helper runs (spawner.ts), how it is started, and what it says it can contain trees with. */
 
 /** What the running helper contains its trees with (Linux): a cgroup base directory, a child subreaper. */
 export interface Containment {

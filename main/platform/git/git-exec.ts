@@ -1,5 +1,5 @@
-import { AppError } from '../core/errors.js';
-import { spawnProcess } from '../runner/spawner.js';
+import { AppError } from '../../core/errors.js';
+import { spawnProcess } from '../proc/spawner.js';
 
 /** Result of one git invocation that was allowed to fail. */
 export interface GitResult {
@@ -38,7 +38,7 @@ const MAX_OUTPUT = 256 * 1024 * 1024;
 /**
  * Run git with an argv array in `cwd`; never throws for a non-zero exit. Plain spawn (no execa: its wrapper
  * cost ~2 ms per call on the leader's event loop and 14 MiB of heap, issue 13), forked by the spawner helper in
- * a leader (runner/spawner.ts).
+ * a leader (platform/proc/spawner.ts).
  */
 export function gitTry(cwd: string, args: string[], opts: GitOptions = {}): Promise<GitResult> {
   return new Promise((resolve, reject) => {
