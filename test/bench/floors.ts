@@ -127,17 +127,6 @@ async function drains(n: number, rounds: number): Promise<void> {
   addRow(`leader peak RSS after ${n} drained`, 'Node spawn loop', f.rss, o.rss, 'MiB', '≤ 1.1×');
 }
 
-/** p50 of `k` calls of `fn`, ms. */
-async function timed(k: number, fn: (i: number) => Promise<unknown>): Promise<number> {
-  const xs: number[] = [];
-  for (let i = 0; i < k; i++) {
-    const t = performance.now();
-    await fn(i);
-    xs.push(performance.now() - t);
-  }
-  return p50(xs);
-}
-
 /** Grow `h`'s store to `total` tasks: explore tasks held behind one execute task that awaits approval (never dispatched). */
 async function growTo(h: TestHome, gate: string, have: number, total: number): Promise<void> {
   for (let done = have; done < total; done += 100) {
@@ -146,97 +135,133 @@ async function growTo(h: TestHome, gate: string, have: number, total: number): P
   }
 }
 
+/** One home per stored size, each with its gate and an ended task (shown, waited on, its events read). */
+interface SizedHome {
+  size: number;
+  h: TestHome;
+  gate: string;
+  ended: string;
+}
+
+/** Lone tasks on a running leader of `s.h`: created → running of each after the first two; the leader's peak RSS. */
+async function dispatchRound(s: SizedHome, n: number): Promise<{ running: number[]; rssMiB: number }> {
+  const leader = startLeader(['run'], s.h);
+  const w = watchProcess(leader.pid!);
+  try {
+    await until(() => Boolean(s.h.engine.db.prepare('SELECT 1 FROM leases WHERE expires_at > ?').get(Date.now())), 30_000, 'leader lease');
+    const running: number[] = [];
+    for (let i = 0; i < n + 2; i++) {
+      const { task } = await call(s.h, 'delegate_task', { objective: `lone ${i}`, workspace: s.h.repo, kind: 'explore' });
+      await waitTasks(s.h.engine, [task.id], 30_000);
+      const ev = listEvents(s.h.engine.db, { taskId: task.id, types: ['task.status'] }).events.find((e) => e.payload.to === 'running');
+      if (i >= 2 && ev) running.push(ev.ts - task.createdAt); // the first two warm the leader up
+      s.ended = task.id;
+    }
+    return { running, rssMiB: w.now().hwmKiB / 1024 };
+  } finally {
+    w.stop();
+    leader.kill('SIGTERM');
+    await exited(leader);
+  }
+}
+
 /**
- * At each stored size: per-operation p50 (create, dispatch = created → running on a running leader,
- * wait on an ended task, show, events, list_tasks first page) in-process, the leader's peak RSS, and the
- * MCP per-call costs over stdio; each op's curve is judged against its value at the smallest size.
+ * Store-size curves: one home per size (each holds at least a full first page, 101 tasks, so list_tasks
+ * shows as many rows everywhere), measured interleaved — each call goes to every home in turn, each
+ * dispatch round to every home's leader in turn — so machine noise falls on every size alike. Per size:
+ * p50 of create, dispatch (created → running on a running leader), wait on an ended task, show, events,
+ * the first list_tasks page (in-process, as the CLI calls them), the leader's peak RSS, and MCP per-call
+ * costs over stdio. A curve's ratio is each size's value over the smallest size's.
  */
 async function storeCurves(figures: Figures): Promise<void> {
-  const h = benchHome(null);
-  const curves = new Map<string, number[]>();
-  const put = (k: string, v: number) => curves.set(k, [...(curves.get(k) ?? []), v]);
+  const homes: SizedHome[] = [];
+  const curves = new Map<string, number[][]>();
+  const put = (k: string, i: number, v: number) => {
+    const c = curves.get(k) ?? STORED.map(() => []);
+    c[i].push(v);
+    curves.set(k, c);
+  };
   try {
-    const gate = (await call(h, 'delegate_task', { objective: 'gate', workspace: h.repo, kind: 'execute' })).task.id as string;
-    let have = 1;
     for (const size of STORED) {
-      await growTo(h, gate, have, Math.max(size, 1));
-      have = Math.max(have, size);
-      const leader = startLeader(['run'], h);
-      const w = watchProcess(leader.pid!);
-      let ended = '';
-      try {
-        await until(() => Boolean(h.engine.db.prepare('SELECT 1 FROM leases WHERE expires_at > ?').get(Date.now())), 30_000, 'leader lease');
-        const running: number[] = [];
-        for (let i = 0; i < 12; i++) {
-          const { task } = await call(h, 'delegate_task', { objective: `lone ${size}.${i}`, workspace: h.repo, kind: 'explore' });
-          await waitTasks(h.engine, [task.id], 30_000);
-          const ev = listEvents(h.engine.db, { taskId: task.id, types: ['task.status'] }).events.find((e) => e.payload.to === 'running');
-          if (i >= 2 && ev) running.push(ev.ts - task.createdAt); // the first two warm the leader up
-          ended = task.id;
-        }
-        put('dispatch (created → running, leader running)', p50(running));
-        put('leader peak RSS', w.now().hwmKiB / 1024);
-      } finally {
-        w.stop();
-        leader.kill('SIGTERM');
-        await exited(leader);
-      }
-      // Creates land behind the gate (no leader runs now), so the store's size stays what is measured.
-      put('create (delegate_task)', await timed(30, (i) => call(h, 'delegate_task', { objective: `probe ${size}.${i}`, workspace: h.repo, kind: 'explore', depends_on: [gate] })));
-      have += 30;
-      put('wait_tasks on an ended task', await timed(30, () => call(h, 'wait_tasks', { ids: [ended], timeout_s: 1 })));
-      put('show (get_task)', await timed(30, () => call(h, 'get_task', { id: ended })));
-      put('events of a task (get_events)', await timed(30, () => call(h, 'get_events', { task_id: ended })));
-      put('list_tasks first page', await timed(30, () => call(h, 'list_tasks', {})));
-      const mcp = await mcpFigures(h, ended);
-      for (const [k, v] of Object.entries(mcp.perCall)) put(k, v);
-      figures[`MCP tools/list bytes (budget 7,000), ${size} stored`] = mcp.toolsListBytes;
-      figures[`MCP list_tasks page bytes (budget 30,720), ${size} stored`] = mcp.pageBytes;
-      if (size === STORED[0]) addRow('MCP spawn → initialize → tools/list', 'node -e 0', mcp.zeroWall, mcp.spawnToList, 'ms', 'Python 212 ms');
-      process.stderr.write(`  stored ${size}: measured\n`);
+      const h = benchHome(null);
+      const gate = (await call(h, 'delegate_task', { objective: 'gate', workspace: h.repo, kind: 'execute' })).task.id as string;
+      await growTo(h, gate, 1, Math.max(size, 101));
+      homes.push({ size, h, gate, ended: '' });
+      process.stderr.write(`  home with ${size} stored: made\n`);
     }
+    for (let r = 0; r < ROUNDS; r++) {
+      for (const [i, s] of homes.entries()) {
+        const d = await dispatchRound(s, 4);
+        for (const v of d.running) put('dispatch (created → running, leader running)', i, v);
+        put('leader peak RSS', i, d.rssMiB);
+      }
+    }
+    // Creates land behind the gate (no leader runs now), so each store keeps its size.
+    const each = async (k: string, n: number, fn: (s: SizedHome, j: number) => Promise<unknown>) => {
+      for (let j = 0; j < n; j++) {
+        for (const [i, s] of homes.entries()) {
+          const t = performance.now();
+          await fn(s, j);
+          put(k, i, performance.now() - t);
+        }
+      }
+    };
+    await each('create (delegate_task)', 30, (s, j) => call(s.h, 'delegate_task', { objective: `probe ${j}`, workspace: s.h.repo, kind: 'explore', depends_on: [s.gate] }));
+    await each('wait_tasks on an ended task', 30, (s) => call(s.h, 'wait_tasks', { ids: [s.ended], timeout_s: 1 }));
+    await each('show (get_task)', 30, (s) => call(s.h, 'get_task', { id: s.ended }));
+    await each('events of a task (get_events)', 30, (s) => call(s.h, 'get_events', { task_id: s.ended }));
+    await each('list_tasks first page', 60, (s) => call(s.h, 'list_tasks', {}));
+    await mcpCurves(homes, put, figures);
   } finally {
-    h.cleanup();
+    for (const s of homes) s.h.cleanup();
   }
-  for (const [k, vs] of curves) {
+  for (const [k, byHome] of curves) {
+    const vs = byHome.map((xs) => (k.includes('RSS') ? Math.max(...xs) : p50(xs)));
     const unit = k.includes('RSS') ? 'MiB' : 'ms';
-    // The curve's floor is its value at the smallest size: the ratio is how much the store's size adds.
     addRow(`${k} at ${STORED.join(' / ')} stored`, `at ${STORED[0]} stored`, [vs[0]], vs, unit, k.includes('RSS') ? 'flat' : '≤ 1.2×', true);
   }
 }
 
-/** Over a real stdio `lightworker mcp` child on `h`: per-call p50 (ping, get_task, list_tasks), answer sizes, spawn → tools/list. */
-async function mcpFigures(h: TestHome, id: string) {
+/** Over real stdio `lightworker mcp` children: spawn → tools/list beside `node -e 0`, answer sizes, per-call p50 (ping, get_task, list_tasks) at each size. */
+async function mcpCurves(homes: SizedHome[], put: (k: string, i: number, v: number) => void, figures: Figures): Promise<void> {
   const zeroWall: number[] = [];
   const spawnToList: number[] = [];
-  let toolsListBytes = 0;
   for (let r = 0; r < ROUNDS; r++) {
     zeroWall.push((await runNode(['-e', '0'])).wallMs);
     const t = performance.now();
-    const c = new StdioChild(h.home, { LIGHTWORKER_NO_BUILD_CHECK: '1' });
+    const c = new StdioChild(homes[0].h.home, { LIGHTWORKER_NO_BUILD_CHECK: '1' });
     try {
       await c.initialize();
       const list = await c.request('tools/list');
       spawnToList.push(performance.now() - t);
-      toolsListBytes = Buffer.byteLength(JSON.stringify(list.result));
+      figures['MCP tools/list bytes (budget 7,000)'] = Buffer.byteLength(JSON.stringify(list.result));
     } finally {
       await c.stop();
     }
   }
-  const c = new StdioChild(h.home, { LIGHTWORKER_NO_BUILD_CHECK: '1' });
+  addRow('MCP spawn → initialize → tools/list', 'node -e 0', zeroWall, spawnToList, 'ms', 'Python 212 ms');
+  const children = homes.map((s) => new StdioChild(s.h.home, { LIGHTWORKER_NO_BUILD_CHECK: '1' }));
   try {
-    await c.initialize();
-    const page = await c.callTool('list_tasks', {});
-    const pageBytes = Buffer.byteLength(JSON.stringify(page));
-    for (let i = 0; i < 20; i++) await c.request('ping');
-    const perCall = {
-      'MCP ping per call': await timed(100, () => c.request('ping')),
-      'MCP get_task per call': await timed(100, () => c.callTool('get_task', { id })),
-      'MCP list_tasks per call': await timed(50, () => c.callTool('list_tasks', {})),
+    for (const [i, c] of children.entries()) {
+      await c.initialize();
+      const page = await c.callTool('list_tasks', {});
+      figures[`MCP list_tasks page bytes (budget 30,720), ${homes[i].size} stored`] = Buffer.byteLength(JSON.stringify(page));
+      for (let j = 0; j < 20; j++) await c.request('ping');
+    }
+    const each = async (k: string, n: number, fn: (c: StdioChild, s: SizedHome) => Promise<unknown>) => {
+      for (let j = 0; j < n; j++) {
+        for (const [i, c] of children.entries()) {
+          const t = performance.now();
+          await fn(c, homes[i]);
+          put(k, i, performance.now() - t);
+        }
+      }
     };
-    return { zeroWall, spawnToList, toolsListBytes, pageBytes, perCall };
+    await each('MCP ping per call', 100, (c) => c.request('ping'));
+    await each('MCP get_task per call', 100, (c, s) => c.callTool('get_task', { id: s.ended }));
+    await each('MCP list_tasks per call', 50, (c) => c.callTool('list_tasks', {}));
   } finally {
-    await c.stop();
+    for (const c of children) await c.stop();
   }
 }
 
