@@ -309,6 +309,7 @@ export async function run(): Promise<Figures> {
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === resolve(process.argv[1])) {
-  await run();
+  const figures = await run();
+  for (const [k, v] of Object.entries(figures)) if (!k.includes('(min/med/max)') && !k.includes('ratio to')) process.stdout.write(`${k}  ${v}\n`);
   process.exit(0);
 }
