@@ -267,6 +267,13 @@ export function listTasks(db: Db, q: ListTasksQuery = {}): Task[] {
   return rows.map((r) => toTask(r, deps.get(r.id) ?? []));
 }
 
+/** Counts of tasks in these statuses only (through the status index: ended tasks, most of a store, are not read). */
+export function countInStatuses(db: Db, statuses: readonly string[]): Record<string, number> {
+  if (!statuses.length) return {};
+  const rows = prep(db, `SELECT status, COUNT(*) AS n FROM tasks WHERE status IN (${statuses.map(() => '?').join(',')}) GROUP BY status`).all(...statuses) as { status: string; n: number }[];
+  return Object.fromEntries(rows.map((r) => [r.status, r.n]));
+}
+
 export function countByStatus(db: Db): Record<string, number> {
   const rows = prep(db, 'SELECT status, COUNT(*) AS n FROM tasks GROUP BY status').all() as { status: string; n: number }[];
   return Object.fromEntries(rows.map((r) => [r.status, r.n]));

@@ -1,5 +1,6 @@
-// `npm run bench [--all | name…]`: runs the benchmark modules in test/bench — by default the quick set that
-// measures issue 13's table (scheduler, mcp; a few minutes), `--all` every module (some run real agent
+// `npm run bench [--all | name…]`: runs the benchmark modules in test/bench — by default floors (every figure
+// beside a floor measured in the same run, as a ratio: floors.ts) and the quick set that measures issue 13's
+// table (scheduler, mcp; a few minutes in all), `--all` every module (some run real agent
 // CLIs or build 10k-file repositories), or the named ones. Prints a table per module, issue 13's table
 // (each figure beside its target and the Python LightWorker's figure), and writes every figure as JSON to
 // bench-results/latest.json (the run before is kept as bench-results/previous.json and compared).
@@ -12,7 +13,7 @@ import { ISSUE_13_TARGETS } from './_targets.js';
 type Figures = Record<string, number | string>;
 
 const here = dirname(fileURLToPath(import.meta.url));
-const DEFAULT = ['scheduler', 'mcp'];
+const DEFAULT = ['floors', 'scheduler', 'mcp'];
 const args = process.argv.slice(2);
 const all = args.includes('--all');
 const wanted = args.filter((a) => !a.startsWith('--'));

@@ -74,6 +74,18 @@ describe('repository lock', () => {
     expect(existsSync(path)).toBe(false);
   });
 
+  it('names the current holder after a longer-named take, the owner file rewritten in place (never truncated)', async () => {
+    const t = tempDir();
+    cleanup = t.cleanup;
+    const repo = makeRepo(join(t.dir, 'repo'));
+    const path = await repoLockPath(repo);
+    await withRepoLock(repo, `a long operation name ${'x'.repeat(300)}`, async () => undefined);
+    const ino = lstatSync(join(dirname(path), ownerFiles(path)[0])).ino;
+    const seen = await withRepoLock(repo, 'short', async () => JSON.parse(readFileSync(path, 'utf8')) as { what: string; pid: number });
+    expect(seen).toMatchObject({ what: 'short', pid: process.pid });
+    expect(lstatSync(join(dirname(path), ownerFiles(path)[0])).ino).toBe(ino);
+  });
+
   it('serializes work in one process and is re-entrant for work that passes the held lock', async () => {
     const t = tempDir();
     cleanup = t.cleanup;

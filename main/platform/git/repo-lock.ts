@@ -1,4 +1,4 @@
-import { closeSync, linkSync, lstatSync, openSync, readdirSync, readFileSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, linkSync, lstatSync, openSync, readdirSync, readFileSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { AppError } from '../../core/errors.js';
@@ -205,7 +205,7 @@ function tryTake(path: string, owner: LockOwner, again = true): Take | null {
   const file = ownerFileOf(path);
   if (file) {
     try {
-      writeFileSync(file, body, { mode: 0o600 });
+      writeOwnerFile(file, body);
       linkSync(file, path);
       return { token: owner.token, ino: lstatSync(file).ino };
     } catch (err) {
@@ -228,6 +228,31 @@ function tryTake(path: string, owner: LockOwner, again = true): Take | null {
     }
   }
   return tryCreate(path, body) ? { token: owner.token, ino: null } : null;
+}
+
+/** Longest body written to each owner file so far: shorter ones are padded to it. */
+const ownerFileSize = new Map<string, number>();
+
+/**
+ * Rewrite the owner file in place, never truncating it: a truncate-to-zero of a file just written makes
+ * ext4 (auto_da_alloc) flush it, and that was 2–3 ms of the leader's main thread per take, 16 % of a
+ * drain's CPU. The body is padded with spaces (JSON allows them) to the longest one written before.
+ */
+function writeOwnerFile(file: string, body: string): void {
+  let fd: number;
+  try {
+    fd = openSync(file, 'r+');
+  } catch {
+    fd = openSync(file, 'w', 0o600);
+  }
+  try {
+    const bytes = Buffer.byteLength(body);
+    const size = Math.max(bytes, ownerFileSize.get(file) ?? fstatSync(fd).size);
+    writeSync(fd, body.padEnd(body.length + size - bytes, ' '), 0);
+    ownerFileSize.set(file, size);
+  } finally {
+    closeSync(fd);
+  }
 }
 
 async function acquire(path: string, what: string, timeoutMs: number): Promise<Take> {
