@@ -3,7 +3,7 @@ import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { AppError } from '../core/errors.js';
 import { newToken } from '../core/ids.js';
-import type { Engine } from '../engine.js';
+import type { LeaderEngine as Engine } from '../store/engine-handle.js';
 import { appendEvent } from '../store/events.js';
 import { requireTask } from '../store/tasks.js';
 import { transition } from '../tasks/state.js';

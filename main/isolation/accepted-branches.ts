@@ -1,4 +1,4 @@
-import type { Engine } from '../engine.js';
+import type { LeaderEngine as Engine } from '../store/engine-handle.js';
 import { appendEvent, listEvents } from '../store/events.js';
 import { getTask } from '../store/tasks.js';
 import type { Allocation } from '../store/worktrees.js';

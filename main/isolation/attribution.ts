@@ -1,6 +1,6 @@
 import { accessSync, constants } from 'node:fs';
 import { isAbsolute, join, relative } from 'node:path';
-import type { Engine } from '../engine.js';
+import type { LeaderEngine as Engine } from '../store/engine-handle.js';
 import { latestSeq, listEvents } from '../store/events.js';
 import { getTaskState } from '../store/tasks.js';
 import { ACTIVE, type Task } from '../tasks/types.js';

@@ -1,7 +1,7 @@
 import { lstatSync, readlinkSync, realpathSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { redactText } from '../core/redact.js';
-import type { Engine } from '../engine.js';
+import type { LeaderEngine as Engine } from '../store/engine-handle.js';
 import { appendEvent } from '../store/events.js';
 import type { Task } from '../tasks/types.js';
 import { getAllocation, setHeadCommit } from '../store/worktrees.js';

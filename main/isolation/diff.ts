@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { redactText } from '../core/redact.js';
-import type { Engine } from '../engine.js';
+import type { LeaderEngine as Engine } from '../store/engine-handle.js';
 import { requireTask } from '../store/tasks.js';
 import { getAllocation } from '../store/worktrees.js';
 import { branchTip } from './branches.js';

@@ -1,5 +1,5 @@
 import { AppError } from '../core/errors.js';
-import type { Engine } from '../engine.js';
+import type { LeaderEngine as Engine } from '../store/engine-handle.js';
 import { appendEvent } from '../store/events.js';
 import { requireTask } from '../store/tasks.js';
 import type { Task } from '../tasks/types.js';

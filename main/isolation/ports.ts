@@ -1,6 +1,6 @@
 import { createServer } from 'node:net';
 import { AppError } from '../core/errors.js';
-import type { Engine } from '../engine.js';
+import type { LeaderEngine as Engine } from '../store/engine-handle.js';
 import type { Db } from '../store/db.js';
 import { deletePortBlock, insertPortBlock, portBlockOf, reclaimDeadPortBlocks, takenPortBases, type PortBlock } from '../store/port-blocks.js';
 

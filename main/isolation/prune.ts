@@ -1,6 +1,6 @@
 import { existsSync, readdirSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve, sep } from 'node:path';
-import type { Engine } from '../engine.js';
+import type { LeaderEngine as Engine } from '../store/engine-handle.js';
 import { isSameProcess } from '../runner/process.js';
 import { appendEvent } from '../store/events.js';
 import { getTask } from '../store/tasks.js';

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { AppError } from '../core/errors.js';
 import { redactText } from '../core/redact.js';
 import { setupSchema } from '../core/config.js';
-import type { Engine } from '../engine.js';
+import type { LeaderEngine as Engine } from '../store/engine-handle.js';
 import { commandEnv, runBounded } from './bounded-run.js';
 import { git, splitZ } from './git-exec.js';
 import { matchGlob, mayContainMatch } from './globs.js';

@@ -1,6 +1,6 @@
 import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join, sep } from 'node:path';
-import type { Engine } from '../engine.js';
+import type { LeaderEngine as Engine } from '../store/engine-handle.js';
 import { isSameProcess } from '../runner/process.js';
 import { getSnapshot, listSnapshots, isSnapshotRecorded } from '../store/snapshots.js';
 import { anyTaskIn } from '../store/tasks.js';

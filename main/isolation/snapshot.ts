@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { dirname, join, sep } from 'node:path';
 import { newId, newToken } from '../core/ids.js';
-import type { Engine } from '../engine.js';
+import type { LeaderEngine as Engine } from '../store/engine-handle.js';
 import { processStartTime } from '../runner/process.js';
 import { appendEvent } from '../store/events.js';
 import type { Task } from '../tasks/types.js';

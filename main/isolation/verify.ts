@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { redactText } from '../core/redact.js';
-import type { Engine } from '../engine.js';
+import type { LeaderEngine as Engine } from '../store/engine-handle.js';
 import { appendEvent, listEvents } from '../store/events.js';
 import { updateTaskFields } from '../store/tasks.js';
 import type { Task, VerifyCommand } from '../tasks/types.js';

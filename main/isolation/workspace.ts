@@ -1,7 +1,7 @@
 import { existsSync, rmSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { AppError } from '../core/errors.js';
-import type { Engine } from '../engine.js';
+import type { LeaderEngine as Engine } from '../store/engine-handle.js';
 import { appendEvent } from '../store/events.js';
 import { unsealTask } from '../tasks/secrets.js';
 import type { Task } from '../tasks/types.js';

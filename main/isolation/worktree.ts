@@ -1,7 +1,7 @@
 import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { AppError } from '../core/errors.js';
-import type { Engine } from '../engine.js';
+import type { LeaderEngine as Engine } from '../store/engine-handle.js';
 import { processStartTime } from '../runner/process.js';
 import { appendEvent } from '../store/events.js';
 import { updateTaskFields } from '../store/tasks.js';

@@ -1,11 +1,11 @@
-import type { Engine } from '../engine.js';
+import type { EngineHandle } from '../store/engine-handle.js';
 import { setTeamHandler } from '../scheduler/scheduler.js';
 import { teamMemberDepth } from '../store/tasks.js';
 import { appendEvent } from '../store/events.js';
 import type { CreateContext } from '../tasks/create.js';
 import { advanceAllTeams, advanceTeam } from './team-driver.js';
 
-function contextOf(engine: Engine, depth: number): CreateContext {
+function contextOf(engine: EngineHandle, depth: number): CreateContext {
   return { db: engine.db, config: engine.config, homeRoot: engine.home.root, depth, authority: 'engine' };
 }
 

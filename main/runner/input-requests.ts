@@ -1,4 +1,4 @@
-import type { Engine } from '../engine.js';
+import type { LeaderEngine as Engine } from '../store/engine-handle.js';
 import { mcpLaunch } from '../mcp/launch.js';
 import { START_HOOK_ENV } from '../mcp/permission-hook.js';
 import { parseEscalation } from '../requests/escalation.js';

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { isAppError } from '../core/errors.js';
-import type { Engine } from '../engine.js';
+import type { LeaderEngine as Engine } from '../store/engine-handle.js';
 import { finishWorkspace, inspectChanges, prepareWorkspace, runVerification, type PreparedWorkspace, type VerifyReport } from '../isolation/workspace.js';
 import { describeConflicts, integrateSources } from '../isolation/integrate.js';
 import { teamInputsFor } from '../orchestration/team-inputs.js';

@@ -1,5 +1,5 @@
 import { isAppError } from '../core/errors.js';
-import type { Engine } from '../engine.js';
+import type { LeaderEngine as Engine } from '../store/engine-handle.js';
 import { appendEvent } from '../store/events.js';
 import { updateTaskFields } from '../store/tasks.js';
 import { storeFaultOf } from '../store/store-faults.js';

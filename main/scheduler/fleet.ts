@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import type { Config } from '../core/config.js';
-import type { Engine } from '../engine.js';
+import type { StoreWriter as Engine } from '../store/engine-handle.js';
 import { AppError } from '../core/errors.js';
 import { isPostgres, prep, type Db } from '../store/db.js';
 import { appendEvent } from '../store/events.js';

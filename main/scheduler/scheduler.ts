@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import type { Engine } from '../engine.js';
+import type { LeaderEngine } from '../store/engine-handle.js';
 import { sweepTrees, treeMarkerEnv, type Tree } from '../runner/lifecycle.js';
 import { runTask } from '../runner/run-task.js';
 import { deleteSetting, getSetting, setSetting, settingsWithPrefix } from '../store/settings.js';
@@ -42,7 +42,7 @@ const BACKOFF_MIN_MS = 5_000;
 const BACKOFF_MAX_MS = 5 * 60_000;
 
 /** Hook for orchestration: called in the completing transaction when a plan task ends with a valid plan. */
-export type PlanHandler = (engine: Engine, task: Task, result: unknown) => void;
+export type PlanHandler = (engine: LeaderEngine, task: Task, result: unknown) => void;
 let planHandler: PlanHandler | null = null;
 export function setPlanHandler(h: PlanHandler | null): void {
   planHandler = h;
@@ -54,8 +54,8 @@ export function setPlanHandler(h: PlanHandler | null): void {
  * call it), `onStart` when this process starts leading (unfinished teams).
  */
 export interface TeamHandler {
-  onEnded(engine: Engine, taskId: string): void;
-  onStart(engine: Engine): void;
+  onEnded(engine: LeaderEngine, taskId: string): void;
+  onStart(engine: LeaderEngine): void;
 }
 let teamHandler: TeamHandler | null = null;
 export function setTeamHandler(h: TeamHandler | null): void {
@@ -92,7 +92,7 @@ export class Scheduler extends EventEmitter {
    *   run, under the fleet-wide limits (scheduler/fleet.ts); absent on one host.
    */
   constructor(
-    private readonly engine: Engine,
+    private readonly engine: LeaderEngine,
     private readonly runnerId: string,
     private readonly fleet: FleetIdentity | null = null,
   ) {

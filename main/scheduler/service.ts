@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { AppError } from '../core/errors.js';
 import { newToken } from '../core/ids.js';
-import type { Engine } from '../engine.js';
+import type { LeaderEngine } from '../store/engine-handle.js';
 import { storeCapabilities } from '../store/capabilities.js';
 import { anchorChains, anchorDue, latestSeq } from '../store/events.js';
 import { fleetIdentity, lostTasksOnHost, reapExpiredRunners, registerRunner, renewRunner, stopRunner, type FleetIdentity } from './fleet.js';
@@ -39,7 +39,7 @@ const ANCHOR_EVERY_MS = 10_000;
  * (AppError) starts the spell, during which nothing new is claimed and task ends are retried, and
  * 'store.writable' (message) ends it.
  */
-export async function startSchedulerService(engine: Engine, opts: ServiceOptions = {}): Promise<SchedulerService> {
+export async function startSchedulerService(engine: LeaderEngine, opts: ServiceOptions = {}): Promise<SchedulerService> {
   const svc = new Service(engine, opts);
   await svc.tick();
   return svc;
@@ -69,7 +69,7 @@ class Service extends EventEmitter implements SchedulerService {
   };
 
   constructor(
-    private readonly engine: Engine,
+    private readonly engine: LeaderEngine,
     private readonly opts: ServiceOptions,
   ) {
     super();
@@ -315,7 +315,7 @@ class Service extends EventEmitter implements SchedulerService {
     this.emit('spawned');
   }
 
-  /** A heartbeat inside one of this leader's own write transactions (Engine.setWriteBeat). */
+  /** A heartbeat inside one of this leader's own write transactions (LeaderEngine.setWriteBeat). */
   private beatInWrite(): void {
     if (renewLease(this.engine.db, this.holder, this.ttl)) this.beatAt = Date.now();
   }
