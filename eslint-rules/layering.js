@@ -28,8 +28,11 @@ export const LAYERS = [
   ['cli', 'mcp', 'http', 'desktop', 'lib'],
 ];
 
-/** Faces that sit on another face: `serve` (cli) and the desktop window start the HTTP console. */
-const PEERS = { cli: ['http'], desktop: ['http'] };
+/**
+ * Faces that start another face: `serve` (cli) and the desktop window start the HTTP console, and
+ * `lightworker mcp` (cli) starts the MCP stdio server. None of those imports its starter back.
+ */
+const PEERS = { cli: ['http', 'mcp'], desktop: ['http'] };
 
 const RANK = new Map(LAYERS.flatMap((names, i) => names.map((n) => [n, i])));
 

@@ -1,5 +1,5 @@
 import type { LeaderEngine as Engine } from '../store/engine-handle.js';
-import { mcpLaunch } from '../mcp/launch.js';
+import { mcpLaunch } from '../core/mcp-launch.js';
 import { START_HOOK_ENV } from '../mcp/permission-hook.js';
 import { parseEscalation } from '../requests/escalation.js';
 import { decideRequest } from '../requests/policy.js';

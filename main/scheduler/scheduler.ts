@@ -6,9 +6,10 @@ import { deleteSetting, getSetting, setSetting, settingsWithPrefix } from '../st
 import type { EventRow } from '../store/events.js';
 import { retryTask } from '../tasks/ops.js';
 import { getTask } from '../store/tasks.js';
-import { TERMINAL, type Task, type TaskStatus } from '../tasks/types.js';
+import { TERMINAL, type TaskStatus } from '../tasks/types.js';
 import { resolveAdapter } from '../workers/registry.js';
 import { storeFaultOf } from '../store/store-faults.js';
+import { requireLeaderHooks, type LeaderHooks } from './leader-hooks.js';
 import { claimTask, listCandidates, pickCandidate, type Candidate } from './claim.js';
 import { claimFleetTask, fleetLimitsOf, listFleetCandidates, type FleetCandidate, type FleetIdentity } from './fleet.js';
 
@@ -40,27 +41,6 @@ export interface WorkerPause {
 export const PAUSE_PREFIX = 'scheduler.pause.';
 const BACKOFF_MIN_MS = 5_000;
 const BACKOFF_MAX_MS = 5 * 60_000;
-
-/** Hook for orchestration: called in the completing transaction when a plan task ends with a valid plan. */
-export type PlanHandler = (engine: LeaderEngine, task: Task, result: unknown) => void;
-let planHandler: PlanHandler | null = null;
-export function setPlanHandler(h: PlanHandler | null): void {
-  planHandler = h;
-}
-
-/**
- * Hook for orchestration's teams: `onEnded` after any task reached an end (at once when this process ran
- * it, else from the task.status event once the ending transaction committed; idempotent, so both may
- * call it), `onStart` when this process starts leading (unfinished teams).
- */
-export interface TeamHandler {
-  onEnded(engine: LeaderEngine, taskId: string): void;
-  onStart(engine: LeaderEngine): void;
-}
-let teamHandler: TeamHandler | null = null;
-export function setTeamHandler(h: TeamHandler | null): void {
-  teamHandler = h;
-}
 
 /**
  * The dispatcher of the leading process. Event-driven: a created, approved or finished task (from this
@@ -94,10 +74,14 @@ export class Scheduler extends EventEmitter {
   constructor(
     private readonly engine: LeaderEngine,
     private readonly runnerId: string,
+    hooks: LeaderHooks,
     private readonly fleet: FleetIdentity | null = null,
   ) {
     super();
+    this.hooks = requireLeaderHooks(hooks);
   }
+
+  private readonly hooks: LeaderHooks;
 
   get runningCount(): number {
     return this.running.size;
@@ -144,7 +128,7 @@ export class Scheduler extends EventEmitter {
     this.engine.events.on('event', this.onEvent);
     // New limits (config.toml reloaded) may let a queued task start now.
     this.engine.events.on('config', this.onConfig);
-    teamHandler?.onStart(this.engine);
+    this.hooks.team.onStart(this.engine);
     this.wake();
   }
 
@@ -237,7 +221,7 @@ export class Scheduler extends EventEmitter {
       this.running.get(e.taskId)?.controller.abort('cancel');
       return;
     }
-    if (e.type === 'task.status' && e.taskId && teamHandler && TERMINAL.has(e.payload.to as TaskStatus)) teamHandler.onEnded(this.engine, e.taskId);
+    if (e.type === 'task.status' && e.taskId && TERMINAL.has(e.payload.to as TaskStatus)) this.hooks.team.onEnded(this.engine, e.taskId);
     if (e.type === 'task.created' || e.type === 'task.status' || e.type === 'scheduler.resumed') this.wake();
   }
 
@@ -306,7 +290,7 @@ export class Scheduler extends EventEmitter {
         killGraceMs: this.engine.config.scheduler.kill_grace_ms,
         onRateLimit: (w) => this.pauseWorker(w, id),
         onWorkerOk: (w) => this.clearPause(w),
-        onPlan: planHandler ? (t, r) => planHandler!(this.engine, t, r) : undefined,
+        onPlan: (t, r) => this.hooks.plan(this.engine, t, r),
         stopped: this.stopSignal.signal,
         endsWaiting: this.endsWaiting,
         onStoreFault: (err) => this.emit('store.fault', err),
@@ -328,7 +312,7 @@ export class Scheduler extends EventEmitter {
         try {
           if (status === 'failed' && this.isRateLimited(id)) this.requeueAfterRateLimit(id);
           // In the same tick as the task's end: `run --until-idle` must not see the team idle before its next step.
-          teamHandler?.onEnded(this.engine, id);
+          this.hooks.team.onEnded(this.engine, id);
         } catch (err) {
           this.noteStoreError(err);
           // The store failed just now: the team steps on at its next event (the driver re-reads state).

@@ -4,7 +4,7 @@
 // requests (as captured, and with the two known cache breakers outside the prompt normalized away).
 import { parseConfig } from '../../main/core/config.js';
 import { buildNaivePrompt, buildPrompt } from '../../main/cachelab/prompt.js';
-import { startSchedulerService } from '../../main/scheduler/service.js';
+import { startSchedulerService } from '../../main/app.js';
 import { waitTasks } from '../../main/scheduler/wait.js';
 import type { Task } from '../../main/tasks/types.js';
 import { resultJsonSchema } from '../../main/workers/result-schemas.js';

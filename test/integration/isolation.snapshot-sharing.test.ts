@@ -2,7 +2,7 @@ import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startSchedulerService } from '../../main/scheduler/service.js';
+import { startSchedulerService } from '../../main/app.js';
 import { waitTasks } from '../../main/scheduler/wait.js';
 import { findOnPath } from '../../main/workers/which.js';
 import { makeHome, type TestHome } from '../helpers/env.js';

@@ -6,7 +6,7 @@ import { anchorChains, appendEvent, GENESIS_HASH, hashChained, hashEvent, verify
 import { MIGRATIONS } from '../../main/store/migrations/index.js';
 import { makeHome, type TestHome } from '../helpers/env.js';
 import { until } from '../helpers/procs.js';
-import { startSchedulerService } from '../../main/scheduler/service.js';
+import { startSchedulerService } from '../../main/app.js';
 import { runWriters, writerStore } from '../helpers/event-writers.js';
 
 let h: TestHome;

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { PACKAGED_CLI } from '../../main/mcp/launch.js';
+import { PACKAGED_CLI } from '../../main/core/mcp-launch.js';
 import { runCli } from '../helpers/cli.js';
 import { tempDir } from '../helpers/env.js';
 

@@ -1,9 +1,9 @@
 import { resolve } from 'node:path';
 import { z } from 'zod';
-import { defineCommand } from '../commands/table.js';
+import { defineCommand } from './table.js';
 import type { Config } from '../core/config.js';
 import { CLI_AUTH } from '../workers/credentials.js';
-import { mcpLaunch, type Launch } from './launch.js';
+import { mcpLaunch, type Launch } from '../core/mcp-launch.js';
 
 export const MCP_CLIENTS = ['codex', 'claude-code', 'cursor', 'vscode', 'windsurf', 'json'] as const;
 export type McpClient = (typeof MCP_CLIENTS)[number];
