@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { isAppError } from '../core/errors.js';
+import { isAppError, type TaskErrorCode } from '../core/errors.js';
 import type { LeaderEngine as Engine } from '../store/engine-handle.js';
 import { finishWorkspace, inspectChanges, prepareWorkspace, runVerification, type PreparedWorkspace, type VerifyReport } from '../isolation/workspace.js';
 import { describeConflicts, integrateSources } from '../isolation/integrate.js';
@@ -55,7 +55,7 @@ export interface RunContext {
 const ABORT_STATUS: Record<string, TaskStatus> = { timeout: 'timed_out', cancel: 'cancelled', shutdown: 'cancelled', leader_lost: 'orphaned' };
 
 class StopTask extends Error {
-  constructor(readonly status: TaskStatus, readonly code: string, message: string) {
+  constructor(readonly status: TaskStatus, readonly code: TaskErrorCode, message: string) {
     super(message);
   }
 }
@@ -352,7 +352,7 @@ const ABORT_MESSAGE: Record<string, string> = {
   leader_lost: 'its runner lost the scheduler lease; its process tree was killed',
 };
 /** The error code a stop records: a shutdown has its own, so a resume can tell it from a person's cancel. */
-const ABORT_CODE: Record<string, string> = { timeout: 'timed_out', cancel: 'cancelled', shutdown: 'shutdown', leader_lost: 'orphaned' };
+const ABORT_CODE: Record<string, TaskErrorCode> = { timeout: 'timed_out', cancel: 'cancelled', shutdown: 'shutdown', leader_lost: 'orphaned' };
 
 function abortError(reason: string): StopTask {
   const status = ABORT_STATUS[reason] ?? 'cancelled';
@@ -363,7 +363,7 @@ function checkAbort(ctx: RunContext): void {
   if (ctx.signal.aborted) throw abortError(String(ctx.signal.reason));
 }
 
-function endAttempt(engine: Engine, task: Task, status: string, errorCode: string | null): void {
+function endAttempt(engine: Engine, task: Task, status: string, errorCode: TaskErrorCode | null): void {
   closeAttempt(engine.db, task.id, task.attempt, status, Date.now(), errorCode);
 }
 
@@ -374,7 +374,7 @@ function endWrites(ctx: RunContext, taskId: string): EndWriteContext {
 async function finishWithError(ctx: RunContext, task: Task, err: unknown): Promise<TaskStatus> {
   const { engine } = ctx;
   let status: TaskStatus;
-  let code: string;
+  let code: TaskErrorCode;
   let message: string;
   if (err instanceof StopTask) ({ status, code, message } = err);
   else if (ctx.signal.aborted) ({ status, code, message } = abortError(String(ctx.signal.reason)));

@@ -1,4 +1,5 @@
 import type { EFFORTS, KINDS, MODES } from '../core/config.js';
+import type { TaskErrorCode } from '../core/errors.js';
 
 export type TaskKind = (typeof KINDS)[number];
 export type TaskMode = (typeof MODES)[number];
@@ -93,7 +94,7 @@ export interface Task {
   usage: TaskUsage;
   result: unknown;
   schemaValid: boolean | null;
-  error: { code: string; message: string } | null;
+  error: { code: TaskErrorCode; message: string } | null;
   createdAt: number;
   updatedAt: number;
   startedAt: number | null;
