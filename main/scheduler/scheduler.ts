@@ -222,7 +222,7 @@ export class Scheduler extends EventEmitter {
       return;
     }
     if (e.type === 'task.status' && e.taskId && TERMINAL.has(e.payload.to as TaskStatus)) this.hooks.team.onEnded(this.engine, e.taskId);
-    if (e.type === 'task.created' || e.type === 'task.status' || e.type === 'scheduler.resumed') this.wake();
+    if (e.type === 'task.created' || e.type === 'task.status') this.wake();
   }
 
   /** Workers that cannot take work now: rate-limit pauses and per-worker concurrency. */
