@@ -3,6 +3,7 @@ import tseslint from 'typescript-eslint';
 import vue from 'eslint-plugin-vue';
 import globals from 'globals';
 import layering from './eslint-rules/layering.js';
+import citations from './eslint-rules/no-citations.js';
 
 export default tseslint.config(
   { ignores: ['node_modules/**', 'out/**', 'vscode-extension/out/**', 'dist/**', 'test-results/**', 'playwright-report/**'] },
@@ -37,6 +38,12 @@ export default tseslint.config(
       'no-restricted-imports': ['error', { paths: [{ name: 'electron', message: 'Only main/desktop/** may import electron.' }] }],
       'no-console': ['error', { allow: ['error', 'warn'] }],
     },
+  },
+  // Comments explain on their own (eslint-rules/no-citations.js).
+  {
+    files: ['main/**/*.{ts,mts,js,mjs}', 'renderer/**/*.{ts,vue}', 'preload/**/*.ts', 'test/**/*.{ts,js,mjs}', 'scripts/**/*.{ts,js,mjs}', 'eslint-rules/**/*.js'],
+    plugins: { citations },
+    rules: { 'citations/no-citations': 'error' },
   },
   // The layers of main/ (eslint-rules/layering.js): an import against them is an error unless the baseline
   // lists it, and the listed ones are warnings until they are moved.

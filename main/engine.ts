@@ -170,7 +170,7 @@ export class Engine implements LeaderEngine {
    * Start noticing other processes' commits (PRAGMA data_version polling). Idempotent. Besides the poll,
    * a file watch on the home folder looks at once when the database's WAL changes (a commit anywhere):
    * another process's commit is seen in about a millisecond instead of half a poll period on average
-   * (issue 13: worker exit → wait_tasks returning in another process). The poll stays as the fallback
+   * (measured from a worker's exit to wait_tasks returning in another process). The poll stays as the fallback
    * (no inotify, a network file system, watch limits reached).
    */
   watch(): void {

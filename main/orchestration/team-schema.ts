@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { CLIENT_REQUEST_ID, TASK_ID, taskInputSchema } from '../tasks/schema.js';
 
-/** Strategies a team runs (issue 18). `handoff` is an operation on one task, not a team. */
+/** Strategies a team runs. `handoff` is an operation on one task, not a team. */
 export const STRATEGIES = ['implement_review', 'map_reduce', 'best_of_n', 'integrate'] as const;
 export type Strategy = (typeof STRATEGIES)[number];
 

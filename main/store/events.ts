@@ -22,7 +22,7 @@ export function hashEvent(prevHash: string, seq: number, taskId: string | null, 
 /**
  * The hash of one event in its chain: SHA-256 over the chain, the position in it, the fields and the
  * previous link's hash. A chain is one task's events (the empty chain: events of no task), so writers
- * on many hosts never wait for one global row (issue 17); `anchorChains` ties the heads together.
+ * on many hosts never wait for one global row; `anchorChains` ties the heads together.
  */
 export function hashChained(prevHash: string, chain: string, pos: number, type: string, ts: number, payload: string): string {
   return createHash('sha256').update(`${prevHash}\n${chain}\n${pos}\n${type}\n${ts}\n${payload}`).digest('hex');

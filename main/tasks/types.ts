@@ -28,7 +28,7 @@ export const STATUSES = [
   'cancelled',
   'blocked',
   'orphaned',
-  // Human in the loop (issue 15): a turn ended asking a person; a person paused it; a person rejected the change.
+  // Human in the loop: a turn ended asking a person; a person paused it; a person rejected the change.
   'waiting_input',
   'paused',
   'rejected',

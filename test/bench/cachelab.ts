@@ -1,4 +1,4 @@
-// Cache Lab figures (issue 7): warm hit rate of a 30-task cohort through the scripted gateway's
+// Cache Lab figures: warm hit rate of a 30-task cohort through the scripted gateway's
 // prefix-cache simulation, and what the stable-prefix prompt layout gains over a naive layout (task
 // text first) on the same tasks — on the prompts alone, and replayed inside the real Codex CLI's
 // requests (as captured, and with the two known cache breakers outside the prompt normalized away).

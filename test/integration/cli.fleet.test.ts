@@ -166,7 +166,7 @@ describe('doctor: the store and the fleet', () => {
   });
 });
 
-describe('credentials (issue 17): a password in LIGHTWORKER_DATABASE_URL is never printed', () => {
+describe('credentials: a password in LIGHTWORKER_DATABASE_URL is never printed', () => {
   const PASSWORD = 'PwLeakCheck9931';
 
   // A PostgreSQL-only case: registered in the postgres project (vitest.config.ts), absent (not skipped) in sqlite.
