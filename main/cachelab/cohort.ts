@@ -10,7 +10,7 @@ import { PROMPT_PROTOCOL, profileContract } from './prompt.js';
 import { cohortOf, setCohort } from '../store/task-moves.js';
 
 /**
- * The cache cohort (SPEC §9): tasks whose requests share one provider prefix cache. Its key hashes
+ * The cache cohort: tasks whose requests share one provider prefix cache. Its key hashes
  * everything that changes the bytes before the task-specific part or where they are cached: gateway,
  * response mode, upstream model, reasoning effort, profile + contract hash, prompt protocol (+ role),
  * schema hash, sandbox, context pack hash, config scope and tool contract. Cohorts are never merged.

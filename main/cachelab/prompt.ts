@@ -7,7 +7,7 @@ import { findContextPack, type ContextPack } from './context-packs.js';
 import { byteLength, canonicalJson, sha256 } from './hash.js';
 
 /**
- * The prompt protocol (SPEC §9). Everything stable comes first — protocol id, role by kind, profile
+ * The prompt protocol. Everything stable comes first — protocol id, role by kind, profile
  * and its contract, result contract, global rules, role rules, optional context pack — so every task
  * of one cache cohort sends a byte-identical prefix; the task-specific part (objective, workspace,
  * allowed paths, criteria, verify commands) comes last. Bump the id whenever the layout or any fixed

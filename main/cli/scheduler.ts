@@ -1,6 +1,6 @@
 import { type Command } from 'commander';
 import { AppError } from '../core/errors.js';
-import { startSchedulerService } from '../scheduler/service.js';
+import { startSchedulerService } from '../app.js';
 import { withEngine } from './context.js';
 import { countInStatuses, resolveTaskId, taskName } from '../store/tasks.js';
 import { getSetting } from '../store/settings.js';

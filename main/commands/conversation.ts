@@ -9,7 +9,7 @@ import { getTask } from '../store/tasks.js';
 import { authorityOf, defineCommand, FACE_LABELS, requirePersonOrAllowed } from './table.js';
 import { withApproval } from './tasks.js';
 
-/** Talking to a task after it started (issue 15): follow-ups and the controls around a run. */
+/** Talking to a task after it started: follow-ups and the controls around a run. */
 export const followUpCommand = defineCommand({
   name: 'followup_task',
   description: "Send a message to an ended task's session (new attempt, same worktree).",

@@ -25,7 +25,7 @@ import { withRepoLock } from '../platform/git/repo-lock.js';
 import { allocateWorktree, planAllocation, recordAllocation, removeWorktree } from './worktree.js';
 
 /**
- * The runner's view of isolation (SPEC §6). The runner calls, in order:
+ * The runner's view of isolation. The runner calls, in order:
  * prepareWorkspace → (worker turns) → inspectChanges → runVerification [→ repair turn → inspect → verify]…
  */
 export interface PreparedWorkspace {

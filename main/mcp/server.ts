@@ -38,7 +38,7 @@ export function depthFromEnv(): number {
 
 /**
  * An MCP server (official SDK, low-level `Server`) over the command table: one tool per command of
- * the SPEC §8 set that exists at start-up. Not connected to any transport; see `runStdioServer`.
+ * the set that exists at start-up. Not connected to any transport; see `runStdioServer`.
  */
 export function createServer(engine: Engine, opts: McpServerOptions = {}): Server {
   const commands = opts.commands ?? COMMANDS;

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { CommandDef } from '../commands/table.js';
 
-/** The MCP tool set (SPEC §8), in the order tools/list shows it. Tool name = command name. */
+/** The MCP tool set, in the order tools/list shows it. Tool name = command name. */
 export const MCP_TOOLS = [
   'orchestrate_goal',
   'delegate_task',

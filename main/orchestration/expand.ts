@@ -10,7 +10,7 @@ import { planResultSchema, type PlanResult } from '../tasks/contract/plan-schema
 import { planChildrenCount } from '../store/teams.js';
 
 /**
- * Turn a completed planner task's JSON result into its children, all or nothing (SPEC §7).
+ * Turn a completed planner task's JSON result into its children, all or nothing.
  *
  * Validates the result (shape, ≤ 12 tasks, unique ids, known dependencies, no cycles, kinds, profiles)
  * and inserts the children with `parent_id` = the planner, inheriting its workspace, base ref, mode,

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import type { Engine } from '../engine.js';
+import type { StoreWriter } from '../store/engine-handle.js';
 import { removeStagedCredentials } from '../workers/credentials.js';
 import { sweepTrees, taskTree } from '../platform/proc/sweep.js';
 import { transition } from '../tasks/state.js';
@@ -16,7 +16,7 @@ import { closeAttempt, inFlightTasksNotOf, inFlightTasksOf } from '../store/atte
  * (PID + start time; see sweepTrees). All trees are swept together, so one grace covers them all.
  * Nothing is re-run; a retry is an explicit new attempt. Returns the ids it orphaned.
  */
-export async function recoverOrphans(engine: Engine, holder: string, graceMs: number, lostRunners?: { id: string; host: string }[], here = hostname()): Promise<string[]> {
+export async function recoverOrphans(engine: StoreWriter, holder: string, graceMs: number, lostRunners?: { id: string; host: string }[], here = hostname()): Promise<string[]> {
   const ids = lostRunners ? inFlightTasksOf(engine.db, lostRunners.map((r) => r.id)) : inFlightTasksNotOf(engine.db, holder);
   const tasks = ids.map((id) => getTask(engine.db, id)).filter((t): t is Task => t !== null);
   // A fleet runner sweeps only trees of runners on its own host: a PID means nothing on another one.

@@ -17,7 +17,7 @@ import { redactNewTask, sealSecrets } from './secrets.js';
 import { setRootBudget, type RootBudget } from './budget.js';
 import type { Authority, Task, TaskKind, TaskMode, TaskStatus } from './types.js';
 
-/** Workflow types pre-fill priority and timeout (SPEC §7); explicit values win. */
+/** Workflow types pre-fill priority and timeout; explicit values win. */
 export const WORKFLOW_DEFAULTS = {
   chore: { priority: 30, timeoutS: 900 },
   feature: { priority: 50, timeoutS: 3600 },
@@ -227,7 +227,7 @@ function rootBudgets(inputs: ParsedTaskInput[], rows: NewTaskRow[], newIds: Set<
   return out;
 }
 
-/** Profiles that exist without configuration (SPEC §5). */
+/** Profiles that exist without configuration. */
 export const BUILTIN_PROFILES = Object.keys(BUILTIN_PROFILE_SPECS);
 
 /**

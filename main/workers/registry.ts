@@ -1,5 +1,5 @@
 import { AppError } from '../core/errors.js';
-import type { EngineContext } from '../tasks/engine-context.js';
+import type { StoreReader } from '../store/engine-handle.js';
 import { getSetting, settingsWithPrefix } from '../store/settings.js';
 import type { WorkerAdapter } from './adapter.js';
 import { linkedAdapter, type LinkedWorkerSpec } from './linked.js';
@@ -15,7 +15,7 @@ export const BUILTIN_ADAPTERS = new Map<string, WorkerAdapter>([mockAdapter, cod
 export const LINKED_PREFIX = 'workers.linked.';
 
 /** Linked workers: from `lightworker workers link` (settings) and config.toml [workers.NAME]. */
-export function linkedSpecs(engine: EngineContext): LinkedWorkerSpec[] {
+export function linkedSpecs(engine: StoreReader): LinkedWorkerSpec[] {
   const fromDb = settingsWithPrefix<LinkedWorkerSpec>(engine.db, LINKED_PREFIX).map((s) => s.value);
   // A [workers.NAME] block without `command` only sets how a worker authenticates ([workers.vscode]
   // configures the built-in bridge worker): only entries with a command are linked CLIs.
@@ -40,7 +40,7 @@ function withConfiguredCommand(adapter: WorkerAdapter, command: readonly string[
 }
 
 /** The adapter for a worker name, or `worker_missing`. */
-export function resolveAdapter(engine: EngineContext, name: string): WorkerAdapter {
+export function resolveAdapter(engine: StoreReader, name: string): WorkerAdapter {
   if (name === 'vscode') return vscodeAdapter(engine.config.workers.vscode);
   const builtin = BUILTIN_ADAPTERS.get(name);
   const configured = engine.config.workers[name];
@@ -56,6 +56,6 @@ export function resolveAdapter(engine: EngineContext, name: string): WorkerAdapt
   throw new AppError('worker_missing', `no worker named "${name}" (built in: ${[...BUILTIN_ADAPTERS.keys()].join(', ')}; link others with \`lightworker workers link\`)`);
 }
 
-export function allWorkerNames(engine: EngineContext): string[] {
+export function allWorkerNames(engine: StoreReader): string[] {
   return [...new Set([...BUILTIN_ADAPTERS.keys(), ...linkedSpecs(engine).map((s) => s.name)])];
 }

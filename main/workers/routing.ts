@@ -7,7 +7,7 @@ import type { ReasoningEffort, Task } from '../tasks/types.js';
 import type { GatewayRoute } from './adapter.js';
 
 /**
- * Which model, effort and gateway a task's turn runs with (SPEC §5 routing):
+ * Which model, effort and gateway a task's turn runs with (routing):
  * - a profile (task.profile: config [profiles.NAME], else a built-in) supplies defaults for effort,
  *   model and the kinds it may run;
  * - with no explicit model, effort picks it: `low` → models.fast, anything else → models.reasoning

@@ -55,7 +55,7 @@ function tasksInHome(): { objective: string }[] {
 
 /**
  * 100 ended tasks with paragraph-long objectives and errors, like a day of delegation: list_tasks'
- * default call must reach the model whole (issue 13: Claude Code refused 97.7 KB inline, Codex cut it
+ * default call must reach the model whole (Claude Code refused 97.7 KB inline, Codex cut it
  * at 48 KB). Cancelled, so no runner picks them up.
  */
 async function seedHundredTasks(): Promise<void> {

@@ -4,7 +4,7 @@ import { MCP_ANSWER_BYTES } from '../../main/commands/answer-budget.js';
 import { SUMMARY_ERROR_CHARS } from '../../main/tasks/summary.js';
 import { inMemory, realisticTask, type McpHarness, type ToolResult } from './mcp.helpers.js';
 
-// Compact agent answers (issue 13): a tools/list and list_tasks/wait_tasks results that fit a
+// Compact agent answers, so they fit in a model's context: a tools/list and list_tasks/wait_tasks results that fit a
 // client's context, with nothing cut by the client.
 
 let h: McpHarness | null = null;

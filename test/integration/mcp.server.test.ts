@@ -220,7 +220,7 @@ describe('MCP server over the in-memory transport', () => {
     'an execute task end to end over MCP: approve, wait, diff, accept (allowed by config), workers, prune',
     async () => {
       h = await inMemory({ configToml: '[approvals]\nallow_mcp = true\n' });
-      const { startSchedulerService } = await import('../../main/scheduler/service.js');
+      const { startSchedulerService } = await import('../../main/app.js');
       const svc = await startSchedulerService(h.engine);
       try {
         const workers = await h.call('list_workers');

@@ -97,7 +97,7 @@ export { markPids };
  * that cannot be bounded. PIDs are handed out in a cycle up to pid_max; /proc/stat counts every fork
  * on the machine (threads included), which bounds how far the cycle moved: well under one turn, the
  * new PIDs lie between the PID then and the last PID now. A sweep of a tree just run then reads a
- * few /proc entries instead of every process's (10 ms a sweep on a busy machine, issue 13).
+ * few /proc entries instead of every process's (10 ms a sweep on a busy machine, measured in a 200-task drain, npm run bench).
  */
 export function pidsHandedOutSince(since: PidMark, maxCount = 512): number[] | null {
   const now = markPids();

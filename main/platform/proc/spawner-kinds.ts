@@ -47,7 +47,7 @@ function pythonEnv(): Record<string, string> {
 /**
  * The helpers to try, in order. Python first where its file is there: its subprocess starts a process with vfork,
  * 0.43 ms of the helper's CPU per start against 1.23 ms with Node's fork (300 starts through the protocol), paid
- * for every worker turn and git call (issue 13). python3 (pythonCommand) runs isolated (-I: no user site, no
+ * for every worker turn and git call (measured in a 200-task drain, npm run bench). python3 (pythonCommand) runs isolated (-I: no user site, no
  * environment variables; -S: no site module; -B: no __pycache__ written beside the helper, which may sit in a read-only app). A helper that cannot run (no python3, an exit before it says ready)
  * gives way to the next one; Node's always can. `LIGHTWORKER_SPAWNER=node` or `=python` chooses one.
  */

@@ -13,7 +13,7 @@ export interface AskInput {
 }
 
 /**
- * The escalation protocol (issue 15) for workers without a permission tool of their own (Codex,
+ * The escalation protocol for workers without a permission tool of their own (Codex,
  * OpenCode, linked CLIs; Claude Code uses it for questions): the final answer carries `escalation`
  * (a question or a permission request) instead of finishing. The kind's result contract gets the
  * field (strict-mode compatible: required, null when not used); a bare `{"question": …}` or

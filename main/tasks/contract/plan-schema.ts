@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-/** Most children a planner may create (SPEC §7). */
+/** Most children a planner may create. */
 export const MAX_PLAN_TASKS = 12;
 /** Kinds a planner may give its children (a plan does not spawn further planners). */
 export const PLAN_CHILD_KINDS = ['explore', 'review', 'execute'] as const;

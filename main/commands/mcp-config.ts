@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { z } from 'zod';
-import { defineCommand } from '../commands/table.js';
+import { defineCommand } from './table.js';
 import type { Config } from '../core/config.js';
 import { CLI_AUTH } from '../workers/credentials.js';
 import { mcpLaunch, type Launch } from '../platform/launch.js';

@@ -1,4 +1,4 @@
-import type { Engine } from '../engine.js';
+import type { EngineHandle } from '../store/engine-handle.js';
 import { listEvents, type EventRow } from '../store/events.js';
 
 export interface FollowOptions {
@@ -21,7 +21,7 @@ const PAGE = 500;
  * once, by other processes within the engine's poll interval (PRAGMA data_version). Ends when the signal
  * aborts, `isClosed()` turns true, or the consumer breaks out of its loop.
  */
-export async function* followEvents(engine: Engine, isClosed: () => boolean, opts: FollowOptions = {}): AsyncGenerator<EventRow, void, undefined> {
+export async function* followEvents(engine: EngineHandle, isClosed: () => boolean, opts: FollowOptions = {}): AsyncGenerator<EventRow, void, undefined> {
   let cursor = opts.after ?? 0;
   // `dirty` is set by every change, so one arriving between a read and the wait is never missed.
   let dirty = false;

@@ -1,18 +1,17 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { globals } from '../cli/context.js';
-import { sayTrouble, seconds } from '../cli/scheduler.js';
-import { err, out } from '../cli/output.js';
+import { openEngine, startSchedulerService } from '../app.js';
 import { AppError } from '../core/errors.js';
-import { Engine } from '../engine.js';
+import { newSecret } from '../http/auth.js';
+import { requireLoopbackHost } from '../http/security.js';
+import { startConsoleServer } from '../http/server.js';
+import { findPackageRoot, rendererDir } from '../http/static.js';
 import { installGracefulShutdown } from '../scheduler/shutdown.js';
-import { newSecret } from './auth.js';
+import { globals } from './context.js';
 import { openBrowser } from './open-browser.js';
-import { startScheduler } from './scheduler-link.js';
-import { requireLoopbackHost } from './security.js';
-import { startConsoleServer } from './server.js';
-import { findPackageRoot, rendererDir } from './static.js';
+import { err, out } from './output.js';
+import { sayTrouble, seconds } from './scheduler.js';
 
 /** Build the renderer with vite when a checkout has no out/renderer yet (vite is a dev dependency). */
 async function ensureRenderer(dir: string): Promise<void> {
@@ -50,13 +49,13 @@ export function registerServeCommand(program: Command): void {
       const host = requireLoopbackHost(o.host);
       const dir = rendererDir();
       await ensureRenderer(dir);
-      const engine = new Engine({ home: globals(cmd).home });
+      const engine = openEngine({ home: globals(cmd).home });
       engine.watch();
       let server: Awaited<ReturnType<typeof startConsoleServer>> | undefined;
-      let scheduler: Awaited<ReturnType<typeof startScheduler>> | undefined;
+      let scheduler: Awaited<ReturnType<typeof startSchedulerService>> | undefined;
       try {
         server = await startConsoleServer({ engine, host, port: o.port, token: newSecret(), rendererDir: dir });
-        scheduler = await startScheduler(engine, { paused: o.paused });
+        scheduler = await startSchedulerService(engine, { paused: o.paused });
       } catch (e) {
         await server?.close();
         engine.close();

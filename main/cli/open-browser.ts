@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { err } from '../cli/output.js';
+import { err } from './output.js';
 
 /** The page that forwards the browser to the tokened URL; HTML-escaped because it lands in an attribute. */
 export function redirectPage(loginUrl: string): string {
