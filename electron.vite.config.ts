@@ -77,16 +77,14 @@ export default defineConfig({
   main: {
     plugins: [
       {
-        // The mock worker's agent, the vscode worker's client and the spawner helper are spawned by path (new URL('./….mjs', import.meta.url)).
+        // The mock worker's agent, the vscode worker's client and the spawner helper (with its module) are spawned by path (new URL('./…', import.meta.url)).
         name: 'lightworker-copy-mock-agent',
         writeBundle() {
           mkdirSync(r('out/main'), { recursive: true });
           copyFileSync(r('main/workers/mock-agent.mjs'), r('out/main/mock-agent.mjs'));
           copyFileSync(r('main/workers/vscode-client.mjs'), r('out/main/vscode-client.mjs'));
-          copyFileSync(r('main/platform/proc/spawner-helper.mjs'), r('out/main/spawner-helper.mjs'));
           copyFileSync(r('main/platform/proc/spawner-helper.py'), r('out/main/spawner-helper.py'));
           copyFileSync(r('main/platform/proc/spawner_containment.py'), r('out/main/spawner_containment.py'));
-          copyFileSync(r('main/platform/proc/fork-common.mjs'), r('out/main/fork-common.mjs'));
         },
       },
       { name: 'lightworker-cli-commonjs', closeBundle: writeCliCommonJs },

@@ -1,6 +1,5 @@
-// What the leader (process.ts, spawner.ts) and the spawner helper (spawner-helper.mjs) both do
-// around a fork: plain JavaScript with Node built-ins only, so the helper runs it without a build step.
-// Types: fork-common.d.mts.
+// What the leader does around a fork (process.ts, spawner.ts), and what spawner-helper.py does the same way
+// (its PID mark, its start time): plain JavaScript with Node built-ins only. Types: fork-common.d.mts.
 import { readFileSync } from 'node:fs';
 
 /** Fields of /proc/PID/stat after the command name (which may contain spaces): [state, ppid, pgrp, …]. */

@@ -1,21 +1,27 @@
-# The spawner helper in Python: what spawner-helper.mjs does, with the same protocol (read that file first).
-# A leader (spawner.ts) prefers this one where `python3` runs, because Python's subprocess starts a
-# process with vfork: nothing of the parent is copied or write-protected, so a start costs this process about
-# 0.15 ms of CPU against 0.7 ms for Node's fork (measured in a 200-task drain, npm run bench). Standard library only; Python 3.8 or later.
+# The spawner helper: a small Python process a leader starts once (spawner.ts) to start worker turns,
+# setup/verify commands and git for it. A fork copies the parent's page tables and write-protects its memory,
+# so it costs more the bigger the parent, and here it also leaves the leader's event loop; Python's subprocess
+# starts a process with vfork, so nothing of this process is copied either (about 1.2 ms of CPU per start,
+# against 3.6-4.4 ms forking from the leader: spawner-kinds.ts). Standard library only; Python 3.8 or later.
+# Where it cannot run, the leader starts its processes itself.
 #
-# Frames, both ways over stdin/stdout: [u32 LE length of what follows][u8 type][u32 LE id][payload].
+# Protocol, both ways over stdin/stdout: frames of [u32 LE length of what follows][u8 type][u32 LE id][payload].
 #   leader -> helper: 1 spawn (JSON {c, a, cwd, env, detached, stdin, ident, cg}), 2 stdin bytes, 3 stdin end,
 #                     4 release (close the child's pipes, forget it)
 #   helper -> leader: 0 ready (JSON {cgroup, subreaper}), 10 spawned (JSON {pid, start, mark, cg}), 11 spawn error
 #                     (UTF-8 message), 12 stdout bytes, 13 stderr bytes, 14 exit (JSON [code, signal]), 15 close
-# It exits when its stdin ends (the leader exited or was killed).
+#                     (JSON [code, signal])
+# `ident` asks for the identity a sweep needs: `start` (the start time from /proc/PID/stat) and `mark` (where
+# PID allocation stood before the fork, as fork-common.mjs's markPids says it for a direct spawn).
+# While its leader lives it signals nothing: the leader (or a standby) sweeps trees by process group and marker.
+# It exits when its stdin ends: a leader that exits or is killed (even with SIGKILL) leaves no helper behind.
 #
-# Containment (Linux), what this helper adds to the Node one: it is a child subreaper (prctl), so a process
-# its trees orphan (setsid, double fork, daemon(3)) is re-parented to it instead of init, where the leader's
-# sweep finds it; and, where the cgroup v2 next to its own is writable, a request's `cg` names a cgroup it
-# creates and forks that tree's leader in (cgroup.ts), which no change of group, session or
-# environment leaves. Without a cgroup, a leader's death (its stdin ends) makes it kill everything below it:
-# nothing else could tell those orphans apart from init's once it is gone.
+# Containment (Linux): it is a child subreaper (prctl), so a process its trees orphan (setsid, double fork,
+# daemon(3)) is re-parented to it instead of init, where the leader's sweep finds it; and, where the cgroup v2
+# next to its own is writable, a request's `cg` names a cgroup it creates and forks that tree's leader in
+# (cgroup.ts), which no change of group, session or environment leaves. Without a cgroup, a leader's death
+# (its stdin ends) makes it kill everything below it: nothing else could tell those orphans apart from init's
+# once it is gone.
 import errno
 import json
 import os

@@ -3,14 +3,14 @@ import { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
 import { Readable, Writable } from 'node:stream';
 import { spawnOptions } from './fork-common.mjs';
-import { helperKinds, readyPayload, type Containment, type HelperKind } from './spawner-kinds.js';
+import { helperCommand, readyPayload, type Containment, type HelperCommand } from './spawner-kinds.js';
 import { markPids, processStartTime, type PidMark } from './process.js';
 
 export { pythonCommand, type Containment } from './spawner-kinds.js';
 
 /**
  * Where a leader's processes are forked: by default the process itself (`child_process.spawn`); once a
- * leader calls {@link useSpawner}, by a small helper process (spawner-helper.mjs) it starts once. A fork copies
+ * leader calls {@link useSpawner}, by a small helper process (spawner-helper.py) it starts once. A fork copies
  * the parent's page tables and write-protects all of its memory, so its cost grows with the parent: 1.7 ms
  * from an 85 MiB leader against 0.75 ms from a bare Node (measured in a 200-task drain, npm run bench), paid on the leader's event loop for every
  * worker turn and git call. Through the helper the leader writes one frame and reads the output back.
@@ -18,8 +18,8 @@ export { pythonCommand, type Containment } from './spawner-kinds.js';
  * Nothing about a process changes: the same argv (no shell), env, cwd, process group; its PID, start time
  * and PID mark are taken by the helper next to the fork, and signals still come from the leader (or a standby)
  * by process group and marker. The helper exits when the leader's end of its stdin closes (exit, crash,
- * SIGKILL). If it cannot start or dies, spawning falls back to the leader itself: requests it had not started
- * yet are started directly, and a process it had started loses its output and exit status (its tree is then
+ * SIGKILL). If it cannot start (no python3, or one older than 3.8) or dies, spawning falls back to the leader
+ * itself, said once on stderr: requests it had not started yet are started directly, and a process it had started loses its output and exit status (its tree is then
  * swept like any other end).
  */
 
@@ -56,7 +56,7 @@ export interface Identity {
   pid: number;
   startTime: string | null;
   pidsSince: PidMark | null;
-  /** The cgroup directory it was started in (only the Python helper makes them), else null. */
+  /** The cgroup directory the helper started it in, else null (a direct spawn, no cgroup v2 writable). */
   cgroup: string | null;
 }
 
@@ -82,11 +82,6 @@ export function useSpawner(): void {
 /** The helper's PID while it runs (tests, diagnostics), else null. */
 export function spawnerPid(): number | null {
   return helper && !helper.dead ? (helper.proc.pid ?? null) : null;
-}
-
-/** Which helper runs ('python' | 'node'; tests, diagnostics), else null. */
-export function spawnerKind(): HelperKind['name'] | null {
-  return helper && !helper.dead ? helper.kind.name : null;
 }
 
 /** What the running helper contains trees with, or null when none runs (direct spawns get neither). */
@@ -217,40 +212,30 @@ class RemoteChild extends EventEmitter implements ChildLike {
   }
 }
 
-/** The helper process and the leader's end of its protocol (see spawner-helper.mjs). */
+/** The helper process and the leader's end of its protocol (see spawner-helper.py). */
 class Helper {
-  proc!: ChildProcess;
-  kind!: HelperKind;
+  readonly proc: ChildProcess;
   dead = false;
   containment: Containment = { cgroup: null, subreaper: false };
   /** It said `ready`: from then on frames go straight to it, and its end is a death, not a failed start. */
   private started = false;
-  /** Frames written before it said ready (a helper that cannot run gives them to the next kind). */
+  /** Frames written before it said ready (if it never does, its die() starts their processes directly). */
   private queued: Buffer[] = [];
   private nextId = 1;
   private readonly live = new Map<number, RemoteChild>();
   private pending: Buffer = Buffer.alloc(0);
 
-  constructor(private readonly kinds: HelperKind[] = helperKinds()) {
-    this.launch();
-  }
-
-  private launch(): void {
-    const kind = this.kinds.shift()!;
-    this.kind = kind;
-    this.pending = Buffer.alloc(0);
-    const proc = spawn(kind.command, kind.args, { cwd: kind.cwd, env: kind.env, stdio: ['pipe', 'pipe', 'inherit'], windowsHide: true });
+  constructor(cmd: HelperCommand = helperCommand()) {
+    const proc = spawn(cmd.command, cmd.args, { cwd: cmd.cwd, env: cmd.env, stdio: ['pipe', 'pipe', 'inherit'], windowsHide: true });
     this.proc = proc;
-    const ended = (why: string, failedStart: boolean) => {
-      if (this.proc !== proc) return;
-      // Could not run at all (no python3, an old or broken one): the next kind gets the queued frames.
-      if (failedStart && !this.started && this.kinds.length) return this.launch();
-      this.die(why);
-    };
-    proc.on('error', (e) => ended(`could not start (${e.message})`, true));
-    proc.on('exit', (code, sig) => ended(`exited (${sig ?? `code ${code}`})`, sig === null));
+    proc.on('error', (e) => this.die(`could not start (${e.message})`));
+    proc.on('exit', (code, sig) => {
+      // An exit of its own before `ready`: a python3 that cannot run it (older than 3.8, broken).
+      if (sig === null && !this.started) this.die(`could not start (${cmd.command} exited with code ${code} before it was ready; it needs Python 3.8 or later)`);
+      else this.die(`exited (${sig ?? `code ${code}`})`);
+    });
     proc.stdin!.on('error', () => undefined); // its exit follows
-    proc.stdout!.on('data', (b: Buffer) => this.proc === proc && this.read(b));
+    proc.stdout!.on('data', (b: Buffer) => this.read(b));
     // An idle helper keeps no one alive: a leader that is done exits (and its helper with it).
     proc.unref();
     (proc.stdin as Socket).unref();
