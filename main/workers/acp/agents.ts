@@ -38,8 +38,11 @@ const gemini: AcpAgentDef = {
   configure(turn, home) {
     const dir = join(home, '.gemini');
     mkdirSync(dir, { recursive: true });
-    const settings = { general: { disableAutoUpdate: true, disableUpdateNag: true }, telemetry: { enabled: false }, privacy: { usageStatisticsEnabled: false }, security: { auth: { selectedType: 'gemini-api-key' } }, ide: { enabled: false } };
+    // maxAttempts 2: a 429 or an outage is reported after one retry (the CLI's default is 10 with backoff).
+    const settings = { general: { disableAutoUpdate: true, disableUpdateNag: true, maxAttempts: 2 }, telemetry: { enabled: false }, privacy: { usageStatisticsEnabled: false }, security: { auth: { selectedType: 'gemini-api-key' }, folderTrust: { enabled: true } }, ide: { enabled: false } };
     writeFileSync(join(dir, 'settings.json'), JSON.stringify(settings));
+    // Only the task's folder is trusted (its approval modes need that), in this turn's own config home.
+    writeFileSync(join(dir, 'trustedFolders.json'), JSON.stringify({ [turn.workdir]: 'TRUST_FOLDER' }));
     const env: Record<string, string> = { GEMINI_CLI_NO_RELAUNCH: 'true', GEMINI_TELEMETRY_ENABLED: 'false' };
     const base = gwBase(turn);
     // Gemini's base URL is the host root: requests go to {base}/v1beta/models/{model}:streamGenerateContent.

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { dirname, isAbsolute, relative, resolve } from 'node:path';
+import { RequestError } from '@agentclientprotocol/sdk';
 import { matchAny } from '../../isolation/globs.js';
 
 /**
@@ -41,12 +42,20 @@ export class Boundary {
 
   #refuse(what: string, why: string): never {
     this.onRefused(what, why);
-    throw new Error(`LightWorker refused ${what}: ${why}`);
+    // The message is what the agent (and its model) reads; a generic JSON-RPC error would say only "Internal error".
+    throw new RequestError(-32603, `LightWorker refused ${what}: ${why}`);
   }
 
   readTextFile(p: { path: string; line?: number | null; limit?: number | null }): { content: string } {
     const file = this.#inside(p.path, `reading ${p.path}`);
-    let content = readFileSync(file, 'utf8');
+    // ACP's "Resource not found": agents check for a file before they create it.
+    if (!existsSync(file)) throw new RequestError(-32002, `Resource not found: ${p.path} (ENOENT)`, { uri: p.path });
+    let content: string;
+    try {
+      content = readFileSync(file, 'utf8');
+    } catch (err) {
+      throw new RequestError(-32603, `cannot read ${p.path}: ${(err as Error).message}`);
+    }
     if (p.line || p.limit) {
       const lines = content.split('\n');
       const start = Math.max(0, (p.line ?? 1) - 1);

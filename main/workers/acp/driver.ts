@@ -173,6 +173,9 @@ async function runTurn(spec: DriverSpec): Promise<number> {
   } finally {
     boundary.close();
     await bridge?.close();
+    // Stdin closed, the agent ends on its own and saves its session (a follow-up loads it); then it is stopped.
+    child.stdin.end();
+    await Promise.race([agentExit, new Promise((r) => setTimeout(r, 3000).unref())]);
     child.kill('SIGTERM');
   }
 }

@@ -76,7 +76,10 @@ function outputText(u: Record<string, unknown>): string | undefined {
 /** Token usage an agent reports on its PromptResponse (`usage`, or in `_meta`), in LightWorker's terms. */
 export function usageOfResponse(r: Record<string, unknown>, model: string | null, costUsd: number | null): NormalizedEvent | null {
   const meta = (r._meta ?? {}) as Record<string, unknown>;
-  const u = (r.usage ?? meta.usage ?? null) as Record<string, number> | null;
+  // Gemini CLI: `_meta.quota.token_count` {input_tokens, output_tokens} and `model_usage` [{model, …}].
+  const quota = (meta.quota ?? {}) as { token_count?: Record<string, number>; model_usage?: { model?: string }[] };
+  const u = (r.usage ?? meta.usage ?? quota.token_count ?? null) as Record<string, number> | null;
+  if (quota.model_usage?.[0]?.model) model = quota.model_usage[0].model;
   if (!u || typeof u !== 'object') return null;
   const cached = num(u.cachedReadTokens ?? u.cached_read_tokens ?? u.cachedTokens ?? u.cache_read_input_tokens);
   const written = num(u.cachedWriteTokens ?? u.cache_creation_input_tokens);
