@@ -7,7 +7,7 @@ import { getTask } from '../../main/store/tasks.js';
 import { startGateway, type Gateway, type Turn, type TurnContext } from '../fixtures/gateway/index.js';
 import { runCli } from './cli.js';
 import { makeGatewayHome, type TestHome } from './env.js';
-import { cliUnavailable } from './worker-cli.js';
+import { acpUnavailable } from './acp-cli-suite.js';
 
 const KEY_ENV = 'LW_ACP_GATEWAY_KEY';
 const T = 300_000;
@@ -39,7 +39,7 @@ export function describeAcpEngine(s: { worker: string; bin: string; model: strin
     let h: TestHome;
     let why: string | null = null;
     beforeAll(async () => {
-      why = await cliUnavailable(s.bin);
+      why = acpUnavailable(s.bin);
       if (why && process.env.CI) throw new Error(`${s.worker}: ${why} (CI installs it)`);
       gw = await startGateway({ keepBodies: true });
       gw.addScript('perm', permissionScript);
