@@ -45,7 +45,7 @@ export function describeAcpEngine(s: { worker: string; bin: string; model: strin
       gw.addScript('perm', permissionScript);
       gw.addScript('repair', repairScript);
       h = makeGatewayHome(gw.url, KEY_ENV);
-      h.configure(`[gateways.fake]\nbase_url = "${gw.url}/v1"\nkey_env = "${KEY_ENV}"\n[scheduler]\nkill_grace_ms = 500\n[verify]\nauto_repair = 1\n`);
+      h.configure(`[gateways.fake]\nbase_url = "${gw.url}/v1"\nkey_env = "${KEY_ENV}"\n[scheduler]\nkill_grace_ms = 500\n[verify]\nauto_repair = 1\n[models]\nfast = "${s.model}"\nreasoning = "${s.model}"\nallow = ["${s.model}"]\n`);
     });
     afterAll(async () => {
       h?.cleanup();

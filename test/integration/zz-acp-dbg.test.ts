@@ -5,7 +5,7 @@ import { makeBench, makeTurn, play } from '../../test/helpers/worker-cli.js';
 it('dbg', { timeout: 120000 }, async () => {
   const b = await makeBench();
   const def = ACP_AGENTS.find((a) => a.name === (process.env.AGENT ?? 'gemini'))!;
-  b.gw.addScript('edit', { turns: [{ text: 'Writing.', tools: [{ write: { path: 'from-tool.txt', content: 'x\n' } }] }, { text: 'Edited one file.' }] });
+  b.gw.addScript('edit', process.env.E429 ? { turns: [{ error: { status: 429, message: 'Rate limit reached' } }] } : { turns: [{ text: 'Writing.', tools: [{ write: { path: 'from-tool.txt', content: 'x\n' } }] }, { text: 'Edited one file.' }] });
   const t = makeTurn(b, def.name, process.env.MODEL ?? 'gemini-2.5-pro', { prompt: 'Do the task. [[script:edit]]' });
   const r = await play(acpAdapter({ name: def.name, def }), t);
   console.log(JSON.stringify(r.result, null, 1).slice(0, 3000));

@@ -60,6 +60,7 @@ function buildSpawn(w: AcpWorker, turn: WorkerTurn): SpawnSpec {
     runDir: turn.runDir,
     model: providerModel(turn),
     modes: w.def?.modes(turn.sandbox) ?? [],
+    serveReads: w.def?.serveReads !== false,
     permission: turn.permissionServer,
   };
   const node = nodeCommand();
@@ -92,8 +93,10 @@ function createParser(turn: WorkerTurn): StreamParser {
       const err = failure as typeof failure;
       const tail = stderrTail.trim().slice(-800);
       const message = err?.message ?? (done ? `the agent stopped: ${done.stopReason}` : `the ACP driver exited with code ${exitCode}${tail ? `: ${tail}` : ''}`);
-      const rateLimited = err?.rateLimited || RATE_LIMIT_PATTERN.test(message) || (!err && RATE_LIMIT_PATTERN.test(tail));
-      return { ok: false, finalText: done?.text ?? null, sessionId, error: { code: rateLimited ? 'rate_limited' : 'worker_failed', message: rateLimited && !RATE_LIMIT_PATTERN.test(message) ? `${message} (rate limited: ${tail.slice(-300)})` : message } };
+      // An agent may end its process on a provider error (Gemini CLI on a 429): what it said on stderr tells why.
+      const rateLimited = err?.rateLimited || RATE_LIMIT_PATTERN.test(message) || RATE_LIMIT_PATTERN.test(tail);
+      const said = tail && !message.includes(tail) ? `; the agent said: ${tail.slice(-500)}` : '';
+      return { ok: false, finalText: done?.text ?? null, sessionId, error: { code: rateLimited ? 'rate_limited' : 'worker_failed', message: `${message}${said}` } };
     },
   };
 }

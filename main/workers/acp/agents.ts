@@ -20,6 +20,8 @@ export interface AcpAgentDef {
   modes(sandbox: WorkerTurn['sandbox']): string[];
   /** Extra arguments and environment for a turn (model, gateway, config home). `home` exists. */
   configure?(turn: WorkerTurn, home: string): { args?: string[]; env?: Record<string, string> };
+  /** False: the agent reads files itself (its missing-file check fails on ACP's not-found error); writes still come to LightWorker. */
+  serveReads?: boolean;
   /** Key variables the agent reads, passed from LightWorker's environment when no gateway is routed. */
   keyVars: string[];
   /** Proven end to end against the real CLI here (README table), or why not. */
@@ -33,6 +35,7 @@ const gemini: AcpAgentDef = {
   bin: 'gemini',
   args: ['--acp'],
   install: 'npm i -g @google/gemini-cli',
+  serveReads: false,
   keyVars: ['GEMINI_API_KEY', 'GOOGLE_API_KEY'],
   modes: (s) => (s === 'workspace-write' ? ['autoEdit', 'auto_edit'] : ['default']),
   configure(turn, home) {

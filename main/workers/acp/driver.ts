@@ -32,11 +32,11 @@ function startAgent(command: string, args: string[], env: Record<string, string>
   return { child, stream };
 }
 
-const INITIALIZE: InitializeRequest = {
+const initializeRequest = (serveReads = true): InitializeRequest => ({
   protocolVersion: PROTOCOL_VERSION,
-  clientCapabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: true },
+  clientCapabilities: { fs: { readTextFile: serveReads, writeTextFile: true }, terminal: true },
   clientInfo: { name: 'lightworker', title: 'LightWorker', version: '1' },
-};
+});
 
 async function probe(argv: string[]): Promise<void> {
   const { child, stream } = startAgent(argv[0], argv.slice(1), process.env as Record<string, string>, process.cwd());
@@ -44,7 +44,7 @@ async function probe(argv: string[]): Promise<void> {
   const timer = setTimeout(() => (print({ type: 'acp.error', message: 'no initialize answer', rateLimited: false }), child.kill('SIGKILL'), process.exit(1)), 20_000);
   child.on('exit', (code) => (print({ type: 'acp.error', message: `agent exited with code ${code} before initialize`, rateLimited: false }), process.exit(1)));
   try {
-    const init = (await conn.agent.request(methods.agent.initialize, INITIALIZE)) as InitializeResponse;
+    const init = (await conn.agent.request(methods.agent.initialize, initializeRequest())) as InitializeResponse;
     process.stdout.write(`${JSON.stringify({ protocolVersion: init.protocolVersion, agentInfo: init.agentInfo ?? null, agentCapabilities: init.agentCapabilities ?? {}, authMethods: (init.authMethods ?? []).map((m) => m.id) })}\n`);
   } finally {
     clearTimeout(timer);
@@ -130,7 +130,7 @@ async function runTurn(spec: DriverSpec): Promise<number> {
     return 1;
   };
   const work = (async (): Promise<number> => {
-    const init = (await c.agent.request(methods.agent.initialize, INITIALIZE)) as InitializeResponse;
+    const init = (await c.agent.request(methods.agent.initialize, initializeRequest(spec.serveReads))) as InitializeResponse;
     const caps = (init.agentCapabilities ?? {}) as Record<string, unknown>;
     const sessionCaps = (caps.sessionCapabilities ?? {}) as Record<string, unknown>;
     let prompt = spec.prompt;

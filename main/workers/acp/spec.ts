@@ -18,6 +18,8 @@ export interface DriverSpec {
   /** This attempt's scratch folder: the session notes for agents that cannot load a session. */
   runDir: string;
   model: string | null;
+  /** Offer fs/read_text_file (false for agents that mistake its not-found error for a failure: Gemini CLI 0.61). */
+  serveReads: boolean;
   /** Session mode ids to select when the agent offers them, best first (auto-accept edits for workspace-write). */
   modes: string[];
   /** `lightworker mcp --permission-for <task>`: decides session/request_permission; absent: every ask is refused. */
