@@ -28,7 +28,8 @@ function permissionScript(ctx: TurnContext): Turn {
 /** Verify fails until fixed.txt exists: the first turn skips it, the repair turn (same session) writes it. */
 function repairScript(ctx: TurnContext): Turn {
   if (existsSync(join(ctx.cwd ?? '/nonexistent', 'fixed.txt'))) return final('Fixed it.', ['fixed.txt']);
-  if (!history(ctx).includes('fixed.txt is missing')) return final('Done, I think.');
+  // The check's output (MISSING-FIXED), not its command line, which the prompt also quotes.
+  if (!history(ctx).includes('MISSING-FIXED')) return final('Done, I think.');
   return { text: 'Repairing.', tools: [{ write: { path: 'fixed.txt', content: 'fixed\n' } }] };
 }
 
@@ -63,7 +64,7 @@ export function describeAcpEngine(s: { worker: string; bin: string; model: strin
 
     it('execute with verify: a failing check is repaired in the same session', { timeout: T }, async (ctx) => {
       if (why) ctx.skip();
-      const id = await submit('Make the check pass. [[script:repair]]', { verify: [['sh', '-c', 'test -f fixed.txt || { echo "fixed.txt is missing"; exit 1; }']] });
+      const id = await submit('Make the check pass. [[script:repair]]', { verify: [['sh', '-c', 'test -f fixed.txt || { printf "%s-%s\\n" MISSING FIXED; exit 1; }']] });
       const t = task(id);
       expect(t.status, JSON.stringify(t.error)).toBe('completed');
       expect(readFileSync(join(t.worktreePath!, 'fixed.txt'), 'utf8')).toBe('fixed\n');

@@ -64,7 +64,7 @@ const claudeAcp: AcpAgentDef = {
   keyVars: ['ANTHROPIC_API_KEY', 'CLAUDE_CODE_OAUTH_TOKEN'],
   modes: (s) => (s === 'workspace-write' ? ['acceptEdits'] : ['default']),
   configure(turn, home) {
-    const env: Record<string, string> = { CLAUDE_CONFIG_DIR: join(home, '.claude'), CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', DISABLE_AUTOUPDATER: '1', CLAUDE_CODE_MAX_RETRIES: '2', API_TIMEOUT_MS: '120000' };
+    const env: Record<string, string> = { CLAUDE_CONFIG_DIR: join(home, '.claude'), CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', DISABLE_AUTOUPDATER: '1', DISABLE_TELEMETRY: '1', DISABLE_ERROR_REPORTING: '1', CLAUDE_CODE_MAX_RETRIES: '2', API_TIMEOUT_MS: '120000' };
     mkdirSync(env.CLAUDE_CONFIG_DIR, { recursive: true });
     const base = gwBase(turn);
     if (base) env.ANTHROPIC_BASE_URL = base.replace(/\/v1$/, '');

@@ -165,7 +165,9 @@ async function runTurn(spec: DriverSpec): Promise<number> {
     return stopReason === 'end_turn' || interrupted ? 0 : 1;
   })();
   try {
-    const code = await Promise.race([work, agentExit.then((n) => fail(`the agent exited with code ${n} before the turn ended`))]);
+    let ended = false;
+    const code = await Promise.race([work.finally(() => (ended = true)), agentExit.then((n) => (ended ? 0 : fail(`the agent exited with code ${n} before the turn ended`)))]);
+    ended = true;
     return code;
   } catch (err) {
     const e = err as { message?: string; data?: unknown };
