@@ -135,17 +135,25 @@ async function runTurn(spec: DriverSpec): Promise<number> {
     const sessionCaps = (caps.sessionCapabilities ?? {}) as Record<string, unknown>;
     let prompt = spec.prompt;
     let modes: { availableModes?: { id: string }[] } | null | undefined;
+    let loadFailed: string | null = null;
     if (spec.resumeSessionId && caps.loadSession) {
       replaying = true;
-      const r = await c.agent.request(methods.agent.session.load, { sessionId: spec.resumeSessionId, cwd: spec.cwd, mcpServers: [] });
+      try {
+        const r = await c.agent.request(methods.agent.session.load, { sessionId: spec.resumeSessionId, cwd: spec.cwd, mcpServers: [] });
+        sessionId = spec.resumeSessionId;
+        modes = r?.modes;
+      } catch (err) {
+        // Gemini CLI 0.61 sometimes has no saved session to load ("No previous sessions found"): go on in a fresh one.
+        loadFailed = `${(err as Error).message} ${JSON.stringify((err as { data?: unknown }).data ?? '')}`.slice(0, 300);
+      }
       replaying = false;
-      sessionId = spec.resumeSessionId;
-      modes = r?.modes;
-    } else if (spec.resumeSessionId && sessionCaps.resume) {
+    }
+    if (!sessionId && spec.resumeSessionId && !loadFailed && !caps.loadSession && sessionCaps.resume) {
       const r = await c.agent.request<{ modes?: typeof modes }>(methods.agent.session.resume, { sessionId: spec.resumeSessionId, cwd: spec.cwd, mcpServers: [] });
       sessionId = spec.resumeSessionId;
       modes = r?.modes;
-    } else {
+    } else if (!sessionId) {
+      if (loadFailed) emit({ type: 'worker.warning', message: `session/load of ${spec.resumeSessionId} failed: ${loadFailed}` });
       const r = await c.agent.request(methods.agent.session.new, { cwd: spec.cwd, mcpServers: [] });
       sessionId = r.sessionId;
       modes = r.modes;
