@@ -2,7 +2,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { dirname, isAbsolute, relative, resolve } from 'node:path';
 import { RequestError } from '@agentclientprotocol/sdk';
-import { matchAny } from '../../isolation/globs.js';
+
+/** Whether a folder-relative path matches one of the task's allowed_paths globs (isolation/globs.ts, passed in by the entry). */
+export type PathMatcher = (rel: string, globs: readonly string[]) => boolean;
 
 /**
  * The client side of ACP's file-system and terminal methods, served inside the task's boundary only:
@@ -21,6 +23,7 @@ export class Boundary {
     readonly allowedPaths: string[],
     readonly env: Record<string, string>,
     readonly onRefused: (what: string, why: string) => void,
+    readonly matchAny: PathMatcher,
   ) {
     this.root = realpathSync(cwd);
   }
@@ -69,7 +72,7 @@ export class Boundary {
     if (this.readOnly) this.#refuse(what, 'this task is read-only');
     const file = this.#inside(p.path, what);
     const rel = relative(this.root, file);
-    if (this.allowedPaths.length && !matchAny(rel, this.allowedPaths)) this.#refuse(what, `${rel} is outside allowed_paths`);
+    if (this.allowedPaths.length && !this.matchAny(rel, this.allowedPaths)) this.#refuse(what, `${rel} is outside allowed_paths`);
     mkdirSync(dirname(file), { recursive: true });
     writeFileSync(file, p.content);
     return {};

@@ -4,14 +4,13 @@ import { join } from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { client, methods, ndJsonStream, PROTOCOL_VERSION, type ClientConnection, type InitializeRequest, type InitializeResponse } from '@agentclientprotocol/sdk';
 import { RATE_LIMIT_PATTERN, type NormalizedEvent } from '../adapter.js';
-import type { PermissionAnswer } from '../../requests/permission.js';
-import { Boundary } from './boundary.js';
-import { PermissionBridge, type AskedToolCall } from './permission-bridge.js';
+import { Boundary, type PathMatcher } from './boundary.js';
+import { PermissionBridge, type AskedToolCall, type PermissionAnswer } from './permission-bridge.js';
 import type { DriverLine, DriverSpec } from './spec.js';
 import { UpdateMapper, usageOfResponse } from './updates.js';
 
 /**
- * The ACP worker's process (out/main/acp-driver.js): the client side of one Agent Client Protocol turn.
+ * The ACP worker's process (out/main/acp-driver.js, entry main/cli/acp-driver-entry.ts): the client side of one Agent Client Protocol turn.
  * The runner spawns it like any worker CLI and reads its stdout as JSON lines (normalized events); it
  * spawns the agent in the driver's process group (the runner's sweep of the tree reaches both), speaks ACP to it over
  * stdio, serves fs/terminal inside the task's boundary, sends permission asks to LightWorker, and on
@@ -65,10 +64,10 @@ function carriedPrompt(spec: DriverSpec): string {
   return `This continues an earlier session of this task (${notes.sessionId}) that this agent cannot reload.\nWhat you were asked then:\n${notes.asked.slice(0, 8000)}\n\nYour answer then:\n${(notes.answer ?? '(none)').slice(0, 8000)}\n\nNow:\n${spec.prompt}`;
 }
 
-async function runTurn(spec: DriverSpec): Promise<number> {
+async function runTurn(spec: DriverSpec, matchAny: PathMatcher): Promise<number> {
   const emit = (e: NormalizedEvent) => print(e);
   const mapper = new UpdateMapper(emit);
-  const boundary = new Boundary(spec.cwd, spec.sandbox === 'read-only', spec.allowedPaths, spec.agent.env, (what, why) => emit({ type: 'worker.warning', message: `LightWorker refused the agent's ${what}: ${why}` }));
+  const boundary = new Boundary(spec.cwd, spec.sandbox === 'read-only', spec.allowedPaths, spec.agent.env, (what, why) => emit({ type: 'worker.warning', message: `LightWorker refused the agent's ${what}: ${why}` }), matchAny);
   const bridge = spec.permission ? new PermissionBridge(spec.permission) : null;
   let sessionId: string | null = null;
   let replaying = false;
@@ -190,15 +189,17 @@ async function runTurn(spec: DriverSpec): Promise<number> {
   }
 }
 
-async function main(): Promise<void> {
+/** The driver's process: a turn (spec on stdin) or `--probe CMD ARGS…`. */
+export async function runAcpDriver(matchAny: PathMatcher): Promise<void> {
   if (process.argv[2] === '--probe') return probe(process.argv.slice(3));
   const chunks: Buffer[] = [];
   for await (const b of process.stdin) chunks.push(b as Buffer);
   const spec = JSON.parse(Buffer.concat(chunks).toString('utf8')) as DriverSpec;
-  process.exit(await runTurn(spec));
+  process.exit(await runTurn(spec, matchAny));
 }
 
-void main().catch((err: unknown) => {
+/** The end of a driver that failed: one error line the adapter reports. */
+export function reportDriverFailure(err: unknown): void {
   print({ type: 'acp.error', message: `LightWorker's ACP driver failed: ${(err as Error).stack ?? String(err)}`, rateLimited: false });
   process.exit(1);
-});
+}

@@ -1,6 +1,5 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import type { PermissionAnswer } from '../../requests/permission.js';
 import type { DriverSpec } from './spec.js';
 
 /**
@@ -11,6 +10,9 @@ import type { DriverSpec } from './spec.js';
 
 /** ACP tool kinds in the vocabulary the policy knows (requests/policy.ts: Write/Edit are file writes, Bash a shell). */
 const TOOL_BY_KIND: Record<string, string> = { edit: 'Edit', delete: 'Write', move: 'Write', execute: 'Bash', fetch: 'WebFetch', read: 'Read', search: 'Grep' };
+
+/** The permission tool's answer (requests/permission.ts PermissionAnswer, as JSON in its text block). */
+export type PermissionAnswer = { behavior: 'allow'; updatedInput?: Record<string, unknown> } | { behavior: 'deny'; message: string; interrupt?: boolean };
 
 export interface AskedToolCall {
   toolCallId?: string;
