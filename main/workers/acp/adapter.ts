@@ -122,13 +122,11 @@ export async function probeAcp(bin: string, args: string[]): Promise<{ summary: 
   const r = await probeVersionLine(nodeCommand().command, [driverPath(), '--probe', bin, ...args], { timeoutMs: 25_000, waitMs: 26_000 });
   if (!r.line) return { summary: null, loadSession: false, why: r.unknown ?? 'no answer' };
   try {
-    const p = JSON.parse(r.line) as { protocolVersion?: number; agentCapabilities?: Record<string, unknown>; authMethods?: string[]; type?: string; message?: string };
+    const p = JSON.parse(r.line) as { v?: number; load?: boolean; resume?: boolean; auth?: string; type?: string; message?: string };
     if (p.type === 'acp.error') return { summary: null, loadSession: false, why: String(p.message) };
-    const c = p.agentCapabilities ?? {};
-    const sc = (c.sessionCapabilities ?? {}) as Record<string, unknown>;
-    const follow = c.loadSession ? 'session/load' : sc.resume ? 'session/resume' : 'fresh session + summary';
-    const auth = p.authMethods?.length ? `auth methods ${p.authMethods.join(', ')}` : 'no auth methods';
-    return { summary: `ACP v${p.protocolVersion}; follow-ups: ${follow}; ${auth}`, loadSession: Boolean(c.loadSession || sc.resume), why: '' };
+    const follow = p.load ? 'session/load' : p.resume ? 'session/resume' : 'fresh session + summary';
+    const auth = p.auth ? `auth methods ${p.auth}` : 'no auth methods';
+    return { summary: `ACP v${p.v}; follow-ups: ${follow}; ${auth}`, loadSession: Boolean(p.load || p.resume), why: '' };
   } catch {
     return { summary: null, loadSession: false, why: `not ACP: ${r.line.slice(0, 120)}` };
   }

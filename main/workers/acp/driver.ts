@@ -44,7 +44,10 @@ async function probe(argv: string[]): Promise<void> {
   child.on('exit', (code) => (print({ type: 'acp.error', message: `agent exited with code ${code} before initialize`, rateLimited: false }), process.exit(1)));
   try {
     const init = (await conn.agent.request(methods.agent.initialize, initializeRequest())) as InitializeResponse;
-    process.stdout.write(`${JSON.stringify({ protocolVersion: init.protocolVersion, agentInfo: init.agentInfo ?? null, agentCapabilities: init.agentCapabilities ?? {}, authMethods: (init.authMethods ?? []).map((m) => m.id) })}\n`);
+    // One short line (the probe keeps the first 200 characters): ACP version, load/resume, auth method ids.
+    const caps = (init.agentCapabilities ?? {}) as { loadSession?: boolean; sessionCapabilities?: { resume?: unknown } };
+    const auth = (init.authMethods ?? []).map((m) => m.id).join(',').slice(0, 120);
+    process.stdout.write(`${JSON.stringify({ v: init.protocolVersion, load: Boolean(caps.loadSession), resume: Boolean(caps.sessionCapabilities?.resume), auth })}\n`);
   } finally {
     clearTimeout(timer);
     child.kill('SIGKILL');
