@@ -77,16 +77,14 @@ export default defineConfig({
   main: {
     plugins: [
       {
-        // The mock worker's agent, the vscode worker's client and the spawner helper are spawned by path (new URL('./….mjs', import.meta.url)).
+        // The mock worker's agent, the vscode worker's client and the spawner helper (with its module) are spawned by path (new URL('./…', import.meta.url)).
         name: 'lightworker-copy-mock-agent',
         writeBundle() {
           mkdirSync(r('out/main'), { recursive: true });
           copyFileSync(r('main/workers/mock-agent.mjs'), r('out/main/mock-agent.mjs'));
           copyFileSync(r('main/workers/vscode-client.mjs'), r('out/main/vscode-client.mjs'));
-          copyFileSync(r('main/runner/spawner-helper.mjs'), r('out/main/spawner-helper.mjs'));
-          copyFileSync(r('main/runner/spawner-helper.py'), r('out/main/spawner-helper.py'));
-          copyFileSync(r('main/runner/spawner_containment.py'), r('out/main/spawner_containment.py'));
-          copyFileSync(r('main/runner/fork-common.mjs'), r('out/main/fork-common.mjs'));
+          copyFileSync(r('main/platform/proc/spawner-helper.py'), r('out/main/spawner-helper.py'));
+          copyFileSync(r('main/platform/proc/spawner_containment.py'), r('out/main/spawner_containment.py'));
         },
       },
       { name: 'lightworker-cli-commonjs', closeBundle: writeCliCommonJs },
@@ -100,7 +98,7 @@ export default defineConfig({
       // Only the native addon, electron and vite (used by `serve --dev`) stay external.
       externalizeDeps: { exclude: BUNDLED_DEPS },
       rollupOptions: {
-        input: { index: r('main/desktop/index.ts'), cli: r('main/desktop/cli-entry.ts'), lib: r('main/lib/index.ts'), 'acp-driver': r('main/cli/acp-driver-entry.ts') },
+        input: { index: r('main/desktop/index.ts'), cli: r('main/cli/packaged-entry.ts'), lib: r('main/lib/index.ts'), 'acp-driver': r('main/cli/acp-driver-entry.ts') },
         external: ['better-sqlite3', 'electron', 'vite'],
         // Chunks sit next to the entries (out/main/*.js), so every bundled module is two folders below the
         // package root, as its source is (main/<folder>/x.ts): paths built from import.meta.url (the mock

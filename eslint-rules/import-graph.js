@@ -2,7 +2,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { baselineKey, folderOf } from './layering.js';
+import { importKey, folderOf } from './layering.js';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const IMPORT = /^\s*(?:import|export)\b[^'";]*?\bfrom\s+['"](\.{1,2}\/[^'"]+)['"]|\bimport\(\s*['"](\.{1,2}\/[^'"]+)['"]\s*\)/gm;
@@ -18,8 +18,8 @@ function sourceFiles(dir) {
 }
 
 /**
- * Every import from one folder of main/ to another: `{ file, from, to, key }` with `key` as the baseline
- * writes it. `skip(key)` leaves some out (the baseline's, to see what the rest make).
+ * Every import from one folder of main/ to another: `{ file, from, to, key }` with `key` naming it
+ * (`main/x/y.ts -> folder`). 
  */
 export function folderImports(root = resolve(REPO, 'main')) {
   const edges = [];
@@ -28,7 +28,7 @@ export function folderImports(root = resolve(REPO, 'main')) {
     const text = readFileSync(file, 'utf8');
     for (const m of text.matchAll(IMPORT)) {
       const to = folderOf(resolve(dirname(file), m[1] ?? m[2]));
-      if (to && from && to !== from) edges.push({ file: relative(REPO, file).split(sep).join('/'), from, to, key: baselineKey(file, to) });
+      if (to && from && to !== from) edges.push({ file: relative(REPO, file).split(sep).join('/'), from, to, key: importKey(file, to) });
     }
   }
   return edges;

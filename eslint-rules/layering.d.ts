@@ -1,7 +1,6 @@
 export declare const LAYERS: string[][];
 export declare function folderOf(file: string): string | null;
 export declare function mayImport(from: string, to: string): boolean;
-export declare function loadBaseline(): Set<string>;
-export declare function baselineKey(file: string, to: string): string;
+export declare function importKey(file: string, to: string): string;
 declare const plugin: { rules: Record<string, unknown> };
 export default plugin;

@@ -1,8 +1,7 @@
 // The layers of main/, bottom to top: a folder may import itself and the folders of lower layers, never a
-// folder of its own layer or above (a type import counts: it is a dependency all the same). The target
-// arrangement is drawn in docs/architecture.md; imports that break it today are listed, file by file, in
-// layering-baseline.json, reported as warnings while they are moved away, and every other one is an error.
-import { readFileSync } from 'node:fs';
+// folder of its own layer or above (a type import counts: it is a dependency all the same). The arrangement
+// is drawn in docs/architecture.md. Every import against it is an error; since the order is strict (peers
+// aside, which only ever point one way), no two folders can import each other in a loop either.
 import { dirname, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -28,8 +27,11 @@ export const LAYERS = [
   ['cli', 'mcp', 'http', 'desktop', 'lib'],
 ];
 
-/** Faces that sit on another face: `serve` (cli) and the desktop window start the HTTP console. */
-const PEERS = { cli: ['http'], desktop: ['http'] };
+/**
+ * Faces that start another face: `serve` (cli) and the desktop window start the HTTP console, and
+ * `lightworker mcp` (cli) starts the MCP stdio server. None of those imports its starter back.
+ */
+const PEERS = { cli: ['http', 'mcp'], desktop: ['http'] };
 
 const RANK = new Map(LAYERS.flatMap((names, i) => names.map((n) => [n, i])));
 
@@ -50,25 +52,20 @@ export function mayImport(from, to) {
   return a !== undefined && b !== undefined && b < a;
 }
 
-/** `main/x/y.ts -> folder` keys of the imports the baseline allows for now. */
-export function loadBaseline() {
-  return new Set(JSON.parse(readFileSync(resolve(REPO, 'eslint-rules/layering-baseline.json'), 'utf8')).allowed);
-}
-
-export function baselineKey(file, to) {
+/** `main/x/y.ts -> folder`: one import of a file into another folder, as reports and tests name it. */
+export function importKey(file, to) {
   return `${relative(REPO, resolve(file)).split(sep).join('/')} -> ${to}`;
 }
 
-/** Calls `found(node, from, to, listed)` for every import of a main/ file that goes against the layers. */
+/** Calls `found(node, from, to)` for every import of a main/ file that goes against the layers. */
 function importsAgainstLayers(context, found) {
   const file = context.filename;
   const from = folderOf(file);
   if (!from || !RANK.has(from)) return {};
-  const baseline = loadBaseline();
   const check = (node, source) => {
     if (typeof source !== 'string' || !source.startsWith('.')) return;
     const to = folderOf(resolve(dirname(file), source));
-    if (to && !mayImport(from, to)) found(node, from, to, baseline.has(baselineKey(file, to)));
+    if (to && !mayImport(from, to)) found(node, from, to);
   };
   return {
     ImportDeclaration: (n) => check(n, n.source.value),
@@ -80,7 +77,7 @@ function importsAgainstLayers(context, found) {
 
 const ORDER = LAYERS.map((l) => l.join('|')).join(' < ');
 
-/** An import against the layers that the baseline does not list; a folder without a layer. */
+/** An import against the layers; a folder without a layer. */
 const rule = {
   meta: {
     type: 'problem',
@@ -94,20 +91,8 @@ const rule = {
   create(context) {
     const from = folderOf(context.filename);
     if (from && !RANK.has(from)) return { Program: (node) => context.report({ node, messageId: 'unknown', data: { folder: from } }) };
-    return importsAgainstLayers(context, (node, f, to, listed) => {
-      if (!listed) context.report({ node, messageId: 'against', data: { from: f, to, order: ORDER } });
-    });
+    return importsAgainstLayers(context, (node, f, to) => context.report({ node, messageId: 'against', data: { from: f, to, order: ORDER } }));
   },
 };
 
-/** The imports the baseline lists, as warnings: today's drift stays visible until it is moved. */
-const baselineRule = {
-  meta: { type: 'suggestion', docs: rule.meta.docs, schema: [], messages: { listed: '{{from}}/ imports {{to}}/ against the layers (listed in eslint-rules/layering-baseline.json until it is moved).' } },
-  create(context) {
-    return importsAgainstLayers(context, (node, from, to, listed) => {
-      if (listed) context.report({ node, messageId: 'listed', data: { from, to } });
-    });
-  },
-};
-
-export default { rules: { layers: rule, 'layers-baseline': baselineRule } };
+export default { rules: { layers: rule } };

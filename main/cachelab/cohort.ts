@@ -1,15 +1,16 @@
 import type { Config } from '../core/config.js';
 import type { Db } from '../store/db.js';
 import type { Task, TaskKind } from '../tasks/types.js';
-import { BUILTIN_PROFILE_SPECS, modelForEffort } from '../workers/routing.js';
-import { resultJsonSchema } from '../workers/result-schemas.js';
+import { findProfile } from '../core/profiles.js';
+import { routedModel, sandboxFor } from '../tasks/route-rule.js';
+import { resultJsonSchema } from '../tasks/contract/result-schemas.js';
 import { findContextPack } from './context-packs.js';
 import { canonicalJson, sha256 } from './hash.js';
 import { PROMPT_PROTOCOL, profileContract } from './prompt.js';
 import { cohortOf, setCohort } from '../store/task-moves.js';
 
 /**
- * The cache cohort (SPEC §9): tasks whose requests share one provider prefix cache. Its key hashes
+ * The cache cohort: tasks whose requests share one provider prefix cache. Its key hashes
  * everything that changes the bytes before the task-specific part or where they are cached: gateway,
  * response mode, upstream model, reasoning effort, profile + contract hash, prompt protocol (+ role),
  * schema hash, sandbox, context pack hash, config scope and tool contract. Cohorts are never merged.
@@ -32,20 +33,9 @@ export interface CohortComponents {
   toolContract: string;
 }
 
-/** The sandbox a kind runs in: only execute writes (in its own worktree). */
-export function sandboxFor(kind: TaskKind): 'read-only' | 'workspace-write' {
-  return kind === 'execute' ? 'workspace-write' : 'read-only';
-}
-
-/**
- * Effort and model a task's turns go to, as the runner routes them (main/workers/routing.ts
- * resolveRoute) but without throwing: explicit values, then the profile's, then effort routing.
- */
+/** Effort and model a task's turns go to, as the runner routes them but without throwing (an unknown profile is none). */
 export function effectiveRoute(config: Config, t: Pick<Task, 'worker' | 'model' | 'reasoningEffort' | 'profile'>): { model: string | null; effort: string } {
-  const profile = t.profile ? (config.profiles[t.profile] ?? BUILTIN_PROFILE_SPECS[t.profile]) : undefined;
-  const effort = t.reasoningEffort ?? profile?.reasoning_effort ?? 'medium';
-  const model = t.model ?? profile?.model ?? (t.worker === 'mock' ? null : modelForEffort(config, t.worker, effort));
-  return { model, effort };
+  return routedModel(config, t, t.profile ? findProfile(config, t.profile) : undefined);
 }
 
 /** The hash of a kind's result schema: the schema is fixed per kind, so hashed once per process. */

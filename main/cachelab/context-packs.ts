@@ -5,7 +5,7 @@ import { insertPackVersion, listPackVersions, newestPackVersion, packVersion, ty
 import { byteLength, sha256 } from './hash.js';
 
 /**
- * Context Packs (SPEC §9): explicit, named, versioned reference text that goes into the stable part of
+ * Context Packs: explicit, named, versioned reference text that goes into the stable part of
  * the prompt. Never built from files automatically. Stored once per name + version (versions are
  * immutable); shown everywhere only as name, version, hash and bytes — the text goes to workers only.
  */

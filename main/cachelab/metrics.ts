@@ -1,7 +1,7 @@
 import { MODEL_NOT_EXPOSED, type RouteCheck, type UsageSample } from './samples.js';
 
 /**
- * Cache metrics (SPEC §9), pure arithmetic over usage samples. Hit rate is token-weighted:
+ * Cache metrics, pure arithmetic over usage samples. Hit rate is token-weighted:
  * Σcached / Σinput. A sample is `warm` when an earlier sample of another task in the same cohort lies
  * within the window before it, `cold` otherwise, and `indeterminate` when its route is unverified
  * (CLI reported another model or none) or it predates the Cache Lab. A warm cohort is `achieved` with

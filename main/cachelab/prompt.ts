@@ -2,12 +2,12 @@ import type { Config } from '../core/config.js';
 import { AppError } from '../core/errors.js';
 import type { Db } from '../store/db.js';
 import type { Task, TaskKind } from '../tasks/types.js';
-import { BUILTIN_PROFILE_SPECS, type ProfileSpec } from '../workers/routing.js';
+import { BUILTIN_PROFILE_SPECS, type ProfileSpec } from '../core/profiles.js';
 import { findContextPack, type ContextPack } from './context-packs.js';
 import { byteLength, canonicalJson, sha256 } from './hash.js';
 
 /**
- * The prompt protocol (SPEC §9). Everything stable comes first — protocol id, role by kind, profile
+ * The prompt protocol. Everything stable comes first — protocol id, role by kind, profile
  * and its contract, result contract, global rules, role rules, optional context pack — so every task
  * of one cache cohort sends a byte-identical prefix; the task-specific part (objective, workspace,
  * allowed paths, criteria, verify commands) comes last. Bump the id whenever the layout or any fixed

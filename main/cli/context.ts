@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
 import { COMMANDS } from '../commands/index.js';
 import { runCommand, type CommandContext } from '../commands/table.js';
-import { Engine } from '../engine.js';
+import { openEngine } from '../app.js';
+import type { Engine } from '../engine.js';
 import { callerDepth } from '../core/caller-depth.js';
 
 export interface GlobalOptions {
@@ -24,7 +25,7 @@ export async function withEngine<T>(
 ): Promise<T> {
   let engine: Engine;
   try {
-    engine = new Engine({ home: globals(cmd).home });
+    engine = openEngine({ home: globals(cmd).home });
   } catch (err) {
     if (onOpenError) return onOpenError(err);
     throw err;

@@ -14,7 +14,7 @@ function requestLines(r: TaskRequest & { task?: { name: string } }): string {
   return [head, ...body].join('\n');
 }
 
-/** `followup`, and the other ways of talking to a task once it started (issue 15). */
+/** `followup`, and the other ways of talking to a task once it started. */
 export function registerConversationCommands(program: Command): void {
   program
     .command('followup')

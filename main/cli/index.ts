@@ -8,7 +8,7 @@ import { registerSystemCommands } from './system.js';
 import { registerTaskCommands } from './tasks.js';
 import { registerIsolationCommands } from './isolation.js';
 import { registerSchedulerCommands } from './scheduler.js';
-import { registerServeCommand } from '../http/serve-command.js';
+import { registerServeCommand } from './serve.js';
 import { findPackageRoot } from '../http/static.js';
 import { registerMcpCommands } from './mcp.js';
 import { registerTeamCommands } from './teams.js';

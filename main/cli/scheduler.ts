@@ -1,8 +1,9 @@
 import { type Command } from 'commander';
 import { AppError } from '../core/errors.js';
-import { startSchedulerService } from '../scheduler/service.js';
+import { startSchedulerService } from '../app.js';
 import { withEngine } from './context.js';
-import { resolveTaskId, taskName } from '../store/tasks.js';
+import { countInStatuses, resolveTaskId, taskName } from '../store/tasks.js';
+import { getSetting } from '../store/settings.js';
 import { err, out, printJson } from './output.js';
 import { isIdle } from '../store/work-counts.js';
 import { installGracefulShutdown } from '../scheduler/shutdown.js';
@@ -19,15 +20,21 @@ const LIVE_STATES: TaskStatus[] = ['starting', 'running', 'verifying', 'queued',
  * Keep `run`'s status line current: the leader's role, what runs and waits in the home, and what ended
  * while this process ran (each end also printed as a line that stays). Returns the unsubscribe.
  */
-function followRunStatus(engine: Engine, svc: SchedulerService, call: (name: string, input?: unknown) => Promise<unknown>, line: StatusLine): () => void {
+function followRunStatus(engine: Engine, svc: SchedulerService, line: StatusLine): () => void {
   const ended: Record<string, number> = {};
   let pending: NodeJS.Timeout | null = null;
+  // After each change (a background leader logs every line to runner.log): the live counts only, through the
+  // status index, not scheduler_status, whose count of every status read the whole store at each redraw.
   const refresh = async () => {
     pending = null;
-    const r = (await call('scheduler_status', {}).catch(() => null)) as { counts: Record<string, number>; paused: boolean } | null;
-    if (!r) return;
+    let r: { counts: Record<string, number>; paused: boolean };
+    try {
+      r = { counts: countInStatuses(engine.db, LIVE_STATES), paused: getSetting<boolean>(engine.db, 'scheduler.paused') ?? false };
+    } catch {
+      return; // a store that cannot be read now: the next change redraws
+    }
     const live = Object.fromEntries(LIVE_STATES.filter((k) => r.counts[k]).map((k) => [k, r.counts[k]]));
-    const role = svc.status().role === 'leader' ? (r.paused ? 'leading (paused)' : 'leading') : 'standby';
+    const role = svc.scheduler ? (r.paused ? 'leading (paused)' : 'leading') : 'standby';
     const done = Object.keys(ended).length ? ` · ended here: ${describeCounts(ended)}` : '';
     line.set(`${role} · ${Object.keys(live).length ? describeCounts(live) : 'idle'}${done}`);
   };
@@ -131,7 +138,7 @@ export function registerSchedulerCommands(program: Command): void {
         process.on('SIGTERM', hold);
         const svc = await startSchedulerService(engine, { onlyWithWork: Boolean(o.untilIdle) });
         const line = createStatusLine({ quiet: o.quiet });
-        const stopStatus = o.quiet ? () => undefined : followRunStatus(engine, svc, call, line);
+        const stopStatus = o.quiet ? () => undefined : followRunStatus(engine, svc, line);
         let announcedStandby = false;
         // Announcements go through the status line, so a live line is cleared before they print.
         const say = (text: string) => (o.quiet ? err(text) : line.note(text));

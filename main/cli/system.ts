@@ -4,7 +4,8 @@ import { writeDefaultConfig } from '../core/config.js';
 import { ensureHomeDirs, resolveHome } from '../core/home.js';
 import { setStoreAside } from '../store/identity.js';
 import type { DoctorCheck } from '../commands/doctor.js';
-import { Engine } from '../engine.js';
+import { openEngine } from '../app.js';
+import type { Engine } from '../engine.js';
 import type { EventRow } from '../store/events.js';
 import { globals, withEngine } from './context.js';
 import { err, out, printJson } from './output.js';
@@ -12,7 +13,7 @@ import { AppError, isAppError } from '../core/errors.js';
 import { redactText } from '../core/redact.js';
 import { parseIntOption } from './tasks.js';
 import { commandText, formatDuration } from './verification.js';
-import { followEvents, type FollowOptions } from '../lib/follow.js';
+import { followEvents, type FollowOptions } from '../scheduler/follow.js';
 
 function eventLine(e: EventRow): string {
   const time = new Date(e.ts).toISOString().slice(11, 23);
@@ -88,7 +89,7 @@ export function registerSystemCommands(program: Command): void {
       ensureHomeDirs(home);
       const wrote = writeDefaultConfig(home.config, Boolean(o.force));
       const setAside = o.newStore ? setStoreAside(home) : [];
-      new Engine({ home: home.root }).close();
+      openEngine({ home: home.root }).close();
       if (o.json) printJson({ home: home.root, config: home.config, database: home.db, configWritten: wrote, setAside });
       else {
         out(`home ${home.root}\nconfig ${home.config}${wrote ? ' (written)' : ' (kept; --force rewrites it)'}\ndatabase ${home.db}${o.newStore ? ' (new, empty)' : ''}`);

@@ -64,7 +64,7 @@ function printReport(r: TeamReport): void {
   out(r.acceptable ? `accept with: lightworker team accept ${r.rootId}  (takes ${r.acceptable})` : 'nothing to accept yet');
 }
 
-/** `lightworker team <strategy> …` and the commands that follow a team (issue 18). */
+/** `lightworker team <strategy> …` and the commands that follow a team. */
 export function registerTeamCommands(program: Command): void {
   const team = program.command('team').description('run a team of workers as one task tree (implement_review, map_reduce, best_of_n, integrate, handoff)');
   const start = (strategy: string, extra: (o: Opts) => Record<string, unknown>) => async (words: string[], o: Opts, cmd: Command) => {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { taskCachelab } from '../cachelab/task-cachelab.js';
 import { followUpTask, FOLLOW_UP_MAX_CHARS } from '../tasks/followup.js';
 import { MAX_OBJECTIVE_BYTES, TASK_ID, noNul } from '../tasks/schema.js';
 import { pauseTask, redirectTask, rejectTask, resumeTask, reverifyTask } from '../tasks/controls.js';
@@ -8,7 +9,7 @@ import { getTask } from '../store/tasks.js';
 import { authorityOf, defineCommand, FACE_LABELS, requirePersonOrAllowed } from './table.js';
 import { withApproval } from './tasks.js';
 
-/** Talking to a task after it started (issue 15): follow-ups and the controls around a run. */
+/** Talking to a task after it started: follow-ups and the controls around a run. */
 export const followUpCommand = defineCommand({
   name: 'followup_task',
   description: "Send a message to an ended task's session (new attempt, same worktree).",
@@ -25,7 +26,7 @@ export const followUpCommand = defineCommand({
       if (!known.includes(input.worker)) throw new AppError('invalid_input', `worker: unknown worker "${input.worker}" (known: ${known.join(', ')})`, { field: 'worker' });
     }
     const task = ctx.engine.write(() =>
-      followUpTask(ctx.engine.db, ctx.engine.config, input.id, { message: input.message, worker: input.worker, by: FACE_LABELS[ctx.face], authority: authorityOf(ctx) }),
+      followUpTask(ctx.engine.db, ctx.engine.config, input.id, { message: input.message, worker: input.worker, by: FACE_LABELS[ctx.face], authority: authorityOf(ctx), cachelab: taskCachelab }),
     );
     return { task, ...withApproval(ctx, [task]) };
   },

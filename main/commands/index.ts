@@ -6,7 +6,7 @@ import { EVENT_COMMANDS } from './events.js';
 import { FLEET_COMMANDS } from './fleet.js';
 import { ISOLATION_COMMANDS } from './isolation.js';
 import { PULL_COMMANDS } from './pulls.js';
-import { mcpConfigCommand } from '../mcp/client-config.js';
+import { mcpConfigCommand } from './mcp-config.js';
 import { ORCHESTRATION_COMMANDS } from './orchestration.js';
 import { SETTINGS_COMMANDS } from './settings.js';
 import { SCHEDULER_COMMANDS } from './scheduler.js';

@@ -2,7 +2,6 @@ import { z } from 'zod';
 import { EFFORTS, MODES } from '../core/config.js';
 import { isAppError } from '../core/errors.js';
 import { createComparison, compareReport } from '../orchestration/compare.js';
-import { installPlanHandler } from '../orchestration/plan-hook.js';
 import { chainReviews } from '../orchestration/review.js';
 import { createTasks } from '../tasks/create.js';
 import { MAX_OBJECTIVE_BYTES, noNul, TASK_ID, taskInputSchema } from '../tasks/schema.js';
@@ -16,10 +15,6 @@ import { createTeam } from '../orchestration/teams.js';
 
 /** The one command a comparison report runs for each candidate (the same validation as every face). */
 const DIFF_TABLE: ReadonlyMap<string, CommandDef> = new Map([getTaskDiff as CommandDef].map((c) => [c.name, c]));
-
-// Every process that loads the command table (CLI, MCP, HTTP, desktop) may lead the scheduler: each
-// must turn completed plans into child tasks.
-installPlanHandler();
 
 const WORKER = z.string().min(1).max(64).regex(/^[a-z0-9][a-z0-9_-]*$/, 'a worker name');
 

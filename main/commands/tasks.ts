@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { taskCachelab } from '../cachelab/task-cachelab.js';
 import type { RouteRecord } from '../workers/route-record.js';
 import { AppError } from '../core/errors.js';
 import { listEvents } from '../store/events.js';
@@ -43,7 +44,7 @@ function upstreamApprovals(ctx: CommandContext, t: Task): string[] {
 
 /** What task creation needs from a command call, including the workers that can run and who calls. */
 export function createContext(ctx: CommandContext): CreateContext & { lowered: string[] } {
-  return { db: ctx.engine.db, config: ctx.engine.config, homeRoot: ctx.engine.home.root, depth: ctx.depth, knownWorkers: allWorkerNames(ctx.engine), authority: authorityOf(ctx), lowered: [] };
+  return { db: ctx.engine.db, config: ctx.engine.config, homeRoot: ctx.engine.home.root, depth: ctx.depth, knownWorkers: allWorkerNames(ctx.engine), authority: authorityOf(ctx), lowered: [], cachelab: taskCachelab };
 }
 
 /** Told to an agent whose writes wait for a person instead of running (absent for a person's calls). */
@@ -270,7 +271,7 @@ export const retryTaskCommand = defineCommand({
   readOnly: false,
   handler(ctx, input) {
     if (ctx.depth > ctx.engine.config.limits.max_depth) throw new AppError('forbidden', 'retry_task: delegation depth exceeded');
-    const task = ctx.engine.write(() => retryTask(ctx.engine.db, ctx.engine.config, input.id, input.strategy, byWho(ctx), authorityOf(ctx)));
+    const task = ctx.engine.write(() => retryTask(ctx.engine.db, ctx.engine.config, input.id, input.strategy, byWho(ctx), authorityOf(ctx), taskCachelab));
     return { task, ...withApproval(ctx, [task]) };
   },
 });

@@ -2,7 +2,6 @@ import { z } from 'zod';
 import { AppError } from '../core/errors.js';
 import { acceptTask } from '../isolation/accept.js';
 import { handoffTask } from '../orchestration/handoff.js';
-import { installTeamHandler } from '../orchestration/team-hook.js';
 import { cancelTeam, teamReport } from '../orchestration/team-report.js';
 import { teamInputSchema } from '../orchestration/team-schema.js';
 import { createTeam } from '../orchestration/teams.js';
@@ -11,9 +10,6 @@ import { createOnce } from './client-request.js';
 import { createContext, presentTask, withApproval } from './tasks.js';
 import { acceptTaskCommand } from './isolation.js';
 import { defineCommand, FACE_LABELS, requirePersonOrAllowed } from './table.js';
-
-// Every process that may lead the scheduler moves teams on (next review round, judge, ranking).
-installTeamHandler();
 
 const WORKER = z.string().min(1).max(64).regex(/^[a-z0-9][a-z0-9_-]*$/, 'a worker name');
 

@@ -102,7 +102,7 @@ export const setupSchema = z.strictObject({
   setup_timeout_s: z.number().int().min(1).max(86_400).default(600),
 });
 
-/** What happens to a worker's request (issue 15): ask a person, or deny it at once. Never an automatic grant. */
+/** What happens to a worker's request: ask a person, or deny it at once. Never an automatic grant. */
 const requestRuleSchema = z.strictObject({
   permission: z.enum(['ask', 'deny']).optional(),
   question: z.enum(['ask', 'deny']).optional(),
@@ -238,7 +238,7 @@ export const configSchema = z.strictObject({
   /** Price overrides by model name, over DEFAULT_PRICES (main/tasks/cost.ts). */
   prices: z.record(z.string().min(1).max(200), priceSchema).default({}),
   /**
-   * Where tasks live: unset = the home's SQLite file; a PostgreSQL URL = a fleet (SPEC §11). The URL here
+   * Where tasks live: unset = the home's SQLite file; a PostgreSQL URL = a fleet. The URL here
    * may not carry a password: credentials come from the environment (PGPASSWORD, or
    * LIGHTWORKER_DATABASE_URL in full) or from `url_file`, a file the user names.
    */

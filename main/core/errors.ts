@@ -27,6 +27,37 @@ export const ERROR_CODES = [
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
+/**
+ * Why a task ended without success, as its `error.code` records it (tasks.error_code, attempts.error_code):
+ * every AppError code (a failure raised while running it), plus the ends only a task has. Closed, so a
+ * face or a test that switches on a code sees every one, and a new code is added here first.
+ */
+export const TASK_ERROR_CODES = [
+  ...ERROR_CODES,
+  /** The worker's CLI has no credentials LightWorker can see. */
+  'auth_missing',
+  /** A planner answered with something that is not a valid plan. */
+  'invalid_plan',
+  /** Integrating the change onto the user's branch conflicted; nothing was integrated. */
+  'merge_conflict',
+  /** The worker kept asking for what the policy denies. */
+  'request_denied',
+  /** A question or permission request went unanswered past its deadline. */
+  'request_expired',
+  /** Stopped by a shutdown of the process that ran it (resumable, unlike a person's cancel). */
+  'shutdown',
+  /** Its runner died or lost the lease. */
+  'orphaned',
+  /** A person rejected the completed change. */
+  'rejected',
+  /** A dependency ended without success. */
+  'blocked',
+  /** A bug: an error that was not an AppError. */
+  'internal',
+] as const;
+
+export type TaskErrorCode = (typeof TASK_ERROR_CODES)[number];
+
 export class AppError extends Error {
   readonly code: ErrorCode;
   /** Extra, already-redacted detail for machine consumers (e.g. the offending field). */

@@ -2,7 +2,7 @@ import type { Config } from './config.js';
 import { AppError } from './errors.js';
 
 /**
- * Profiles (SPEC §5) bundle model + effort + the kinds they may run, a worker, and a cost rank
+ * Profiles bundle model + effort + the kinds they may run, a worker, and a cost rank
  * (lower = cheaper) used by workflow routing ("cheapest adequate") and the `deeper_profile`
  * escalation chain. Config `[profiles.NAME]` wins over a built-in of the same name. Lives in core so
  * task creation and the routing above it read one definition.

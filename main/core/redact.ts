@@ -221,7 +221,7 @@ const SECRET_KEY = /^(?:.*[_-])?(?:password|passwd|secret|token|api[_-]?key|apik
 
 /**
  * Copy on write: a value with nothing to redact comes back as it is (most event payloads: a leader redacts
- * ten per task, and copying every one of them was a good part of its garbage, issue 13).
+ * ten per task, and copying every one of them was a good part of its garbage, measured in a 200-task drain, npm run bench).
  */
 function redactDeep(value: unknown, depth: number): unknown {
   if (depth > 64) return value;

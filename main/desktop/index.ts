@@ -5,8 +5,8 @@ import { fileURLToPath } from 'node:url';
 import { app, BrowserWindow, clipboard, dialog, ipcMain, Menu, nativeImage, Notification, powerMonitor, Tray } from 'electron';
 import { COMMANDS } from '../commands/index.js';
 import { runCommand } from '../commands/table.js';
-import { Engine } from '../engine.js';
-import { startScheduler, type SchedulerService } from '../http/scheduler-link.js';
+import type { Engine } from '../engine.js';
+import { openEngine, startSchedulerService, type SchedulerService } from '../app.js';
 import { findPackageRoot } from '../http/static.js';
 import { installGracefulShutdown } from '../scheduler/shutdown.js';
 import { requireTask } from '../store/tasks.js';
@@ -102,9 +102,9 @@ async function start(): Promise<void> {
   // Before anything spawns a worker: from the Dock or a launcher, PATH lacks what the shell profile adds.
   const path = await adoptLoginShellPath();
   if (path.outcome !== 'skipped') process.stderr.write(`lightworker: PATH from the login shell: ${path.detail}\n`);
-  engine = new Engine({ nativeBinding: electronSqliteBinding() });
+  engine = openEngine({ nativeBinding: electronSqliteBinding() });
   engine.watch();
-  scheduler = await startScheduler(engine);
+  scheduler = await startSchedulerService(engine);
   lockDownSession();
   registerIpcHandlers(ipcMain, engine, () => rendererUrlFor(indexHtml));
 

@@ -70,7 +70,7 @@ export function createNotifier(deps: NotifierDeps): { onEvent(e: EventRow): void
     deps.show({ title: `Tasks: ${parts.join(', ')}`, body: [...f, ...c].slice(0, 3).map(name).join(', '), taskId: null, route: '#/tasks', silent: true });
   }
 
-  /** A worker asks a person (issue 15): at once, like an approval, opening the inbox where it is answered. */
+  /** A worker asks a person: at once, like an approval, opening the inbox where it is answered. */
   function notifyRequest(e: EventRow): void {
     const id = e.taskId!;
     const p = e.payload as { kind?: string; question?: string; tool?: string | null; command?: string | null };

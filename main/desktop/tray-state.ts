@@ -1,4 +1,4 @@
-import type { SchedulerStatus } from '../http/scheduler-link.js';
+import type { SchedulerStatus } from '../app.js';
 
 export type TrayKind = 'idle' | 'running' | 'approval' | 'paused' | 'standby' | 'trouble';
 

@@ -7,7 +7,7 @@ import { transition } from '../tasks/state.js';
 import type { Task } from '../tasks/types.js';
 import type { AcceptJournal } from './accept-journal.js';
 import { pauseForTest } from './accept-journal.js';
-import { git, gitTry, splitZ } from './git-exec.js';
+import { git, gitTry, splitZ } from '../platform/git/git-exec.js';
 
 /**
  * The steps of an accept that change the user's repository, shared by the accept itself and by the

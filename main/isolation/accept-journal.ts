@@ -2,7 +2,7 @@ import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, r
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { signalsArrived } from '../core/signal-hold.js';
-import { isProcessGone, processIdentity } from './repo-lock.js';
+import { isProcessGone, processIdentity } from '../platform/git/repo-lock.js';
 
 /**
  * The journal of an accept in progress: one file per task under `<home>/accepts/`, written and synced to

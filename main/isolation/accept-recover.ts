@@ -4,9 +4,9 @@ import { appendEvent } from '../store/events.js';
 import { getTask } from '../store/tasks.js';
 import { currentBranch, isAncestor, markAccepted, splitTouched, syncTouched } from './accept-apply.js';
 import { adoptJournal, closeJournal, interruptedJournals, isInterrupted, readJournal, type AcceptJournal } from './accept-journal.js';
+import { branchTip } from '../platform/git/branches.js';
+import { withRepoLock } from '../platform/git/repo-lock.js';
 import { getAllocation } from '../store/worktrees.js';
-import { branchTip } from './branches.js';
-import { withRepoLock } from './repo-lock.js';
 import { removeWorktree } from './worktree.js';
 
 /**

@@ -3,17 +3,17 @@ import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { AppError } from '../core/errors.js';
 import { newToken } from '../core/ids.js';
-import type { Engine } from '../engine.js';
+import type { EngineContext } from '../tasks/engine-context.js';
 import { appendEvent } from '../store/events.js';
 import { requireTask } from '../store/tasks.js';
 import { transition } from '../tasks/state.js';
 import type { Task } from '../tasks/types.js';
+import { authorEnv, branchTip, commitAuthor } from '../platform/git/branches.js';
+import { commonGitDir, git, gitTry, splitZ } from '../platform/git/git-exec.js';
 import { getAllocation, type Allocation } from '../store/worktrees.js';
-import { authorEnv, branchTip, commitAuthor } from './branches.js';
-import { commonGitDir, git, gitTry, splitZ } from './git-exec.js';
 import { copyBack } from './copy.js';
 import { exportBranch } from './private-repo.js';
-import { withLockFile, withRepoLock, type HeldLock } from './repo-lock.js';
+import { withLockFile, withRepoLock, type HeldLock } from '../platform/git/repo-lock.js';
 import { currentBranch, markAccepted, moveRef, syncCheckout } from './accept-apply.js';
 import { advanceJournal, closeJournal, leaveJournal, openJournal, pauseForTest, type AcceptJournal } from './accept-journal.js';
 import { recoverInterruptedAccepts } from './accept-recover.js';
@@ -42,7 +42,7 @@ export interface AcceptResult {
 }
 
 /** What may be accepted: a completed execute task whose inspected commit passed verification. */
-function checkAcceptable(engine: Engine, task: Task, alloc: Allocation | null, opts: AcceptOptions): asserts alloc is Allocation {
+function checkAcceptable(engine: EngineContext, task: Task, alloc: Allocation | null, opts: AcceptOptions): asserts alloc is Allocation {
   if (task.kind !== 'execute')
     throw new AppError('invalid_input', `task ${task.id} is a ${task.kind} task; only execute tasks have changes to accept`, {
       field: 'id',
@@ -123,7 +123,7 @@ async function buildCommit(repo: string, task: Task, alloc: Allocation, targetTi
  * when a touched file has uncommitted changes in the source checkout or the changes do not apply. Then
  * marks the task accepted and removes its worktree (the task branch is kept).
  */
-export async function acceptTask(engine: Engine, id: string, opts: AcceptOptions): Promise<AcceptResult> {
+export async function acceptTask(engine: EngineContext, id: string, opts: AcceptOptions): Promise<AcceptResult> {
   const task = requireTask(engine.db, id);
   const alloc = getAllocation(engine.db, id);
   checkAcceptable(engine, task, alloc, opts);
@@ -231,7 +231,7 @@ async function lockedAccept<T>(repo: string, what: string, fn: (held: HeldLock) 
  * the touched paths of the checkout, the task's record. A failed checkout step puts the ref and the paths
  * back. Each step is written to the journal when done; the journal stays while the task is not settled.
  */
-async function applyJournaled(engine: Engine, j: AcceptJournal): Promise<Task> {
+async function applyJournaled(engine: EngineContext, j: AcceptJournal): Promise<Task> {
   const { repo, task: id, branch: target } = j;
   let settled = false;
   try {
@@ -275,7 +275,7 @@ async function applyJournaled(engine: Engine, j: AcceptJournal): Promise<Task> {
  * Accept a copy-isolated task: under a lock on its folder, copy its changed files back (only when every
  * original is still what was copied; else conflict, nothing changed), mark it accepted, remove the copy.
  */
-async function acceptCopy(engine: Engine, task: Task, alloc: Allocation, folder: string, opts: AcceptOptions): Promise<AcceptResult> {
+async function acceptCopy(engine: EngineContext, task: Task, alloc: Allocation, folder: string, opts: AcceptOptions): Promise<AcceptResult> {
   const id = task.id;
   if (opts.branch)
     throw new AppError('invalid_input', `branch: task ${id} worked on a copy of ${folder} (not a git repository); its changes are copied back there, there is no branch to choose`, {

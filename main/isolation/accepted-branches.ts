@@ -1,11 +1,11 @@
-import type { Engine } from '../engine.js';
+import type { EngineContext } from '../tasks/engine-context.js';
 import { appendEvent, listEvents } from '../store/events.js';
 import { getTask } from '../store/tasks.js';
+import { branchTip, isBranchContained } from '../platform/git/branches.js';
+import { gitTry, splitZ } from '../platform/git/git-exec.js';
+import { withRepoLock } from '../platform/git/repo-lock.js';
+import type { PruneItem } from './prune-item.js';
 import type { Allocation } from '../store/worktrees.js';
-import { branchTip, isBranchContained } from './branches.js';
-import { gitTry, splitZ } from './git-exec.js';
-import { withRepoLock } from './repo-lock.js';
-import type { PruneItem } from './prune.js';
 
 /**
  * Is every change the task branch holds (from `base` to `tip`) in `commit`, and is `commit` on a branch?
@@ -35,7 +35,7 @@ async function isSquashedInto(repo: string, branch: string, base: string, tip: s
  * accepted commit on a branch), otherwise kept unless `force`. Null when the branch is already gone.
  */
 export async function planAcceptedBranch(
-  engine: Engine,
+  engine: EngineContext,
   a: Allocation,
   force: boolean,
 ): Promise<{ item: PruneItem; run: () => Promise<void> } | null> {

@@ -1,11 +1,11 @@
 import { accessSync, constants } from 'node:fs';
 import { isAbsolute, join, relative } from 'node:path';
-import type { Engine } from '../engine.js';
+import type { EngineContext } from '../tasks/engine-context.js';
 import { latestSeq, listEvents } from '../store/events.js';
 import { getTaskState } from '../store/tasks.js';
 import { ACTIVE, type Task } from '../tasks/types.js';
-import { commonGitDir, gitTry } from './git-exec.js';
-import { withRepoLock } from './repo-lock.js';
+import { commonGitDir, gitTry } from '../platform/git/git-exec.js';
+import { withRepoLock } from '../platform/git/repo-lock.js';
 import { diffSnapshots, HEAD_KEY, isConfigKey, keyedState, snapshotSource, type SourceChange, type SourceSnapshot } from './source-status.js';
 
 /**
@@ -68,13 +68,13 @@ let tick = 0;
 const isReadOnly = (kind: Task['kind']) => kind !== 'execute';
 const identity = (task: Task, inCheckout = isReadOnly(task.kind)) => ({ taskId: task.id, attempt: task.attempt, kind: task.kind, workspace: task.workspace, inCheckout });
 
-function isActive(engine: Engine, w: Watch): boolean {
+function isActive(engine: EngineContext, w: Watch): boolean {
   const t = getTaskState(engine.db, w.taskId);
   return Boolean(t && t.attempt === w.attempt && ACTIVE.has(t.status));
 }
 
 /** Drop windows nobody can need: dead ones, and closed ones that ended before every live task began. */
-function forgetOld(engine: Engine, repo: string): void {
+function forgetOld(engine: EngineContext, repo: string): void {
   const map = watches.get(repo);
   if (!map) return;
   const live = [...map.values()].filter((w) => isActive(engine, w));
@@ -117,17 +117,17 @@ interface SnapshotRun {
 }
 
 /** Per database (its event sequence goes with the snapshot) and repository: the newest run (maybe in flight) and the one queued behind it. */
-const snapshotRuns = new WeakMap<Engine['db'], Map<string, { last: SnapshotRun | null; next: SnapshotRun | null }>>();
+const snapshotRuns = new WeakMap<EngineContext['db'], Map<string, { last: SnapshotRun | null; next: SnapshotRun | null }>>();
 
 /**
  * A snapshot of the source checkout whose `git status` started at or after `notBefore`
  * (performance.now() ms), shared by every task of the repository that asks at about the same time:
- * one snapshot per repository per dispatch burst instead of two `git status` per task (issue 13).
+ * one snapshot per repository per dispatch burst instead of two `git status` per task (measured in a 200-task drain, npm run bench).
  * Requests while a run is in flight that started too early share the single run queued behind it.
  * The event sequence number is read just before each run starts: an accept finishing in between is
  * then "since", never lost.
  */
-export function sharedSnapshot(engine: Engine, repo: string, notBefore: number): Promise<SourceSnapshot> {
+export function sharedSnapshot(engine: EngineContext, repo: string, notBefore: number): Promise<SourceSnapshot> {
   let perRepo = snapshotRuns.get(engine.db);
   if (!perRepo) snapshotRuns.set(engine.db, (perRepo = new Map()));
   let runs = perRepo.get(repo);
@@ -159,7 +159,7 @@ export function sharedSnapshot(engine: Engine, repo: string, notBefore: number):
  * concurrent tasks' checks can tell its writes from theirs. Call once per attempt, before the worker runs.
  * A snapshot started up to {@link SHARED_BEFORE_MS} ago is shared.
  */
-export async function watchSource(engine: Engine, repo: string, task: Task, opts: { inCheckout?: boolean } = {}): Promise<SourceSnapshot> {
+export async function watchSource(engine: EngineContext, repo: string, task: Task, opts: { inCheckout?: boolean } = {}): Promise<SourceSnapshot> {
   const before = await sharedSnapshot(engine, repo, performance.now() - SHARED_BEFORE_MS);
   forgetOld(engine, repo);
   const map = watches.get(repo) ?? new Map<string, Watch>();
@@ -169,7 +169,7 @@ export async function watchSource(engine: Engine, repo: string, task: Task, opts
 }
 
 /** Could `w` have brought `change.key` to its current state? */
-function couldHaveMade(engine: Engine, w: Watch, change: SourceChange): boolean {
+function couldHaveMade(engine: EngineContext, w: Watch, change: SourceChange): boolean {
   if (keyedState(w.before)[change.key] === change.after) return false; // it started with this state
   // In a turn (its first, or a repair turn after an inspection): its own next check compares from its
   // start, so it will see this change too.
@@ -180,7 +180,7 @@ function couldHaveMade(engine: Engine, w: Watch, change: SourceChange): boolean 
 }
 
 /** True when every commit HEAD gained is one LightWorker's accept made (recorded since `before`). */
-async function movedByAccept(engine: Engine, repo: string, before: SourceSnapshot, after: SourceSnapshot): Promise<boolean> {
+async function movedByAccept(engine: EngineContext, repo: string, before: SourceSnapshot, after: SourceSnapshot): Promise<boolean> {
   if (!before.head || !after.head || before.branchRef !== after.branchRef || before.seq === undefined) return false;
   const ancestor = await gitTry(repo, ['merge-base', '--is-ancestor', before.head, after.head]);
   if (ancestor.exitCode !== 0) return false;
@@ -208,7 +208,7 @@ function mentions(text: string, name: string): boolean {
  * relative path is their own copy's file); read-only ones in the checkout also by the path relative to
  * their workspace, their working directory.
  */
-function namedInToolCalls(engine: Engine, repo: string, w: Watch, key: string): boolean {
+function namedInToolCalls(engine: EngineContext, repo: string, w: Watch, key: string): boolean {
   if (key === HEAD_KEY || isConfigKey(key)) return false; // HEAD and config keys are no paths
   const abs = join(repo, key);
   const names = [abs];
@@ -242,7 +242,7 @@ export interface SourceAttribution {
  * tool calls, or a read-only task's seen by an execute task → noted with who; else a violation of this
  * task, naming the other tasks that could have made it.
  */
-export async function attributeSourceChanges(engine: Engine, task: Task, repo: string, before: SourceSnapshot): Promise<SourceAttribution> {
+export async function attributeSourceChanges(engine: EngineContext, task: Task, repo: string, before: SourceSnapshot): Promise<SourceAttribution> {
   // Its worker has exited: any snapshot started from now on sees all it wrote (shared with tasks ending now).
   const after = await sharedSnapshot(engine, repo, performance.now());
   const map = watches.get(repo) ?? new Map<string, Watch>();
@@ -295,7 +295,7 @@ export async function attributeSourceChanges(engine: Engine, task: Task, repo: s
 }
 
 /** Working-tree paths of `repo` that custody put back since event `seq`, with the task whose end did it. */
-function putBackSince(engine: Engine, repo: string, seq: number): Map<string, string> {
+function putBackSince(engine: EngineContext, repo: string, seq: number): Map<string, string> {
   const out = new Map<string, string>();
   for (const e of listEvents(engine.db, { after: seq, types: ['custody.restored'], limit: 5000 }).events) {
     if (e.payload.repo !== repo) continue;

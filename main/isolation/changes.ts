@@ -1,16 +1,16 @@
 import { lstatSync, readlinkSync, realpathSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { redactText } from '../core/redact.js';
-import type { Engine } from '../engine.js';
+import type { EngineContext } from '../tasks/engine-context.js';
 import { appendEvent } from '../store/events.js';
 import type { Task } from '../tasks/types.js';
+import { commitAll, commitAuthor } from '../platform/git/branches.js';
+import { git, gitTry, splitZ } from '../platform/git/git-exec.js';
+import { matchAny } from '../platform/git/globs.js';
 import { getAllocation, setHeadCommit } from '../store/worktrees.js';
-import { commitAll, commitAuthor } from './branches.js';
-import { git, gitTry, splitZ } from './git-exec.js';
-import { matchAny } from './globs.js';
 import { isPrivateRepo, sealPrivateRepo } from './private-repo.js';
-import { isInside } from './guards.js';
-import { withRepoLock } from './repo-lock.js';
+import { isInside } from '../platform/git/guards.js';
+import { withRepoLock } from '../platform/git/repo-lock.js';
 import { attributeSourceChanges } from './attribution.js';
 import type { SourceSnapshot } from './source-status.js';
 import { mkdirPrivate, PRIVATE_FILE } from '../core/private-home.js';
@@ -67,7 +67,7 @@ export interface Inspection {
  * artifact, and check boundaries: paths outside allowed_paths, symlinks escaping the worktree, and
  * anything that changed in the source checkout during the run.
  */
-export async function inspectWorktree(engine: Engine, task: Task, input: InspectInput, later: (write: () => void) => void = (w) => engine.write(w)): Promise<Inspection> {
+export async function inspectWorktree(engine: EngineContext, task: Task, input: InspectInput, later: (write: () => void) => void = (w) => engine.write(w)): Promise<Inspection> {
   if (input.privateRepo && !isPrivateRepo(input.worktree)) return replacedGitDir(engine, task, input, later);
   const head = await withRepoLock(input.repo, `commit the work of ${task.id}`, async () => {
     const author = await commitAuthor(input.repo, engine.config.git.author);
@@ -109,7 +109,7 @@ export async function inspectWorktree(engine: Engine, task: Task, input: Inspect
  * The worker replaced its private repository's `.git` (by a link or a `gitdir:` file, e.g. to the user's
  * git dir): LightWorker runs no git there; the task has no commit and breaks its boundary.
  */
-function replacedGitDir(engine: Engine, task: Task, input: InspectInput, later: (write: () => void) => void): Inspection {
+function replacedGitDir(engine: EngineContext, task: Task, input: InspectInput, later: (write: () => void) => void): Inspection {
   const violations = [`${join(input.worktree, '.git')} (the worker replaced the task repository's git dir; nothing there was committed)`];
   const diffArtifact = join(engine.home.artifacts, task.id, `diff-${task.attempt}.patch`);
   mkdirPrivate(dirname(diffArtifact));
@@ -119,7 +119,7 @@ function replacedGitDir(engine: Engine, task: Task, input: InspectInput, later: 
 }
 
 /** Read-only kinds: only the source-checkout comparison applies. */
-export async function inspectReadOnly(engine: Engine, task: Task, repo: string, before: SourceSnapshot, later: (write: () => void) => void = (w) => engine.write(w)): Promise<string[]> {
+export async function inspectReadOnly(engine: EngineContext, task: Task, repo: string, before: SourceSnapshot, later: (write: () => void) => void = (w) => engine.write(w)): Promise<string[]> {
   const { violations, attributed } = await attributeSourceChanges(engine, task, repo, before);
   later(() =>
     appendEvent(engine.db, task.id, 'changes.inspected', {

@@ -2,16 +2,16 @@ import { createHash } from 'node:crypto';
 import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { AppError } from '../core/errors.js';
-import type { Engine } from '../engine.js';
-import { processStartTime } from '../runner/process.js';
+import type { EngineContext } from '../tasks/engine-context.js';
+import { processStartTime } from '../platform/proc/process.js';
 import { appendEvent } from '../store/events.js';
 import { updateTaskFields } from '../store/tasks.js';
 import type { Task } from '../tasks/types.js';
+import { LW_AUTHOR } from '../platform/git/branches.js';
+import { git, gitBytes, gitTry } from '../platform/git/git-exec.js';
+import { matchAny } from '../platform/git/globs.js';
+import { checkContainment, checkDiskReserve } from '../platform/git/guards.js';
 import { getAllocation, insertAllocating, markReady, markReleased } from '../store/worktrees.js';
-import { LW_AUTHOR } from './branches.js';
-import { git, gitBytes, gitTry } from './git-exec.js';
-import { matchAny } from './globs.js';
-import { checkContainment, checkDiskReserve } from './guards.js';
 import { branchFor, worktreePathFor } from './worktree.js';
 import { mkdirPrivate, PRIVATE_FILE } from '../core/private-home.js';
 
@@ -90,7 +90,7 @@ export function scanFolder(folder: string, budget: { max_bytes: number; max_file
 
 const sha256 = (buf: Buffer) => createHash('sha256').update(buf).digest('hex');
 
-export function manifestPath(engine: Engine, taskId: string, attempt: number): string {
+export function manifestPath(engine: EngineContext, taskId: string, attempt: number): string {
   return join(engine.home.artifacts, taskId, `copy-${attempt}.json`);
 }
 
@@ -105,7 +105,7 @@ export interface PreparedCopy {
  * the allocation row, with `copy_of`, exists before anything is written) and commit it as the base.
  * A failure after the record removes what was made and releases the row before rethrowing.
  */
-export async function prepareCopy(engine: Engine, task: Task): Promise<PreparedCopy> {
+export async function prepareCopy(engine: EngineContext, task: Task): Promise<PreparedCopy> {
   const folder = task.workspace;
   checkContainment(engine.home.root, folder);
   const t0 = performance.now();
@@ -240,7 +240,7 @@ async function changesOf(copy: string, base: string, head: string): Promise<{ ch
  * naming the files, with nothing changed. New contents are staged beside their targets first, then
  * renamed into place. Returns the files written or deleted.
  */
-export async function copyBack(engine: Engine, task: Task): Promise<string[]> {
+export async function copyBack(engine: EngineContext, task: Task): Promise<string[]> {
   const alloc = getAllocation(engine.db, task.id);
   if (!alloc?.copyOf || !alloc.headCommit) throw new AppError('conflict', `task ${task.id} has no copy with inspected changes to accept`);
   let manifest: CopyManifest;

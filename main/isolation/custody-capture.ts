@@ -1,7 +1,8 @@
+import { createHash } from 'node:crypto';
 import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
-import { commonGitDir, git, gitTry } from './git-exec.js';
+import { commonGitDir, git, gitTry, splitZ } from '../platform/git/git-exec.js';
 import { SAFE_GIT } from './private-repo.js';
 import { sourceStateCommit } from './snapshot.js';
 
@@ -35,6 +36,8 @@ export interface RepoState {
   index: Buffer | null;
   /** The working tree's state commit in the snapshot store. */
   worktree: string;
+  /** {@link worktreeFingerprint} taken with the capture: the same one later means the index and working tree did not change. */
+  quick: string | null;
 }
 
 /** Refs LightWorker owns in the user's repository: task branches brought there on accept or removal. */
@@ -135,11 +138,52 @@ export async function captureRepo(engine: Engine, repo: string): Promise<RepoSta
   const { files, folders } = captureGitFiles(gitDir, common);
   const indexPath = join(gitDir, 'index');
   const index = existsSync(indexPath) ? readFileSync(indexPath) : null;
-  const [entries, worktree] = await Promise.all([
+  const [entries, worktree, quick] = await Promise.all([
     index ? gitTry(repo, [...SAFE_GIT, '--no-optional-locks', 'ls-files', '-s', '-z']) : null,
     sourceStateCommit(engine, repo),
+    worktreeFingerprint(repo, gitDir),
   ]);
-  return { repo, gitDir, common, files, folders, index, indexEntries: entries?.exitCode === 0 ? entries.stdout : null, worktree };
+  return { repo, gitDir, common, files, folders, index, indexEntries: entries?.exitCode === 0 ? entries.stdout : null, worktree, quick };
+}
+
+/** Fields before the path in a porcelain v2 record, by record type. */
+const STATUS_FIELDS: Record<string, number> = { '1': 8, '2': 9, u: 10, '?': 1, '!': 1 };
+
+/**
+ * The index and working tree of `repo` in one git call: the index file's hash, `git status` (every
+ * changed, added or untracked path, tracked files checked against the index as git checks them: stat
+ * data, ctime included, and content when racily clean) and each listed path's lstat to the nanosecond
+ * (ctime: no write keeps it). Equal fingerprints mean the state commit would be the same, so the after-task
+ * check skips the index and working-tree pass (six git calls under the repository lock, serializing tasks).
+ * Null when git status fails (the full pass then runs).
+ */
+export async function worktreeFingerprint(repo: string, gitDir: string): Promise<string | null> {
+  const h = createHash('sha256');
+  const indexPath = join(gitDir, 'index');
+  h.update(existsSync(indexPath) ? readFileSync(indexPath) : 'no index');
+  const status = await gitTry(
+    repo,
+    [...SAFE_GIT, '--no-optional-locks', 'status', '--porcelain=v2', '-z', '--untracked-files=all', '--ignore-submodules=none'],
+    { raw: true },
+  );
+  if (status.exitCode !== 0) return null;
+  h.update('\0status\0').update(status.stdout);
+  const parts = splitZ(status.stdout);
+  for (let i = 0; i < parts.length; i++) {
+    const n = STATUS_FIELDS[parts[i][0]];
+    if (n === undefined) continue;
+    const paths = [parts[i].split(' ').slice(n).join(' ')];
+    if (parts[i][0] === '2') paths.push(parts[++i]); // a rename's origin is the next record
+    for (const path of paths) {
+      try {
+        const st = lstatSync(join(repo, path), { bigint: true });
+        h.update(`\0${path}\0${st.size}:${st.mtimeNs}:${st.ctimeNs}:${st.ino}:${st.mode}`);
+      } catch {
+        h.update(`\0${path}\0-`);
+      }
+    }
+  }
+  return h.digest('hex');
 }
 
 /** Index entries as path → "mode blob stage". */

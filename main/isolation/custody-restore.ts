@@ -2,7 +2,7 @@ import { existsSync, readdirSync, rmdirSync, rmSync, writeFileSync } from 'node:
 import { dirname, join, sep } from 'node:path';
 import { newToken } from '../core/ids.js';
 import type { FileEntry } from './custody-capture.js';
-import { git, gitTry, splitZ } from './git-exec.js';
+import { git, gitTry, splitZ } from '../platform/git/git-exec.js';
 import { SAFE_GIT } from './private-repo.js';
 import { mkdirPrivate, PRIVATE_FILE } from '../core/private-home.js';
 

@@ -4,10 +4,10 @@ import { appendEvent, latestSeq, listEvents } from '../store/events.js';
 import { getAllocation } from '../store/worktrees.js';
 import { getTaskState } from '../store/tasks.js';
 import { ACTIVE, type Task } from '../tasks/types.js';
-import { captureGitFiles, captureRepo, foreignPackedRefs, parseIndexEntries, sameEntry, type Engine, type FileEntry, type RepoState } from './custody-capture.js';
-import { git } from './git-exec.js';
+import { captureGitFiles, captureRepo, foreignPackedRefs, parseIndexEntries, sameEntry, worktreeFingerprint, type Engine, type FileEntry, type RepoState } from './custody-capture.js';
+import { git } from '../platform/git/git-exec.js';
 import { SAFE_GIT } from './private-repo.js';
-import { withRepoLock } from './repo-lock.js';
+import { withRepoLock } from '../platform/git/repo-lock.js';
 import { storeOf } from './snapshot.js';
 import { restorePackedRefs, restoreWorktree } from './custody-restore.js';
 import { mkdirPrivate, PRIVATE_FILE } from '../core/private-home.js';
@@ -215,7 +215,9 @@ async function checkAndRestore(engine: Engine, task: Task, lease: CustodyLease):
     restored.push({ area, path: shown(before, path), change, ...(area === 'ref' || area === 'HEAD' ? { was: text(was), found: text(found) } : {}) });
   }
 
-  // 2. The index and the working tree (git runs now, with the config put back).
+  // 2. The index and the working tree (git runs now, with the config put back), unless one git status shows
+  // them as captured: with the git dir's files unchanged too, nothing is left to compare.
+  if (!restored.length && !failed.length && before.quick && (await worktreeFingerprint(lease.repo, before.gitDir)) === before.quick) return null;
   const acceptedFiles = new Set(accepted.flatMap((a) => a.files));
   const after = await captureRepo(engine, lease.repo);
   const beforeIdx = parseIndexEntries(before.indexEntries);

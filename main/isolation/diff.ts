@@ -1,11 +1,11 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { redactText } from '../core/redact.js';
-import type { Engine } from '../engine.js';
+import type { EngineContext } from '../tasks/engine-context.js';
 import { requireTask } from '../store/tasks.js';
+import { branchTip } from '../platform/git/branches.js';
+import { git, splitZ } from '../platform/git/git-exec.js';
 import { getAllocation } from '../store/worktrees.js';
-import { branchTip } from './branches.js';
-import { git, splitZ } from './git-exec.js';
 import { isPrivateRepo, privateTip, SAFE_GIT } from './private-repo.js';
 
 /** Diffs larger than this are cut, with a note (the console and MCP clients stay responsive). */
@@ -38,7 +38,7 @@ function cap(text: string, max: number): { text: string; truncated: boolean } {
  * The task's diff from its base: live from the task branch when it still exists, else the latest diff
  * artifact. Redacted and capped at `maxBytes` (the note says how much was left out).
  */
-export async function taskDiff(engine: Engine, id: string, maxBytes = DIFF_CAP_BYTES): Promise<TaskDiff> {
+export async function taskDiff(engine: EngineContext, id: string, maxBytes = DIFF_CAP_BYTES): Promise<TaskDiff> {
   const task = requireTask(engine.db, id);
   const alloc = getAllocation(engine.db, id);
   let text = '';

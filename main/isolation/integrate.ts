@@ -1,11 +1,11 @@
 import { AppError } from '../core/errors.js';
-import type { Engine } from '../engine.js';
+import type { EngineContext } from '../tasks/engine-context.js';
 import { appendEvent } from '../store/events.js';
 import { requireTask } from '../store/tasks.js';
 import type { Task } from '../tasks/types.js';
+import { LW_AUTHOR } from '../platform/git/branches.js';
+import { git, gitTry, splitZ } from '../platform/git/git-exec.js';
 import { getAllocation } from '../store/worktrees.js';
-import { LW_AUTHOR } from './branches.js';
-import { git, gitTry, splitZ } from './git-exec.js';
 import { bringCommit } from './private-repo.js';
 import { verifiedOutcome } from './verify.js';
 
@@ -27,7 +27,7 @@ export interface IntegrationOutcome {
  * The verified commit of a source task: a completed execute task whose inspected head passed its
  * verification (or that had no verify commands). Anything else is refused, naming the source.
  */
-function verifiedHead(engine: Engine, id: string): string {
+function verifiedHead(engine: EngineContext, id: string): string {
   const t = requireTask(engine.db, id);
   const alloc = getAllocation(engine.db, id);
   if (t.kind !== 'execute' || (t.status !== 'completed' && t.status !== 'accepted') || !alloc?.headCommit) {
@@ -47,7 +47,7 @@ function verifiedHead(engine: Engine, id: string): string {
  * reported at once. Nothing outside the worktree is touched: the user's branch changes only on accept.
  * Records `integrate.merged` and, when anything clashed, `integrate.conflicts` on the task.
  */
-export async function integrateSources(engine: Engine, task: Task, worktree: string, sources: string[]): Promise<IntegrationOutcome> {
+export async function integrateSources(engine: EngineContext, task: Task, worktree: string, sources: string[]): Promise<IntegrationOutcome> {
   const heads = sources.map((s) => ({ source: s, commit: verifiedHead(engine, s) }));
   const touched = new Map<string, string[]>();
   const merged: IntegrationOutcome['merged'] = [];

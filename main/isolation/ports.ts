@@ -1,6 +1,6 @@
 import { createServer } from 'node:net';
 import { AppError } from '../core/errors.js';
-import type { Engine } from '../engine.js';
+import type { EngineContext } from '../tasks/engine-context.js';
 import type { Db } from '../store/db.js';
 import { deletePortBlock, insertPortBlock, portBlockOf, reclaimDeadPortBlocks, takenPortBases, type PortBlock } from '../store/port-blocks.js';
 
@@ -46,7 +46,7 @@ function portFree(port: number): Promise<boolean> {
  * Reserve a block in the ledger whose ports are also free on this machine right now (something outside
  * LightWorker may hold one). Tries up to 20 blocks.
  */
-export async function allocatePorts(engine: Engine, taskId: string): Promise<PortBlock> {
+export async function allocatePorts(engine: EngineContext, taskId: string): Promise<PortBlock> {
   const skip = new Set<number>();
   for (let i = 0; i < 20; i++) {
     const block = engine.write(() => reserveBlock(engine.db, taskId, skip));

@@ -1,9 +1,9 @@
 import { existsSync, lstatSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { commitAuthor, type GitPerson } from './branches.js';
-import { commonGitDir, git, gitTry } from './git-exec.js';
-import type { HeldLock } from './repo-lock.js';
-import { withRepoLock } from './repo-lock.js';
+import { commitAuthor, type GitPerson } from '../platform/git/branches.js';
+import { commonGitDir, git, gitTry } from '../platform/git/git-exec.js';
+import type { HeldLock } from '../platform/git/repo-lock.js';
+import { withRepoLock } from '../platform/git/repo-lock.js';
 
 /**
  * An execute task's workspace: a private repository at `<home>/worktrees/<id>` on `lightworker/<id>`,

@@ -1,32 +1,21 @@
 import { existsSync, readdirSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve, sep } from 'node:path';
-import type { Engine } from '../engine.js';
-import { isSameProcess } from '../runner/process.js';
+import type { EngineContext } from '../tasks/engine-context.js';
+import { isSameProcess } from '../platform/proc/process.js';
 import { appendEvent } from '../store/events.js';
 import { getTask } from '../store/tasks.js';
 import { TERMINAL } from '../tasks/types.js';
+import type { PruneItem } from './prune-item.js';
 import { storeCapabilities } from '../store/capabilities.js';
 import { listAllocations, markReleased, type Allocation } from '../store/worktrees.js';
 import { planAcceptedBranch } from './accepted-branches.js';
-import { commitAll, isBranchContained } from './branches.js';
-import { gitTry, splitZ } from './git-exec.js';
+import { commitAll, isBranchContained } from '../platform/git/branches.js';
+import { gitTry, splitZ } from '../platform/git/git-exec.js';
 import { releaseBlock } from './ports.js';
-import { withRepoLock } from './repo-lock.js';
+import { withRepoLock } from '../platform/git/repo-lock.js';
 import { planSnapshotSweep } from './snapshot-sweep.js';
 import { borrowedRepo, isPrivateRepo } from './private-repo.js';
 import { branchFor, dropFolder, removeWorktree } from './worktree.js';
-
-export interface PruneItem {
-  kind: 'allocation' | 'worktree' | 'directory' | 'git-worktree' | 'branch' | 'snapshot';
-  path: string | null;
-  taskId: string | null;
-  branch: string | null;
-  reason: string;
-  action: 'remove' | 'keep';
-  /** Filled when applied. */
-  done?: boolean;
-  error?: string;
-}
 
 export interface PruneOptions {
   apply: boolean;
@@ -92,7 +81,7 @@ function orphanPrivateRepo(path: string, taskId: string, force: boolean): Plan {
  * committed to their branch before a folder goes, so no work is lost unless `force`. Read-only snapshots
  * of runners that died, free ones unused past the TTL and unrecorded snapshot folders go too.
  */
-export async function pruneWorkspaces(engine: Engine, opts: PruneOptions): Promise<PruneReport> {
+export async function pruneWorkspaces(engine: EngineContext, opts: PruneOptions): Promise<PruneReport> {
   const now = opts.now ?? Date.now();
   const dirs = existsSync(engine.home.worktrees) ? readdirSync(engine.home.worktrees) : [];
   // A fleet's store holds every host's worktrees: this host prunes only its own home's.

@@ -5,7 +5,7 @@ import { getPull, insertPull, type PullRecord } from '../store/pulls.js';
 import { requireTask } from '../store/tasks.js';
 import type { Task } from '../tasks/types.js';
 import { getAllocation, type Allocation } from '../store/worktrees.js';
-import { gitTry } from './git-exec.js';
+import { gitTry } from '../platform/git/git-exec.js';
 import { forgeOfRemote, clientFor, parseRemoteUrl, resolveToken, stripUserInfo } from './forge/remote.js';
 import { pushBranch } from './forge/push.js';
 import type { ForgeTarget } from './forge/types.js';

@@ -1,4 +1,5 @@
 import { isAppError } from '../core/errors.js';
+import { taskCachelab } from '../cachelab/task-cachelab.js';
 import { redactText } from '../core/redact.js';
 import type { PullHost } from './pull-host.js';
 import { appendEvent } from '../store/events.js';
@@ -136,7 +137,7 @@ async function lookAtChecks(engine: PullHost, pull: PullRecord, task: Task, clie
   const message = fixMessage(logs, failing.slice(MAX_LOGS).map((c) => c.name), fresh, pull);
   const round = pull.fixRounds + 1;
   engine.write(() => {
-    followUpTask(engine.db, engine.config, task.id, { message, by: WATCHER, authority: 'engine' });
+    followUpTask(engine.db, engine.config, task.id, { message, by: WATCHER, authority: 'engine', cachelab: taskCachelab });
     appendEvent(engine.db, task.id, 'pr.fix_requested', { number: pull.number, round, max, failing: failing.map((c) => c.name), comments: fresh.map((c) => ({ author: c.author, path: c.path, line: c.line, body: redactText(c.body).slice(0, 500) })) });
   });
   return { ...patch, fixing: true, fixRounds: round, sentFailure: failureKey ?? pull.sentFailure, seenComments: seenAll, pollEveryMs: baseEvery(engine), nextPollAt: now + baseEvery(engine) };

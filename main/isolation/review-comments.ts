@@ -1,4 +1,5 @@
 import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import { taskCachelab } from '../cachelab/task-cachelab.js';
 import { isAbsolute, join, relative, sep } from 'node:path';
 import { AppError } from '../core/errors.js';
 import { redactText } from '../core/redact.js';
@@ -110,7 +111,7 @@ export function reviewTask(db: Db, config: Config, id: string, opts: { comments:
   if (opts.send) {
     const pending = listReviewComments(db, id).filter((c) => c.sentAs === null);
     if (!pending.length) throw new AppError('invalid_input', `task ${id} has no unsent review comments; add one (--comment FILE:LINE "text")`, { field: 'comments' });
-    const next = followUpTask(db, config, id, { message: reviewMessage(pending), by: opts.by, authority: opts.authority });
+    const next = followUpTask(db, config, id, { message: reviewMessage(pending), by: opts.by, authority: opts.authority, cachelab: taskCachelab });
     sent = pending.map((c) => c.seq);
     appendEvent(db, id, 'review.sent', { comments: sent, attempt: next.attempt, by: opts.by, count: sent.length });
   }

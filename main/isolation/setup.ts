@@ -5,10 +5,10 @@ import { z } from 'zod';
 import { AppError } from '../core/errors.js';
 import { redactText } from '../core/redact.js';
 import { setupSchema } from '../core/config.js';
-import type { Engine } from '../engine.js';
-import { commandEnv, runBounded } from './bounded-run.js';
-import { git, splitZ } from './git-exec.js';
-import { matchGlob, mayContainMatch } from './globs.js';
+import type { EngineContext } from '../tasks/engine-context.js';
+import { commandEnv, runBounded } from '../platform/proc/bounded-run.js';
+import { git, splitZ } from '../platform/git/git-exec.js';
+import { matchGlob, mayContainMatch } from '../platform/git/globs.js';
 import { mkdirPrivate, PRIVATE_FILE } from '../core/private-home.js';
 
 /**
@@ -32,7 +32,7 @@ export const SETUP_FILE = '.lightworker/setup.toml';
  * The repository's setup: the config's `setup."<repo path>"` table when present (settings win), else
  * `.lightworker/setup.toml` in the source checkout, else nothing (copy nothing, run nothing).
  */
-export function readSetup(engine: Engine, repo: string): SetupConfig {
+export function readSetup(engine: EngineContext, repo: string): SetupConfig {
   // `setup` is a map in config.toml keyed by repository path.
   const overrides: Record<string, unknown> = engine.config.setup;
   let raw: unknown = {};

@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join, sep } from 'node:path';
-import type { Engine } from '../engine.js';
-import { isSameProcess } from '../runner/process.js';
+import type { EngineContext } from '../tasks/engine-context.js';
+import { isSameProcess } from '../platform/proc/process.js';
 import { getSnapshot, listSnapshots, isSnapshotRecorded } from '../store/snapshots.js';
 import { anyTaskIn } from '../store/tasks.js';
 import { removeSnapshot, snapshotsRoot } from './snapshot.js';
@@ -20,7 +20,7 @@ export interface SnapshotSweepPlan {
  * crashed), free ones unused for `ttlHours` (when given), folders under `<home>/snapshots` no row knows,
  * and stores of repositories with no snapshot left (only with `orphans`). Nothing is removed until `run`.
  */
-export function planSnapshotSweep(engine: Engine, opts: { ttlHours?: number; now?: number; orphans?: boolean }): SnapshotSweepPlan[] {
+export function planSnapshotSweep(engine: EngineContext, opts: { ttlHours?: number; now?: number; orphans?: boolean }): SnapshotSweepPlan[] {
   const now = opts.now ?? Date.now();
   const rows = listSnapshots(engine.db, undefined, snapshotsRoot(engine) + sep);
   const plans: SnapshotSweepPlan[] = [];
@@ -70,13 +70,13 @@ export function planSnapshotSweep(engine: Engine, opts: { ttlHours?: number; now
 }
 
 /** Takeover: remove the snapshots of runners that died (their tasks are orphaned; nothing uses them). */
-export function sweepDeadSnapshots(engine: Engine): number {
+export function sweepDeadSnapshots(engine: EngineContext): number {
   const plans = planSnapshotSweep(engine, {});
   for (const p of plans) p.run();
   return plans.length;
 }
 
-function storeInUse(engine: Engine, store: string, now: number, ttlHours: number): boolean {
+function storeInUse(engine: EngineContext, store: string, now: number, ttlHours: number): boolean {
   if (anyTaskIn(engine.db, ACTIVE)) return true;
   try {
     return now - statSync(store).mtimeMs < ttlHours * 3_600_000;

@@ -2,14 +2,14 @@ import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { dirname, join, sep } from 'node:path';
 import { newId, newToken } from '../core/ids.js';
-import type { Engine } from '../engine.js';
-import { processStartTime } from '../runner/process.js';
+import type { EngineContext } from '../tasks/engine-context.js';
+import { processStartTime } from '../platform/proc/process.js';
 import { appendEvent } from '../store/events.js';
 import type { Task } from '../tasks/types.js';
 import { claimFreeSnapshot, deleteSnapshotRow, getSnapshot, insertSnapshot, listSnapshots, markSnapshotFree, markSnapshotInUse, type SnapshotRow } from '../store/snapshots.js';
-import { commonGitDir, git, gitTry, splitZ } from './git-exec.js';
-import { checkContainment } from './guards.js';
-import { withLockFile } from './repo-lock.js';
+import { commonGitDir, git, gitTry, splitZ } from '../platform/git/git-exec.js';
+import { checkContainment } from '../platform/git/guards.js';
+import { withLockFile } from '../platform/git/repo-lock.js';
 import { mkdirPrivate } from '../core/private-home.js';
 
 /**
@@ -51,11 +51,11 @@ function repoKey(repo: string): string {
 }
 
 /** `<home>/snapshots`, where every snapshot and store lives. */
-export function snapshotsRoot(engine: Engine): string {
+export function snapshotsRoot(engine: EngineContext): string {
   return join(engine.home.root, 'snapshots');
 }
 
-export function storeOf(engine: Engine, repo: string): string {
+export function storeOf(engine: EngineContext, repo: string): string {
   return join(snapshotsRoot(engine), repoKey(repo), 'store.git');
 }
 
@@ -78,7 +78,7 @@ async function ownGitDir(repo: string): Promise<string> {
  * store is built under a lock file beside it, in a scratch folder renamed into place when complete, so no
  * task sees a half-made store (HEAD before config) and none fails on another's `git init` or config lock.
  */
-async function ensureStore(engine: Engine, repo: string): Promise<string> {
+async function ensureStore(engine: EngineContext, repo: string): Promise<string> {
   const store = storeOf(engine, repo);
   const common = await commonGitDir(repo);
   if (!existsSync(join(store, 'HEAD'))) {
@@ -151,7 +151,7 @@ function stateCommitOf(tree: string, parent: string | null): SourceState {
 }
 
 /** Write a state's commit object into the store (idempotent); the id git gives must be the one computed. */
-async function writeStateCommit(engine: Engine, repo: string, state: SourceState): Promise<void> {
+async function writeStateCommit(engine: EngineContext, repo: string, state: SourceState): Promise<void> {
   if (!state.body) return;
   const store = storeOf(engine, repo);
   const id = await git(store, ['--git-dir', store, 'hash-object', '-t', 'commit', '-w', '--stdin'], { input: state.body });
@@ -163,7 +163,7 @@ async function writeStateCommit(engine: Engine, repo: string, state: SourceState
  * commit id (HEAD itself when clean). Nothing is written into the source repository (objects go to the
  * store). Two git calls on the critical path: `add -A` (beside `rev-parse HEAD`), then `write-tree`.
  */
-async function sourceState(engine: Engine, repo: string): Promise<SourceState> {
+async function sourceState(engine: EngineContext, repo: string): Promise<SourceState> {
   const store = await ensureStore(engine, repo);
   const index = join(store, `index-${newToken(6)}`);
   const as = ['--git-dir', store, '--work-tree', repo];
@@ -200,7 +200,7 @@ async function sourceState(engine: Engine, repo: string): Promise<SourceState> {
 }
 
 /** The commit id of the source checkout's current state (see `sourceState`), written into the store. */
-export async function sourceStateCommit(engine: Engine, repo: string): Promise<string> {
+export async function sourceStateCommit(engine: EngineContext, repo: string): Promise<string> {
   const state = await sourceState(engine, repo);
   await writeStateCommit(engine, repo, state);
   return state.commit;
@@ -210,13 +210,13 @@ export async function sourceStateCommit(engine: Engine, repo: string): Promise<s
  * Where a read-only task runs: null (in place) when its worker enforces a read-only sandbox and
  * `isolation.readonly` is `auto`; else a snapshot of the source's current state.
  */
-export async function readOnlySnapshot(engine: Engine, task: Task, repo: string, workerConfines: boolean): Promise<SnapshotLease | null> {
+export async function readOnlySnapshot(engine: EngineContext, task: Task, repo: string, workerConfines: boolean): Promise<SnapshotLease | null> {
   if (runsInPlace(engine, workerConfines)) return null;
   return acquireSnapshot(engine, task, repo);
 }
 
 /** Does a read-only task of a worker that does (not) enforce a read-only sandbox run in the checkout itself? */
-export function runsInPlace(engine: Engine, workerConfines: boolean): boolean {
+export function runsInPlace(engine: EngineContext, workerConfines: boolean): boolean {
   return workerConfines && engine.config.isolation.readonly === 'auto';
 }
 
@@ -260,7 +260,7 @@ function gitDirFingerprint(path: string): string | null {
  * A snapshot of `repo`'s current state for read-only `task`: a free one at the same state as is, else a
  * free one moved to it, else a new one (phase 1 row first). Records `snapshot.acquired` with timings.
  */
-export async function acquireSnapshot(engine: Engine, task: Task, repo: string): Promise<SnapshotLease> {
+export async function acquireSnapshot(engine: EngineContext, task: Task, repo: string): Promise<SnapshotLease> {
   checkContainment(engine.home.root, repo);
   const t0 = performance.now();
   const state = await sourceState(engine, repo);
@@ -295,7 +295,7 @@ export async function acquireSnapshot(engine: Engine, task: Task, repo: string):
 
 const round = (ms: number) => Math.round(ms * 10) / 10;
 
-async function createSnapshot(engine: Engine, task: Task, repo: string, stateCommit: string, owner: { pid: number; start: string | null }): Promise<SnapshotRow> {
+async function createSnapshot(engine: EngineContext, task: Task, repo: string, stateCommit: string, owner: { pid: number; start: string | null }): Promise<SnapshotRow> {
   const id = newId();
   const path = join(snapshotsRoot(engine), repoKey(repo), id);
   engine.write(() => insertSnapshot(engine.db, { id, repo, path, taskId: task.id, ownerPid: owner.pid, ownerStart: owner.start }));
@@ -313,7 +313,7 @@ async function createSnapshot(engine: Engine, task: Task, repo: string, stateCom
 }
 
 /** Delete a snapshot's folder and its row. */
-export function removeSnapshot(engine: Engine, row: SnapshotRow): void {
+export function removeSnapshot(engine: EngineContext, row: SnapshotRow): void {
   rmSync(row.path, { recursive: true, force: true });
   engine.write(() => deleteSnapshotRow(engine.db, row.id));
 }
@@ -323,7 +323,7 @@ export function removeSnapshot(engine: Engine, row: SnapshotRow): void {
  * whose git dir the worker changed, or beyond the pool size, is removed; else it is cleaned and kept
  * free for the next task. Never throws: a snapshot that cannot be cleaned is removed.
  */
-export async function releaseSnapshot(engine: Engine, lease: SnapshotLease, taskId: string): Promise<{ discarded: string[]; kept: boolean }> {
+export async function releaseSnapshot(engine: EngineContext, lease: SnapshotLease, taskId: string): Promise<{ discarded: string[]; kept: boolean }> {
   const row = getSnapshot(engine.db, lease.id);
   if (!row) return { discarded: [], kept: false };
   let discarded: string[] = [];

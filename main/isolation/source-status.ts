@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync, lstatSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { commonGitDir, git, gitTry, splitZ } from './git-exec.js';
+import { commonGitDir, git, gitTry, splitZ } from '../platform/git/git-exec.js';
 
 /**
  * What the source checkout looked like, to detect a worker writing into it: HEAD, the branch it is on,

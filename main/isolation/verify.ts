@@ -1,14 +1,14 @@
 import { writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { redactText } from '../core/redact.js';
-import type { Engine } from '../engine.js';
+import type { EngineContext } from '../tasks/engine-context.js';
 import { appendEvent, listEvents } from '../store/events.js';
 import { updateTaskFields } from '../store/tasks.js';
 import type { Task, VerifyCommand } from '../tasks/types.js';
+import { treeMarkerEnv } from '../platform/proc/marker.js';
+import { commandEnv, runBounded } from '../platform/proc/bounded-run.js';
+import { gitTry } from '../platform/git/git-exec.js';
 import { getAllocation, setVerifyOutcome } from '../store/worktrees.js';
-import { treeMarkerEnv } from '../runner/lifecycle.js';
-import { commandEnv, runBounded } from './bounded-run.js';
-import { gitTry } from './git-exec.js';
 import { mkdirPrivate, PRIVATE_FILE } from '../core/private-home.js';
 
 export interface VerifyCommandOutcome {
@@ -35,7 +35,7 @@ export const VERIFY_TAIL_BYTES = 8 * 1024;
  * events and, for a worktree, the outcome together with the commit it applies to (accept checks both).
  */
 export async function verifyIn(
-  engine: Engine,
+  engine: EngineContext,
   task: Task,
   cwd: string,
   env: Record<string, string>,
@@ -111,13 +111,13 @@ export async function verifyIn(
 }
 
 /** 1 for the first verification of this attempt, 2 after one auto-repair, … */
-function verifyRunNumber(engine: Engine, task: Task): number {
+function verifyRunNumber(engine: EngineContext, task: Task): number {
   const { events } = listEvents(engine.db, { taskId: task.id, types: ['verify.started'], limit: 5000 });
   return events.filter((e) => e.payload.attempt === task.attempt).length + 1;
 }
 
 /** The latest `verify.completed` of the task's current attempt, if any. */
-export function lastVerifyOutcome(engine: Engine, task: Task): { ok: boolean; commit: string | null } | null {
+export function lastVerifyOutcome(engine: EngineContext, task: Task): { ok: boolean; commit: string | null } | null {
   const { events } = listEvents(engine.db, { taskId: task.id, types: ['verify.completed'], limit: 5000 });
   const mine = events.filter((e) => e.payload.attempt === task.attempt);
   const last = mine[mine.length - 1];
@@ -125,6 +125,6 @@ export function lastVerifyOutcome(engine: Engine, task: Task): { ok: boolean; co
 }
 
 /** The verification outcome of the task's recorded head: the worktree row's when set, else the events'. */
-export function verifiedOutcome(engine: Engine, task: Task, alloc: { verifyOk: boolean | null; verifiedCommit: string | null }): { ok: boolean; commit: string | null } | null {
+export function verifiedOutcome(engine: EngineContext, task: Task, alloc: { verifyOk: boolean | null; verifiedCommit: string | null }): { ok: boolean; commit: string | null } | null {
   return alloc.verifyOk !== null ? { ok: alloc.verifyOk, commit: alloc.verifiedCommit } : lastVerifyOutcome(engine, task);
 }

@@ -1,17 +1,17 @@
 import { existsSync, rmSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { AppError } from '../core/errors.js';
-import type { Engine } from '../engine.js';
+import type { EngineContext } from '../tasks/engine-context.js';
 import { appendEvent } from '../store/events.js';
 import { unsealTask } from '../tasks/secrets.js';
 import type { Task } from '../tasks/types.js';
 import { updateTaskFields } from '../store/tasks.js';
+import { branchTip, commitAuthor } from '../platform/git/branches.js';
 import { latestEventPayload } from '../store/task-history.js';
 import { getAllocation, markReady } from '../store/worktrees.js';
-import { branchTip, commitAuthor } from './branches.js';
 import { inspectReadOnly, inspectWorktree } from './changes.js';
-import { treeMarkerEnv } from '../runner/lifecycle.js';
-import { gitTry, repoRoot } from './git-exec.js';
+import { treeMarkerEnv } from '../platform/proc/marker.js';
+import { gitTry, repoRoot } from '../platform/git/git-exec.js';
 import { createPrivateRepo, isPrivateRepo } from './private-repo.js';
 import { returnCustody, takeCustody, type CustodyLease } from './custody.js';
 import { allocatePorts, portEnv } from './ports.js';
@@ -21,11 +21,11 @@ import { isGitWorkspace, prepareCopy } from './copy.js';
 import { watchSource } from './attribution.js';
 import type { SourceSnapshot } from './source-status.js';
 import { verifyIn } from './verify.js';
-import { withRepoLock } from './repo-lock.js';
+import { withRepoLock } from '../platform/git/repo-lock.js';
 import { allocateWorktree, planAllocation, recordAllocation, removeWorktree } from './worktree.js';
 
 /**
- * The runner's view of isolation (SPEC §6). The runner calls, in order:
+ * The runner's view of isolation. The runner calls, in order:
  * prepareWorkspace → (worker turns) → inspectChanges → runVerification [→ repair turn → inspect → verify]…
  */
 export interface PreparedWorkspace {
@@ -109,7 +109,7 @@ function stateOf(ws: PreparedWorkspace): WorkspaceState {
  * Throws AppError (disk_full, invalid_input, git_failed, timed_out, worker_failed…) with nothing half-made
  * left unrecorded. Aborting `signal` (cancel, timeout, shutdown) stops a running setup command.
  */
-export async function prepareWorkspace(engine: Engine, task: Task, signal?: AbortSignal, opts: PrepareOptions = {}): Promise<PreparedWorkspace> {
+export async function prepareWorkspace(engine: EngineContext, task: Task, signal?: AbortSignal, opts: PrepareOptions = {}): Promise<PreparedWorkspace> {
   const repo = await repoRoot(task.workspace).catch(async (err: unknown) => {
     if (existsSync(task.workspace) && !(await isGitWorkspace(task.workspace))) return null;
     throw err;
@@ -127,7 +127,7 @@ export async function prepareWorkspace(engine: Engine, task: Task, signal?: Abor
   }
 }
 
-async function prepareInRepo(engine: Engine, task: Task, repo: string, signal: AbortSignal | undefined, opts: PrepareOptions): Promise<PreparedWorkspace> {
+async function prepareInRepo(engine: EngineContext, task: Task, repo: string, signal: AbortSignal | undefined, opts: PrepareOptions): Promise<PreparedWorkspace> {
   if (task.kind !== 'execute') {
     const inPlace = runsInPlace(engine, opts.readOnlyInPlace === true);
     const [watched, made] = await Promise.allSettled([watchSource(engine, repo, task, { inCheckout: inPlace }), readOnlySnapshot(engine, task, repo, opts.readOnlyInPlace === true)]);
@@ -213,7 +213,7 @@ async function prepareInRepo(engine: Engine, task: Task, repo: string, signal: A
  * A workspace that is not a git repository: the task (any kind) works in a private git copy, like a
  * worktree; execute tasks get a port block too. A resumed attempt starts from a fresh copy.
  */
-async function prepareCopied(engine: Engine, task: Task): Promise<PreparedWorkspace> {
+async function prepareCopied(engine: EngineContext, task: Task): Promise<PreparedWorkspace> {
   const copy = await prepareCopy(engine, task);
   const env = task.kind === 'execute' ? portEnv(await allocatePorts(engine, task.id)) : {};
   return {
@@ -228,7 +228,7 @@ async function prepareCopied(engine: Engine, task: Task): Promise<PreparedWorksp
  * branch when the folder is gone; its original base commit stays the base of the diff and the boundary
  * check, so the task's changes are judged as a whole. Setup is not run again. Null when nothing is left.
  */
-async function keepWorktree(engine: Engine, task: Task, repo: string): Promise<PreparedWorkspace | null> {
+async function keepWorktree(engine: EngineContext, task: Task, repo: string): Promise<PreparedWorkspace | null> {
   const alloc = getAllocation(engine.db, task.id);
   if (!alloc || alloc.repo !== repo) return null;
   let reattached = false;
@@ -268,7 +268,7 @@ async function keepWorktree(engine: Engine, task: Task, repo: string): Promise<P
 }
 
 /** Files the setup of an earlier attempt copied into the worktree (they are not the worker's changes). */
-function lastSetupCopied(engine: Engine, taskId: string): string[] {
+function lastSetupCopied(engine: EngineContext, taskId: string): string[] {
   const payload = latestEventPayload(engine.db, taskId, 'worktree.setup');
   const copied = payload ? (JSON.parse(payload) as { copied?: unknown }).copied : undefined;
   return Array.isArray(copied) ? copied.filter((c): c is string => typeof c === 'string') : [];
@@ -281,7 +281,7 @@ function lastSetupCopied(engine: Engine, taskId: string): string[] {
  * when anything was violated; `empty` flags an execute task that changed nothing. `later` takes the
  * `changes.inspected` write when the caller commits it with its next transaction (default: at once).
  */
-export async function inspectChanges(engine: Engine, task: Task, ws: PreparedWorkspace, later?: (write: () => void) => void): Promise<ChangeReport> {
+export async function inspectChanges(engine: EngineContext, task: Task, ws: PreparedWorkspace, later?: (write: () => void) => void): Promise<ChangeReport> {
   const st = stateOf(ws);
   if (task.kind !== 'execute') {
     // A read-only task's copy is discarded after it: nothing there can reach the folder.
@@ -312,7 +312,7 @@ export async function inspectChanges(engine: Engine, task: Task, ws: PreparedWor
  * each with config.verify.timeout_s and a minimal env (PATH, HOME, LANG, LC_ALL, TMPDIR + ws.env).
  * Records verify.started / verify.command / verify.completed events. No commands → ok with no results.
  */
-export async function runVerification(engine: Engine, task: Task, ws: PreparedWorkspace, signal: AbortSignal): Promise<VerifyReport> {
+export async function runVerification(engine: EngineContext, task: Task, ws: PreparedWorkspace, signal: AbortSignal): Promise<VerifyReport> {
   const real = unsealTask(engine.db, engine.home.root, task);
   if (real.verify.length === 0) return { ok: true, results: [] };
   return verifyIn(engine, real, ws.workdir, ws.env, signal);
@@ -325,7 +325,7 @@ export async function runVerification(engine: Engine, task: Task, ws: PreparedWo
  * differs (`custody.restored`). The runner calls it before it records the task's end, so whoever sees the
  * task ended sees the repository put back; once per workspace (later calls do nothing). Never throws.
  */
-export async function finishWorkspace(engine: Engine, task: Task, ws: PreparedWorkspace | null): Promise<void> {
+export async function finishWorkspace(engine: EngineContext, task: Task, ws: PreparedWorkspace | null): Promise<void> {
   const st = (ws?.state ?? {}) as Partial<WorkspaceState> & { finished?: boolean };
   if (st.finished) return;
   st.finished = true;
@@ -338,7 +338,7 @@ export async function finishWorkspace(engine: Engine, task: Task, ws: PreparedWo
  * Remove a task's worktree and free its ports now (the branch is kept unless it holds nothing new).
  * Prune does this later for ended tasks anyway; call it when a worktree is certainly no longer wanted.
  */
-export async function releaseWorkspace(engine: Engine, taskId: string, reason: string): Promise<void> {
+export async function releaseWorkspace(engine: EngineContext, taskId: string, reason: string): Promise<void> {
   const alloc = getAllocation(engine.db, taskId);
   if (!alloc || alloc.state === 'released') return;
   if (alloc.state === 'allocating') throw new AppError('conflict', `task ${taskId}: its worktree is still being allocated`);

@@ -1,20 +1,20 @@
 import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { AppError } from '../core/errors.js';
-import type { Engine } from '../engine.js';
-import { processStartTime } from '../runner/process.js';
+import type { EngineContext } from '../tasks/engine-context.js';
+import { processStartTime } from '../platform/proc/process.js';
 import { appendEvent } from '../store/events.js';
 import { updateTaskFields } from '../store/tasks.js';
 import type { Task } from '../tasks/types.js';
+import { branchTip, commitAll, commitAuthor, isBranchContained } from '../platform/git/branches.js';
+import { git, gitTry, resolveCommit } from '../platform/git/git-exec.js';
+import { checkContainment, checkDiskReserve } from '../platform/git/guards.js';
 import { getAllocation, insertAllocating, markReady, markReleased, type Allocation } from '../store/worktrees.js';
-import { branchTip, commitAll, commitAuthor, isBranchContained } from './branches.js';
-import { git, gitTry, resolveCommit } from './git-exec.js';
-import { checkContainment, checkDiskReserve } from './guards.js';
 import { releaseBlock } from './ports.js';
 import { createPrivateRepo, exportBranch, isPrivateRepo, privateTip, sealPrivateRepo } from './private-repo.js';
-import { withRepoLock, type HeldLock } from './repo-lock.js';
+import { withRepoLock, type HeldLock } from '../platform/git/repo-lock.js';
 
-export function worktreePathFor(engine: Engine, taskId: string): string {
+export function worktreePathFor(engine: EngineContext, taskId: string): string {
   return join(engine.home.worktrees, taskId);
 }
 
@@ -31,7 +31,7 @@ export interface AllocationPlan {
 }
 
 /** Checks that change nothing: containment, disk reserve, a base that resolves. */
-export async function planAllocation(engine: Engine, task: Task, repo: string): Promise<AllocationPlan> {
+export async function planAllocation(engine: EngineContext, task: Task, repo: string): Promise<AllocationPlan> {
   checkContainment(engine.home.root, repo);
   checkDiskReserve(engine.config, engine.home.worktrees);
   const baseRef = task.baseRef ?? 'HEAD';
@@ -44,7 +44,7 @@ export async function planAllocation(engine: Engine, task: Task, repo: string): 
  * Phase 1 of a two-phase allocation: the named `allocating` record, committed before anything touches
  * disk. A crash after this leaves a row whose owner is dead; prune sweeps it.
  */
-export function recordAllocation(engine: Engine, task: Task, plan: AllocationPlan): void {
+export function recordAllocation(engine: EngineContext, task: Task, plan: AllocationPlan): void {
   engine.write(() => {
     insertAllocating(engine.db, {
       taskId: task.id,
@@ -65,7 +65,7 @@ export function recordAllocation(engine: Engine, task: Task, plan: AllocationPla
  * lock. Work is never lost: uncommitted changes are committed first, and a branch holding commits found
  * nowhere else is kept under `lightworker/<id>-attempt-<n>`.
  */
-async function clearLeftovers(engine: Engine, plan: AllocationPlan, previous: Allocation | null, held: HeldLock): Promise<void> {
+async function clearLeftovers(engine: EngineContext, plan: AllocationPlan, previous: Allocation | null, held: HeldLock): Promise<void> {
   const hadPath = existsSync(plan.path);
   if (hadPath) await dropFolder(plan.repo, plan.path, plan.branch, previous?.baseCommit ?? null, { snapshot: 'lightworker: snapshot of an earlier attempt', keepBranch: true }, held);
   // The common case (a first attempt) has nothing to clear: skip the extra git calls.
@@ -101,7 +101,7 @@ export interface AllocationTimings {
  * releases the record (and anything made on disk) before rethrowing.
  */
 export async function allocateWorktree(
-  engine: Engine,
+  engine: EngineContext,
   task: Task,
   plan: AllocationPlan,
 ): Promise<Allocation & { timings: AllocationTimings }> {
@@ -160,7 +160,7 @@ export interface RemoveOptions {
  * Uncommitted changes are committed to the branch first unless `force`. Returns whether the branch was deleted.
  */
 export async function removeWorktree(
-  engine: Engine,
+  engine: EngineContext,
   alloc: Allocation,
   opts: RemoveOptions,
 ): Promise<{ branchDeleted: boolean; skipped: boolean }> {

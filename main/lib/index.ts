@@ -4,7 +4,7 @@
  */
 export { LightWorker, type OpenOptions, type WaitOptions } from './lightworker.js';
 export { methodName, type CommandMethods, type MethodName } from './methods.js';
-export type { FollowOptions } from './follow.js';
+export type { FollowOptions } from '../scheduler/follow.js';
 export { AppError, ERROR_CODES, isAppError, type ErrorCode } from '../core/errors.js';
 export { COMMAND_NAMES, type CommandName } from '../commands/names.js';
 export type { EventRow } from '../store/events.js';

@@ -2,11 +2,12 @@ import { callerDepth } from '../core/caller-depth.js';
 import { COMMANDS } from '../commands/index.js';
 import type { CommandName } from '../commands/names.js';
 import { runCommand, type CommandContext } from '../commands/table.js';
-import { Engine } from '../engine.js';
-import { startSchedulerService, type SchedulerService, type SchedulerStatus } from '../scheduler/service.js';
+import { openEngine, startSchedulerService } from '../app.js';
+import type { Engine } from '../engine.js';
+import type { SchedulerService, SchedulerStatus } from '../scheduler/service-types.js';
 import { waitTasks, type WaitResult } from '../scheduler/wait.js';
 import type { EventRow } from '../store/events.js';
-import { followEvents, type FollowOptions } from './follow.js';
+import { followEvents, type FollowOptions } from '../scheduler/follow.js';
 import { methodName, type CommandMethods } from './methods.js';
 
 export interface OpenOptions {
@@ -51,7 +52,7 @@ export class LightWorker {
 
   /** Open a home (created on first use) and, unless `lead: false`, start its scheduler in this process. */
   static async open(opts: OpenOptions = {}): Promise<LightWorker> {
-    const engine = new Engine({ home: opts.home, pollMs: opts.pollMs });
+    const engine = openEngine({ home: opts.home, pollMs: opts.pollMs });
     try {
       const service = opts.lead === false ? null : await startSchedulerService(engine);
       return new LightWorker(engine, service);

@@ -1,9 +1,9 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { Engine } from '../engine.js';
+import { openEngine } from '../app.js';
 import { decidePermission } from '../requests/permission.js';
-import { playStartHook } from './permission-hook.js';
+import { playStartHook } from '../runner/permission-hook.js';
 import { SERVER_VERSION } from './server.js';
 import { LineTransport } from './stdio-transport.js';
 
@@ -18,7 +18,7 @@ const callInput = z.object({ tool_name: z.string().min(1).max(200), input: z.rec
  * starts it from the turn's --mcp-config and ends it with the turn; it never leads a scheduler.
  */
 export async function runPermissionServer(opts: { home?: string; taskId: string }): Promise<void> {
-  const engine = new Engine({ home: opts.home });
+  const engine = openEngine({ home: opts.home });
   const server = new Server({ name: 'lightworker-permission', version: SERVER_VERSION }, { capabilities: { tools: { listChanged: false } } });
   server.setRequestHandler(ListToolsRequestSchema, () => ({
     tools: [

@@ -8,7 +8,7 @@ import { AppError, isAppError } from '../core/errors.js';
 import { redactText } from '../core/redact.js';
 import type { Engine } from '../engine.js';
 import { MutationLimiter } from './rate-limit.js';
-import { buildTools, listedTools, serverInstructions, toolSetFromEnv, type ToolSet } from './tools.js';
+import { buildTools, listedTools, serverInstructions, toolSetFromEnv, visibleTools, type ToolSet } from './tools.js';
 
 const LooseCallToolRequest = z.object({ method: z.literal('tools/call'), params: z.unknown().optional() });
 
@@ -38,20 +38,21 @@ export function depthFromEnv(): number {
 
 /**
  * An MCP server (official SDK, low-level `Server`) over the command table: one tool per command of
- * the SPEC §8 set that exists at start-up. Not connected to any transport; see `runStdioServer`.
+ * the set that exists at start-up. Not connected to any transport; see `runStdioServer`.
  */
 export function createServer(engine: Engine, opts: McpServerOptions = {}): Server {
   const commands = opts.commands ?? COMMANDS;
   const tools = buildTools(commands, opts.toolSet ?? toolSetFromEnv());
   const byName = new Map(tools.map((t) => [t.name, t]));
-  const listed = { tools: listedTools(tools) };
+  const shown = visibleTools(tools, engine.config.approvals.allow_mcp);
+  const listed = { tools: listedTools(shown) };
   const depth = opts.depth ?? depthFromEnv();
   const log = opts.log ?? ((line: string) => process.stderr.write(line.endsWith('\n') ? line : line + '\n'));
   const limiter = new MutationLimiter(() => engine.config.limits.mcp_mutations_per_minute, opts.now);
 
   const server = new Server(
     { name: SERVER_NAME, version: SERVER_VERSION, title: 'LightWorker' },
-    { capabilities: { tools: { listChanged: false } }, instructions: serverInstructions(tools) },
+    { capabilities: { tools: { listChanged: false } }, instructions: serverInstructions(shown) },
   );
 
   server.setRequestHandler(ListToolsRequestSchema, () => listed);

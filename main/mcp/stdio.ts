@@ -1,5 +1,5 @@
-import { Engine } from '../engine.js';
-import type { SchedulerService } from '../scheduler/service.js';
+import { openEngine, startDelegatingService, startSchedulerService, type SchedulerService } from '../app.js';
+import type { Engine } from '../engine.js';
 import { createServer, depthFromEnv } from './server.js';
 import { LineTransport } from './stdio-transport.js';
 import { toolSetFromEnv } from './tools.js';
@@ -27,7 +27,7 @@ function logErr(line: string): void {
  */
 export async function runStdioServer(opts: StdioOptions = {}): Promise<void> {
   guardStdout();
-  const engine = new Engine({ home: opts.home, busyTimeoutMs: MCP_BUSY_TIMEOUT_MS });
+  const engine = openEngine({ home: opts.home, busyTimeoutMs: MCP_BUSY_TIMEOUT_MS });
   engine.watch();
   const server = createServer(engine, { depth: depthFromEnv(), toolSet: toolSetFromEnv() });
   const transport = new LineTransport(process.stdin, process.stdout);
@@ -78,12 +78,9 @@ export async function runStdioServer(opts: StdioOptions = {}): Promise<void> {
  */
 async function startScheduler(engine: Engine): Promise<SchedulerService | null> {
   try {
-    // Loaded after the transport is up: initialize and tools/list need none of the runner's modules.
-    const { startSchedulerService } = await import('../scheduler/service.js');
+    // Started after the transport is up: initialize and tools/list need none of the runner's modules.
     if (process.env.LIGHTWORKER_MCP_SCHEDULER === 'inprocess') return await startSchedulerService(engine);
-    const { spawnBackgroundRunner } = await import('../scheduler/background.js');
-    const { storeCapabilities } = await import('../store/capabilities.js');
-    return await startSchedulerService(engine, { spawnRunner: () => spawnBackgroundRunner(engine.home, undefined, { tls: storeCapabilities(engine.db).sharedByHosts }) });
+    return await startDelegatingService(engine);
   } catch (e) {
     logErr(`lightworker mcp: scheduler not started (tasks are queued but run only where a scheduler leads): ${(e as Error).message}`);
     return null;

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { CommandDef } from '../commands/table.js';
 
-/** The MCP tool set (SPEC §8), in the order tools/list shows it. Tool name = command name. */
+/** The MCP tool set, in the order tools/list shows it. Tool name = command name. */
 export const MCP_TOOLS = [
   'orchestrate_goal',
   'delegate_task',
@@ -24,6 +24,18 @@ export const MCP_TOOLS = [
   'run_doctor',
   'prune_workspaces',
 ] as const;
+
+/**
+ * Tools only a person may use over MCP (they answer `forbidden` unless approvals.allow_mcp = true): not
+ * listed unless the person allowed them, so a host's model does not pay ~900 bytes of tools/list on every
+ * listing for calls it is refused. They stay callable, so a model that calls one anyway is told why.
+ */
+export const PERSON_TOOLS = ['approve_task', 'accept_task', 'open_pull_request'] as const;
+
+/** The tools a listing shows: all but the person's, unless the person allowed MCP to use them. */
+export function visibleTools(tools: ToolSpec[], allowMcp: boolean): ToolSpec[] {
+  return allowMcp ? tools : tools.filter((t) => !(PERSON_TOOLS as readonly string[]).includes(t.name));
+}
 
 /** `LIGHTWORKER_MCP_TOOLS=core`: just enough to hand off work and follow it. */
 export const CORE_TOOLS = ['delegate_task', 'get_task', 'wait_tasks', 'list_tasks', 'cancel_task'] as const;
@@ -292,7 +304,9 @@ export function serverInstructions(tools: ToolSpec[]): string {
       ", and send the same one when you retry a call whose answer you did not get: the retry returns the first call's tasks (replayed: true) instead of creating them twice.",
     'Follow with get_task' + (has.has('wait_tasks') ? ', wait_tasks (blocks up to 55 s until tasks settle or need approval)' : '') + ', list_tasks (summaries, cursor paging)' +
       (has.has('get_events') ? ', get_events (cursor paging)' : '') + (has.has('get_task_diff') ? ', get_task_diff' : '') + '; get_task has the full record.',
-    'Execute tasks wait for a person to approve them (the answer says so, and where); approve_task and accept_task are for the person, not for you.',
+    has.has('approve_task')
+      ? 'Execute tasks wait for a person to approve them (the answer says so, and where); approve_task and accept_task are for the person, not for you.'
+      : 'Execute tasks wait for a person to approve them (the answer says so, and where); approving, accepting and opening pull requests are for the person.',
   ];
   return lines.join('\n');
 }

@@ -1,15 +1,16 @@
 import type { Config } from '../core/config.js';
+import { taskCachelab } from '../cachelab/task-cachelab.js';
 import { AppError } from '../core/errors.js';
 import type { Db } from '../store/db.js';
 import { appendEvent } from '../store/events.js';
 import { createTasks } from '../tasks/create.js';
 import type { ParsedTaskInput } from '../tasks/schema.js';
 import type { Task } from '../tasks/types.js';
-import { planResultSchema, type PlanResult } from './plan-schema.js';
+import { planResultSchema, type PlanResult } from '../tasks/contract/plan-schema.js';
 import { planChildrenCount } from '../store/teams.js';
 
 /**
- * Turn a completed planner task's JSON result into its children, all or nothing (SPEC §7).
+ * Turn a completed planner task's JSON result into its children, all or nothing.
  *
  * Validates the result (shape, ≤ 12 tasks, unique ids, known dependencies, no cycles, kinds, profiles)
  * and inserts the children with `parent_id` = the planner, inheriting its workspace, base ref, mode,
@@ -44,7 +45,7 @@ export function expandPlan(db: Db, config: Config, homeRoot: string, planTask: T
     let children: Task[];
     try {
       // The children take the planner's mode, settled (and lowered for an agent) when it was created.
-      children = createTasks({ db, config, homeRoot, depth: planTask.depth, authority: 'engine' }, inputs);
+      children = createTasks({ db, config, homeRoot, depth: planTask.depth, authority: 'engine', cachelab: taskCachelab }, inputs);
     } catch (e) {
       // createTasks names fields `tasks[i].x`; say they came from the planner's result.
       if (e instanceof AppError && e.code === 'invalid_input') throw new AppError('invalid_input', `result.${e.message}`, e.details);

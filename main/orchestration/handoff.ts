@@ -52,5 +52,5 @@ export function handoffTask(ctx: CreateContext, id: string, worker: string, opts
     opts.note ? `Note from ${opts.by}: ${opts.note}` : '',
     'Check what is already done, finish the objective, then answer with the result contract.',
   ].filter(Boolean).join('\n\n');
-  return followUpTask(ctx.db, ctx.config, id, { message, worker, by: opts.by, authority: ctx.authority });
+  return followUpTask(ctx.db, ctx.config, id, { message, worker, by: opts.by, authority: ctx.authority, cachelab: ctx.cachelab });
 }

@@ -3,7 +3,7 @@ import { createTasks, type CreateContext } from '../tasks/create.js';
 import type { ParsedTaskInput } from '../tasks/schema.js';
 import type { Task } from '../tasks/types.js';
 
-/** The read-only review task that checks one execute task's change (SPEC §7 "review chains"). */
+/** The read-only review task that checks one execute task's change ("review chains"). */
 export function reviewInput(exec: Task, reviewer: string, extra: { objective?: string; priority?: number } = {}): ParsedTaskInput {
   const lines = [
     `Review the change made by LightWorker task ${exec.id} ("${exec.name}") on worker ${exec.worker}.`,

@@ -7,7 +7,7 @@ import { createTasks, type CreateContext } from '../tasks/create.js';
 import { followUpTask } from '../tasks/followup.js';
 import { TERMINAL, type Task } from '../tasks/types.js';
 import { reviewRound } from './teams.js';
-import { teamTagOf, type TeamTag } from './team-schema.js';
+import { teamTagOf, type TeamTag } from '../tasks/contract/team-tag.js';
 import { backInPlaySince, unendedTeamRoots } from '../store/teams.js';
 
 /** Strategies whose next step depends on results, so the driver moves them on. */
@@ -135,7 +135,7 @@ function advanceImplementReview(ctx: CreateContext, rootId: string, members: (Ta
       outcome = { outcome: 'budget_spent', ...base, openFindings: ((last.result as ReviewResult)?.issues ?? []).length };
     } else {
       try {
-        followUpTask(ctx.db, ctx.config, impl.id, { message: findingsMessage(last, round, rounds), by: `implement_review (findings of review ${last.id})`, authority: 'engine' });
+        followUpTask(ctx.db, ctx.config, impl.id, { message: findingsMessage(last, round, rounds), by: `implement_review (findings of review ${last.id})`, authority: 'engine', cachelab: ctx.cachelab });
       } catch (e) {
         if (!isAppError(e)) throw e;
         outcome = { outcome: 'followup_refused', ...base, reason: e.message };

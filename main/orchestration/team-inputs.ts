@@ -1,9 +1,9 @@
-import type { Engine } from '../engine.js';
+import type { LeaderEngine } from '../store/engine-handle.js';
 import { taskDiff } from '../isolation/diff.js';
 import { getTask, listTasks } from '../store/tasks.js';
 import type { Task } from '../tasks/types.js';
 import { lastVerification } from './compare.js';
-import { teamTagOf } from './team-schema.js';
+import { teamTagOf } from '../tasks/contract/team-tag.js';
 
 /** Per member: enough diff to judge a change, without one member crowding out the others. */
 const DIFF_BYTES = 24 * 1024;
@@ -14,7 +14,7 @@ function capText(s: string, max: number): string {
 }
 
 /** Verification as a reviewer reads it: passed/failed, each command's exit code, the tail of a failure. */
-function describeVerification(engine: Engine, t: Task): string {
+function describeVerification(engine: LeaderEngine, t: Task): string {
   if (!t.verify.length) return 'LightWorker verification: none (the task has no verify commands).';
   const v = lastVerification(engine.db, t.id);
   if (!v) return 'LightWorker verification: not run.';
@@ -22,7 +22,7 @@ function describeVerification(engine: Engine, t: Task): string {
   return `LightWorker verification: ${v.ok === true ? 'PASSED' : 'FAILED'} (${String(v.ran ?? '?')} of ${String(v.of ?? '?')} commands ran).${tail}`;
 }
 
-async function describeMember(engine: Engine, t: Task, heading: string): Promise<string> {
+async function describeMember(engine: LeaderEngine, t: Task, heading: string): Promise<string> {
   const lines = [`## ${heading} — task ${t.id} [${t.worker}${t.model ? `:${t.model}` : ''}], ${t.status}${t.error ? ` (${t.error.code}: ${capText(t.error.message, 500)})` : ''}`];
   if (t.result !== null) lines.push(`Result:\n${capText(JSON.stringify(t.result, null, 2), RESULT_BYTES)}`);
   if (t.kind === 'execute') {
@@ -39,7 +39,7 @@ async function describeMember(engine: Engine, t: Task, heading: string): Promise
  * reviewer gets the implementer's diff and LightWorker's verification (and the earlier rounds'
  * findings), a synthesizer every contribution, a judge every candidate. Null for other tasks.
  */
-export async function teamInputsFor(engine: Engine, task: Task): Promise<string | null> {
+export async function teamInputsFor(engine: LeaderEngine, task: Task): Promise<string | null> {
   const tag = teamTagOf(task.metadata);
   if (!tag || !['review', 'synthesize', 'judge'].includes(tag.role)) return null;
   const members = task.dependsOn.map((id) => getTask(engine.db, id)).filter((t): t is Task => t !== null);

@@ -5,7 +5,7 @@ import { requireTask } from '../store/tasks.js';
 import { cancelTask } from '../tasks/ops.js';
 import { FAILED_ENDS, TERMINAL, type Task } from '../tasks/types.js';
 import { diffLines, missingVerdict, teamEnded, teamMembers, type TeamOutcome } from './team-driver.js';
-import { teamTagOf, type Strategy } from './team-schema.js';
+import { teamTagOf, type Strategy } from '../tasks/contract/team-tag.js';
 
 export interface TeamMemberReport {
   id: string;

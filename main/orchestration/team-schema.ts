@@ -1,10 +1,6 @@
 import { z } from 'zod';
 import { CLIENT_REQUEST_ID, TASK_ID, taskInputSchema } from '../tasks/schema.js';
 
-/** Strategies a team runs (issue 18). `handoff` is an operation on one task, not a team. */
-export const STRATEGIES = ['implement_review', 'map_reduce', 'best_of_n', 'integrate'] as const;
-export type Strategy = (typeof STRATEGIES)[number];
-
 /** Bounds every team keeps (SPEC: bounded): review rounds, contributors, candidates, integrated sources. */
 export const MAX_ROUNDS = 5;
 export const MAX_MEMBERS = 6;
@@ -51,21 +47,3 @@ export const teamInputSchema = z.discriminatedUnion('strategy', [
   }),
 ]);
 export type TeamInput = z.output<typeof teamInputSchema>;
-
-/** What a team records in `metadata.team` of each member task. A team is its tree (root_id): its first task is the root. */
-export interface TeamTag {
-  strategy: Strategy;
-  role: 'implement' | 'review' | 'contribute' | 'synthesize' | 'candidate' | 'judge' | 'integrate';
-  /** Review round (1-based) or member index (1-based). */
-  round?: number;
-  /** implement_review: the round budget; best_of_n: the judge. */
-  rounds?: number;
-  judge?: string;
-  sources?: string[];
-}
-
-/** The team tag of a task, or null when it is not part of a team. */
-export function teamTagOf(metadata: Record<string, unknown>): TeamTag | null {
-  const t = metadata.team as Partial<TeamTag> | undefined;
-  return t && typeof t === 'object' && typeof t.strategy === 'string' && typeof t.role === 'string' ? (t as TeamTag) : null;
-}

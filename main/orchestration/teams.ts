@@ -3,7 +3,8 @@ import { requireTask } from '../store/tasks.js';
 import { createTasks, nameFromObjective, resolveWorkspace, type CreateContext } from '../tasks/create.js';
 import type { ParsedTaskInput } from '../tasks/schema.js';
 import type { Task } from '../tasks/types.js';
-import type { TeamInput, TeamTag } from './team-schema.js';
+import type { TeamTag } from '../tasks/contract/team-tag.js';
+import type { TeamInput } from './team-schema.js';
 
 type Of<S extends TeamInput['strategy']> = Extract<TeamInput, { strategy: S }>;
 

@@ -1,4 +1,4 @@
-import type { Engine } from '../engine.js';
+import type { StoreReader } from '../store/engine-handle.js';
 import { pendingRequestOf, type TaskRequest } from '../store/requests.js';
 import type { NeedsInput, TaskSummary } from '../tasks/summary.js';
 
@@ -9,7 +9,7 @@ export function needsOf(r: TaskRequest): NeedsInput {
 }
 
 /** The summary of a waiting task with what it asks (unchanged when nothing is pending). */
-export function withNeeds<T extends TaskSummary | object>(engine: Engine, s: T & { id: string }): T {
+export function withNeeds<T extends TaskSummary | object>(engine: StoreReader, s: T & { id: string }): T {
   const r = pendingRequestOf(engine.db, s.id);
   return r ? { ...s, needs: needsOf(r) } : s;
 }

@@ -4,7 +4,8 @@ import type { Db } from '../store/db.js';
 import { grantsFor, pendingRequestOf } from '../store/requests.js';
 import { getTask } from '../store/tasks.js';
 import { decideRequest, type AskedFor } from './policy.js';
-import { openRequest, recordDenied, type AskInput } from './requests.js';
+import type { AskInput } from '../tasks/contract/escalation.js';
+import { openRequest, recordDenied } from './requests.js';
 
 /** A tool call Claude Code asks permission for (its --permission-prompt-tool input). */
 export interface PermissionCall {

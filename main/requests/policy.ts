@@ -1,6 +1,6 @@
 import { isAbsolute, relative, resolve } from 'node:path';
 import type { Config } from '../core/config.js';
-import { matchAny } from '../isolation/globs.js';
+import { matchAny } from '../platform/git/globs.js';
 import type { RequestKind } from '../store/requests.js';
 import type { Task } from '../tasks/types.js';
 

@@ -1,27 +1,17 @@
 import type { Config } from '../core/config.js';
+import { taskCachelab } from '../cachelab/task-cachelab.js';
 import { AppError } from '../core/errors.js';
 import { newId } from '../core/ids.js';
 import { redactText } from '../core/redact.js';
 import { appendEvent } from '../store/events.js';
 import type { Db } from '../store/db.js';
-import { closeRequest, expiredRequests, getRequest, insertRequest, pendingRequestOf, type RequestKind, type TaskRequest } from '../store/requests.js';
+import { closeRequest, expiredRequests, getRequest, insertRequest, pendingRequestOf, type TaskRequest } from '../store/requests.js';
 import { requireTask } from '../store/tasks.js';
 import { continueTask } from '../tasks/followup.js';
 import { resumeRequestOf } from '../tasks/ops.js';
 import { transition } from '../tasks/state.js';
 import { ACTIVE, type Task } from '../tasks/types.js';
-
-/** What a worker asks, before it is stored. */
-export interface AskInput {
-  kind: RequestKind;
-  question: string;
-  tool?: string | null;
-  command?: string | null;
-  scope?: string | null;
-  reason?: string | null;
-  options?: string[];
-  sessionId?: string | null;
-}
+import type { AskInput } from '../tasks/contract/escalation.js';
 
 const cut = (s: string | null | undefined, n: number) => (s === null || s === undefined ? null : redactText(s).slice(0, n));
 
@@ -100,7 +90,7 @@ export function answerRequest(db: Db, config: Config, taskId: string, a: AnswerI
   const before = resumeRequestOf(db, t)?.followUp?.spentMs ?? 0;
   const spentMs = before + Math.max(0, req.createdAt - (t.startedAt ?? req.createdAt));
   // An answer continues the run that was already approved; it releases no new write.
-  const task = continueTask(db, config, t, { message: answerMessage(req, decision, text), by: a.by, strategy: 'answer', spentMs, authority: 'engine' });
+  const task = continueTask(db, config, t, { message: answerMessage(req, decision, text), by: a.by, strategy: 'answer', spentMs, authority: 'engine', cachelab: taskCachelab });
   return { task, request: getRequest(db, req.id)! };
 }
 

@@ -1,7 +1,7 @@
-import type { Engine } from '../engine.js';
-import { mcpLaunch } from '../mcp/launch.js';
-import { START_HOOK_ENV } from '../mcp/permission-hook.js';
-import { parseEscalation } from '../requests/escalation.js';
+import type { EngineContext } from '../tasks/engine-context.js';
+import { mcpLaunch } from '../platform/launch.js';
+import { START_HOOK_ENV } from './permission-hook.js';
+import { parseEscalation } from '../tasks/contract/escalation.js';
 import { decideRequest } from '../requests/policy.js';
 import { enterWaiting, openRequest, recordDenied } from '../requests/requests.js';
 import { pendingRequestOf, type TaskRequest } from '../store/requests.js';
@@ -28,7 +28,7 @@ export const MAX_DENIALS_PER_ATTEMPT = 3;
  * person throws WaitForInput; one it denies at once returns the message to send back into the same
  * session (the worker continues without it); null when the turn simply ended.
  */
-export function checkTurnForInput(engine: Engine, turn: WorkerTurn, result: TurnResult, write: <T>(fn: () => T) => T = (fn) => engine.write(fn)): string | null {
+export function checkTurnForInput(engine: EngineContext, turn: WorkerTurn, result: TurnResult, write: <T>(fn: () => T) => T = (fn) => engine.write(fn)): string | null {
   const { task } = turn;
   const pending = pendingRequestOf(engine.db, task.id);
   if (pending && pending.attempt === task.attempt) throw new WaitForInput(pending);
@@ -46,7 +46,7 @@ export function checkTurnForInput(engine: Engine, turn: WorkerTurn, result: Turn
 }
 
 /** End the attempt in waiting_input (the runner's half of the request; answering continues it). */
-export function stopForInput(engine: Engine, task: Task, request: TaskRequest): void {
+export function stopForInput(engine: EngineContext, task: Task, request: TaskRequest): void {
   engine.write(() => {
     const cur = getTask(engine.db, task.id);
     if (cur?.status !== 'running') return;
@@ -56,7 +56,7 @@ export function stopForInput(engine: Engine, task: Task, request: TaskRequest): 
 }
 
 /** How the turn's CLI starts LightWorker's permission server for this task, when the adapter has a permission tool. */
-export function permissionServerFor(engine: Engine, adapter: WorkerAdapter, task: Task): WorkerTurn['permissionServer'] {
+export function permissionServerFor(engine: EngineContext, adapter: WorkerAdapter, task: Task): WorkerTurn['permissionServer'] {
   if (!adapter.permissionTool) return undefined;
   const launch = mcpLaunch('auto');
   const env: Record<string, string> = { ...launch.env, LIGHTWORKER_HOME: engine.home.root };

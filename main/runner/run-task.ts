@@ -1,16 +1,15 @@
 import { join } from 'node:path';
-import { isAppError } from '../core/errors.js';
-import type { Engine } from '../engine.js';
+import { isAppError, type TaskErrorCode } from '../core/errors.js';
+import type { EngineContext } from '../tasks/engine-context.js';
 import { finishWorkspace, inspectChanges, prepareWorkspace, runVerification, type PreparedWorkspace, type VerifyReport } from '../isolation/workspace.js';
 import { describeConflicts, integrateSources } from '../isolation/integrate.js';
-import { teamInputsFor } from '../orchestration/team-inputs.js';
-import { teamTagOf } from '../orchestration/team-schema.js';
+import { teamTagOf } from '../tasks/contract/team-tag.js';
 import { pendingRedirect, takeRedirect } from '../tasks/controls.js';
 import { appendEvent } from '../store/events.js';
 import { getTask, getTaskState, updateTaskFields } from '../store/tasks.js';
-import { followUpKey } from '../tasks/followup.js';
-import { unsealTask, unsealText } from '../tasks/secrets.js';
-import { resumeRequestOf, type ResumeRequest } from '../tasks/ops.js';
+import { unsealTask } from '../tasks/secrets.js';
+import { resumeRequestOf } from '../tasks/ops.js';
+import { sandboxFor } from '../tasks/route-rule.js';
 import { move, transition } from '../tasks/state.js';
 import type { Task, TaskStatus } from '../tasks/types.js';
 import type { NormalizedEvent, WorkerAdapter, WorkerTurn } from '../workers/adapter.js';
@@ -19,23 +18,23 @@ import { resolveAdapter } from '../workers/registry.js';
 import { resolveRoute } from '../workers/routing.js';
 import { authMissingMessage, resolveAuth, workerAuthSettings } from '../workers/credentials.js';
 import { describeRoute } from '../workers/route-record.js';
-import { parseResult, resultJsonSchema } from '../workers/result-schemas.js';
+import { parseResult, resultJsonSchema } from '../tasks/contract/result-schemas.js';
 import { recordPrompt } from '../cachelab/prompt-record.js';
-import { buildFollowUpPrompt, buildPrompt, buildRedirectPrompt, buildRepairPrompt, buildResumePrompt, freshAfterInterruptNote, freshFollowUpNote } from './prompt.js';
-import { treeMarkerEnv } from './lifecycle.js';
-import { useSpawner } from './spawner.js';
+import { buildPrompt, buildRedirectPrompt, buildRepairPrompt } from './prompt.js';
+import { treeMarkerEnv } from '../platform/proc/marker.js';
+import { useSpawner } from '../platform/proc/spawner.js';
 import { trimHeap } from './heap-trim.js';
+import { resumedTurn } from './resumed-turn.js';
 import { runTurn, type TurnResult } from './turn.js';
 import { OutputBudget } from './output-budget.js';
 import { deferTurnRecords, Deferred, landEndWrite, outputTruncation, persistEvents, threadUsageOf, type EndWriteContext } from './task-writes.js';
 import { storeFaultOf, storeFullError } from '../store/store-faults.js';
 import { checkTurnForInput, MAX_DENIALS_PER_ATTEMPT, permissionServerFor, runBudget, stopForInput, WaitForInput } from './input-requests.js';
 import { mkdirPrivate } from '../core/private-home.js';
-import { runDirOfSession } from '../store/task-history.js';
 import { closeAttempt, markAttemptRunning } from '../store/attempts.js';
 
 export interface RunContext {
-  engine: Engine;
+  engine: EngineContext;
   runnerId: string;
   /** Aborted with reason 'timeout' | 'cancel' | 'shutdown' | 'leader_lost'. */
   signal: AbortSignal;
@@ -46,6 +45,8 @@ export interface RunContext {
   onWorkerOk?: (worker: string) => void;
   /** Called when a plan task completed with a valid plan (orchestration expands it). */
   onPlan?: (task: Task, result: unknown) => void;
+  /** What a team member reads of the steps before it (orchestration's teams), or null outside a team. */
+  teamInputs?: (task: Task) => Promise<string | null>;
   /** Aborted when the leader stops running tasks; `endsWaiting`, `onStoreFault`: see landEndWrite. */
   stopped?: AbortSignal;
   endsWaiting?: Set<string>;
@@ -55,7 +56,7 @@ export interface RunContext {
 const ABORT_STATUS: Record<string, TaskStatus> = { timeout: 'timed_out', cancel: 'cancelled', shutdown: 'cancelled', leader_lost: 'orphaned' };
 
 class StopTask extends Error {
-  constructor(readonly status: TaskStatus, readonly code: string, message: string) {
+  constructor(readonly status: TaskStatus, readonly code: TaskErrorCode, message: string) {
     super(message);
   }
 }
@@ -101,13 +102,13 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
     const resultSchema = resultJsonSchema(task.kind);
     const prompt = buildPrompt(task, { resultSchema, config: engine.config, db: engine.db });
     // Team members (a reviewer, a synthesizer, a judge) also read what the steps before them produced.
-    const inputs = await teamInputsFor(engine, task);
+    const inputs = (await ctx.teamInputs?.(task)) ?? null;
     if (inputs) prompt.text += `\n${inputs}\n`;
     const baseTurn: WorkerTurn = {
       task,
       prompt: prompt.text,
       workdir: ws.workdir,
-      sandbox: task.kind === 'execute' ? 'workspace-write' : 'read-only',
+      sandbox: sandboxFor(task.kind),
       resultSchema,
       resumeSessionId: null,
       runDir,
@@ -237,51 +238,6 @@ function integrationSources(task: Task): string[] | null {
 }
 
 /**
- * The first turn of a resumed attempt: a follow-up in the interrupted native session when the worker
- * can continue one, else the task's fresh prompt with a note; either way a `task.resumed` event says which.
- */
-function resumedTurn(engine: Engine, adapter: WorkerAdapter, base: WorkerTurn, resume: ResumeRequest, keptWorktree: boolean): WorkerTurn {
-  const { task } = base;
-  const followUp = resume.followUp;
-  const why = followUp?.fromWorker
-    ? `handed over from worker ${followUp.fromWorker}`
-    : !resume.sessionId
-      ? `the ${followUp ? 'previous' : 'interrupted'} attempt never reported a session`
-      : adapter.resumable === false
-        ? `worker ${adapter.name} cannot continue a session (no resume template)`
-        : null;
-  engine.write(() =>
-    appendEvent(engine.db, task.id, 'task.resumed', {
-      mode: why ? 'fresh' : 'session',
-      sessionId: why ? null : resume.sessionId,
-      fromAttempt: resume.fromAttempt,
-      interruptedBy: resume.interruptedBy,
-      workdir: base.workdir,
-      keptWorktree,
-      ...(followUp ? { followUp: true, by: followUp.by } : {}),
-      ...(why ? { reason: `${why}; starting a fresh session${keptWorktree ? ' in the same worktree' : ''}` } : {}),
-    }),
-  );
-  if (why && followUp) {
-    const message = unsealText(engine.db, task.id, followUpKey(task.attempt), followUp.message);
-    return { ...base, prompt: base.prompt + freshFollowUpNote({ message, previous: followUp.previous, kind: task.kind }) };
-  }
-  if (why) return { ...base, prompt: base.prompt + freshAfterInterruptNote(task.kind) };
-  // The CLI keeps the session in the config home of the turn that started it: continue it there.
-  const session = { resumeSessionId: resume.sessionId, runDir: sessionRunDir(engine, task.id, resume.sessionId!) ?? base.runDir };
-  if (followUp) {
-    const message = unsealText(engine.db, task.id, followUpKey(task.attempt), followUp.message);
-    return { ...base, ...session, prompt: buildFollowUpPrompt({ message, kind: task.kind }) };
-  }
-  return { ...base, ...session, prompt: buildResumePrompt({ interruptedBy: resume.interruptedBy, kind: task.kind }) };
-}
-
-/** The runDir of the turn that started (or last ran) a native session: where the CLI keeps it. */
-function sessionRunDir(engine: Engine, taskId: string, sessionId: string): string | null {
-  return runDirOfSession(engine.db, taskId, sessionId);
-}
-
-/**
  * One worker turn, with the task moved to running once the process exists. A turn that asked a person
  * throws WaitForInput; one whose ask the policy denied gets the denial in the same session (at most
  * MAX_DENIALS_PER_ATTEMPT times).
@@ -303,7 +259,7 @@ async function runWorkerTurn(ctx: RunContext, adapter: WorkerAdapter, turn: Work
     rawLogMaxBytes: engine.config.output.raw_log_bytes,
     budget: output,
     // Live events in batches of up to 20 ms; those still held when the worker exits ride with the task's
-    // next transaction (for a fast worker: its completion), one commit less (issue 13).
+    // next transaction (for a fast worker: its completion), one commit less (measured in a 200-task drain, npm run bench).
     eventBatchMs: 20,
     deferTrailing: true,
     onSpawn: (pid, startTime) => {
@@ -352,7 +308,7 @@ const ABORT_MESSAGE: Record<string, string> = {
   leader_lost: 'its runner lost the scheduler lease; its process tree was killed',
 };
 /** The error code a stop records: a shutdown has its own, so a resume can tell it from a person's cancel. */
-const ABORT_CODE: Record<string, string> = { timeout: 'timed_out', cancel: 'cancelled', shutdown: 'shutdown', leader_lost: 'orphaned' };
+const ABORT_CODE: Record<string, TaskErrorCode> = { timeout: 'timed_out', cancel: 'cancelled', shutdown: 'shutdown', leader_lost: 'orphaned' };
 
 function abortError(reason: string): StopTask {
   const status = ABORT_STATUS[reason] ?? 'cancelled';
@@ -363,7 +319,7 @@ function checkAbort(ctx: RunContext): void {
   if (ctx.signal.aborted) throw abortError(String(ctx.signal.reason));
 }
 
-function endAttempt(engine: Engine, task: Task, status: string, errorCode: string | null): void {
+function endAttempt(engine: EngineContext, task: Task, status: string, errorCode: TaskErrorCode | null): void {
   closeAttempt(engine.db, task.id, task.attempt, status, Date.now(), errorCode);
 }
 
@@ -374,7 +330,7 @@ function endWrites(ctx: RunContext, taskId: string): EndWriteContext {
 async function finishWithError(ctx: RunContext, task: Task, err: unknown): Promise<TaskStatus> {
   const { engine } = ctx;
   let status: TaskStatus;
-  let code: string;
+  let code: TaskErrorCode;
   let message: string;
   if (err instanceof StopTask) ({ status, code, message } = err);
   else if (ctx.signal.aborted) ({ status, code, message } = abortError(String(ctx.signal.reason)));

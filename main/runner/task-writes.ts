@@ -1,5 +1,5 @@
 import { isAppError } from '../core/errors.js';
-import type { Engine } from '../engine.js';
+import type { EngineContext } from '../tasks/engine-context.js';
 import { appendEvent } from '../store/events.js';
 import { updateTaskFields } from '../store/tasks.js';
 import { storeFaultOf } from '../store/store-faults.js';
@@ -15,7 +15,7 @@ import { addUsageTotals } from '../store/task-moves.js';
 const TEXT_CAP = 4000;
 
 /**
- * A task's writes that can ride in its next transaction (issue 13: a fast read-only task commits 3 times, not 7).
+ * A task's writes that can ride in its next transaction (a fast read-only task commits 3 times, not 7: count the commits in a drain, npm run bench).
  * `write` replays them, in order, first inside that transaction, and forgets them once it committed; an
  * end that comes before any such transaction (a failed spawn, a cancel) writes them in its own.
  */
@@ -30,9 +30,9 @@ export class Deferred {
   };
 
   /** `fn` in a transaction, after what is deferred (ordered after it): a writer for code that takes one. */
-  readonly writer = (engine: Engine) => <T>(fn: () => T): T => this.write(engine, fn);
+  readonly writer = (engine: EngineContext) => <T>(fn: () => T): T => this.write(engine, fn);
 
-  write<T>(engine: Engine, fn: () => T): T {
+  write<T>(engine: EngineContext, fn: () => T): T {
     const fns = this.fns;
     const out = engine.write(() => {
       for (const f of fns) f.fn();
@@ -46,7 +46,7 @@ export class Deferred {
    * Write what is still deferred (ends other than completion). When a deferred state move fails (the task was
    * moved by someone else, whose state stands), the records alone are written: nothing the worker did is lost.
    */
-  flush(engine: Engine): void {
+  flush(engine: EngineContext): void {
     if (!this.fns.length) return;
     try {
       this.write(engine, () => undefined);
@@ -77,18 +77,18 @@ function eventPayload(e: NormalizedEvent): Record<string, unknown> {
 }
 
 /** The session's totals its last turn reported (a `worker.usage` event with `thread`), for a resumed turn. */
-export function threadUsageOf(engine: Engine, taskId: string, session: string): ThreadUsage | null {
+export function threadUsageOf(engine: EngineContext, taskId: string, session: string): ThreadUsage | null {
   const payload = latestUsageOfThread(engine.db, taskId, session);
   const t = payload ? (JSON.parse(payload) as { thread?: ThreadUsage }).thread : undefined;
   return t && typeof t.input === 'number' ? t : null;
 }
 
-export function persistEvents(engine: Engine, id: string, events: NormalizedEvent[]): void {
+export function persistEvents(engine: EngineContext, id: string, events: NormalizedEvent[]): void {
   engine.write(() => writeEvents(engine, id, events));
 }
 
 /** A turn's events and the token counts they carry, in the caller's transaction. */
-export function writeEvents(engine: Engine, id: string, events: NormalizedEvent[]): void {
+export function writeEvents(engine: EngineContext, id: string, events: NormalizedEvent[]): void {
   let input = 0;
   let cached = 0;
   let output = 0;
@@ -163,7 +163,7 @@ function waitUnlessStopped(ms: number, stopped: AbortSignal | undefined): Promis
 }
 
 /** A turn's events still held when it ended, then what its output lost (one event), deferred to the next write. */
-export function deferTurnRecords(later: Deferred, engine: Engine, id: string, trailing: NormalizedEvent[], truncated: Record<string, unknown> | null): void {
+export function deferTurnRecords(later: Deferred, engine: EngineContext, id: string, trailing: NormalizedEvent[], truncated: Record<string, unknown> | null): void {
   if (trailing.length) later.add(() => writeEvents(engine, id, trailing));
   if (truncated) later.add(() => appendEvent(engine.db, id, 'worker.output_truncated', truncated));
 }

@@ -1,10 +1,10 @@
 import { StringDecoder } from 'node:string_decoder';
 import { createLineRedactor, redactText } from '../core/redact.js';
 import type { NormalizedEvent, TurnOutcome, WorkerAdapter, WorkerTurn } from '../workers/adapter.js';
-import { LineSplitter, TailBuffer } from './lines.js';
+import { LineSplitter, TailBuffer } from '../platform/proc/lines.js';
 import { OutputBudget } from './output-budget.js';
 import { RawLog } from './raw-log.js';
-import { runTree } from './lifecycle.js';
+import { runTree } from '../platform/proc/run-tree.js';
 
 export interface RunTurnOptions {
   /** Aborting sweeps the whole process tree; the abort reason ('timeout' | 'cancel' | …) is reported back. */
@@ -48,7 +48,7 @@ export interface TurnResult extends TurnOutcome {
 }
 
 /**
- * Run one worker turn: spawn the adapter's argv as a tree (runner/lifecycle.ts), parse stdout line by
+ * Run one worker turn: spawn the adapter's argv as a tree (platform/proc/run-tree.ts), parse stdout line by
  * line into normalized events as it streams, keep a stderr tail. The turn ends when the worker process
  * exits (not when its pipes close: a dev server it left behind may hold them); abort, timeout and every
  * other end sweep the whole tree.

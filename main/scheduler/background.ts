@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { closeSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import type { HomePaths } from '../core/home.js';
-import { withoutTreeMarker } from '../runner/lifecycle.js';
+import { withoutTreeMarker } from '../platform/proc/marker.js';
 import { STARTED_BY_ENV } from '../workers/credentials.js';
 
 /**
@@ -11,7 +11,7 @@ import { STARTED_BY_ENV } from '../workers/credentials.js';
  * thread instead of four (each thread's malloc arena stays resident): −5 MiB; no optimizing compiler (its code
  * in the node binary and its compile zones): −7 MiB, the same CPU — a leader's hot paths are SQLite, JSON, regular
  * expressions and system calls; `gc()` for runner/heap-trim.ts (old-generation garbage collected at a task's end
- * once it reaches 2 MiB): −2 to −3 MiB (issue 13, 200-task drain). V8 reads them only at process start.
+ * once it reaches 2 MiB): −2 to −3 MiB (measured in a 200-task drain, npm run bench). V8 reads them only at process start.
  */
 export const LEADER_V8_FLAGS: readonly string[] = ['--max-semi-space-size=2', '--v8-pool-size=1', '--no-opt', '--expose-gc'];
 
@@ -26,7 +26,7 @@ export function leaderExecArgv(execArgv: readonly string[] = process.execArgv): 
  * The environment of a leader LightWorker starts itself: the parent's, without a task's tree marker, and
  * without NODE_EXTRA_CA_CERTS unless the leader may open TLS connections (a PostgreSQL store): Node 20 parses
  * that file, with every bundled root certificate, at startup whether or not anything uses TLS (50 ms of each
- * start on the test machine, issue 13), and a leader on SQLite talks to no server. Workers never see it either
+ * start on the test machine, measured in a 200-task drain, npm run bench), and a leader on SQLite talks to no server. Workers never see it either
  * way (they get a minimal environment).
  */
 export function leaderEnv(env: NodeJS.ProcessEnv, opts: { tls: boolean }): NodeJS.ProcessEnv {

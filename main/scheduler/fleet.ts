@@ -1,15 +1,15 @@
 import { existsSync } from 'node:fs';
 import type { Config } from '../core/config.js';
-import type { Engine } from '../engine.js';
+import type { StoreWriter as Engine } from '../store/engine-handle.js';
 import { AppError } from '../core/errors.js';
 import { isPostgres, prep, type Db } from '../store/db.js';
 import { appendEvent } from '../store/events.js';
-import { isSameProcess, processStartTime } from '../runner/process.js';
+import { isSameProcess, processStartTime } from '../platform/proc/process.js';
 import { canonicalPath, hostId, remoteIdentity } from '../tasks/repo-identity.js';
 import { claimTask, type Candidate, type ClaimLimits } from './claim.js';
 
 /**
- * A fleet (SPEC §11, issue 17): every host runs `lightworker run` against one PostgreSQL. There is no
+ * A fleet: every host runs `lightworker run` against one PostgreSQL. There is no
  * single leader: each runner registers a row in `runners` (host, repositories, slots) and renews its own
  * lease; it claims only tasks it can run — submitted on its own host, or for a repository it serves
  * (`[fleet] repos`, by a stable identity: the configured name or the remote URL) — and maps the task's

@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { prep, writeTx, type Db } from '../store/db.js';
 import { appendEvent } from '../store/events.js';
-import { isSameProcess, processStartTime } from '../runner/process.js';
+import { isSameProcess, processStartTime } from '../platform/proc/process.js';
 
 export const LEADER_LEASE = 'scheduler';
 

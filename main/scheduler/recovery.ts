@@ -1,8 +1,8 @@
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import type { Engine } from '../engine.js';
+import type { StoreWriter } from '../store/engine-handle.js';
 import { removeStagedCredentials } from '../workers/credentials.js';
-import { sweepTrees, treeMarkerEnv, type Tree } from '../runner/lifecycle.js';
+import { sweepTrees, taskTree } from '../platform/proc/sweep.js';
 import { transition } from '../tasks/state.js';
 import type { Task } from '../tasks/types.js';
 import { getTask } from '../store/tasks.js';
@@ -16,13 +16,13 @@ import { closeAttempt, inFlightTasksNotOf, inFlightTasksOf } from '../store/atte
  * (PID + start time; see sweepTrees). All trees are swept together, so one grace covers them all.
  * Nothing is re-run; a retry is an explicit new attempt. Returns the ids it orphaned.
  */
-export async function recoverOrphans(engine: Engine, holder: string, graceMs: number, lostRunners?: { id: string; host: string }[], here = hostname()): Promise<string[]> {
+export async function recoverOrphans(engine: StoreWriter, holder: string, graceMs: number, lostRunners?: { id: string; host: string }[], here = hostname()): Promise<string[]> {
   const ids = lostRunners ? inFlightTasksOf(engine.db, lostRunners.map((r) => r.id)) : inFlightTasksNotOf(engine.db, holder);
   const tasks = ids.map((id) => getTask(engine.db, id)).filter((t): t is Task => t !== null);
   // A fleet runner sweeps only trees of runners on its own host: a PID means nothing on another one.
   const remote = new Set((lostRunners ?? []).filter((r) => r.host !== here).map((r) => r.id));
   const local = tasks.filter((t) => !remote.has(t.runnerId ?? ''));
-  const trees: Tree[] = local.map((t) => ({ pid: t.pid && t.pid > 0 ? t.pid : -1, startTime: t.pidStart, marker: treeMarkerEnv(engine.home.root, t.id, t.attempt) }));
+  const trees = local.map((t) => taskTree(engine.home.root, t));
   const swept = await sweepTrees(trees, graceMs);
   const signalled = tasks.map((t) => {
     const i = local.indexOf(t);

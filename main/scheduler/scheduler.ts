@@ -1,14 +1,16 @@
 import { EventEmitter } from 'node:events';
-import type { Engine } from '../engine.js';
-import { sweepTrees, treeMarkerEnv, type Tree } from '../runner/lifecycle.js';
+import { taskCachelab } from '../cachelab/task-cachelab.js';
+import { sweepTrees, taskTree, type Tree } from '../platform/proc/sweep.js';
+import type { LeaderEngine } from '../store/engine-handle.js';
 import { runTask } from '../runner/run-task.js';
 import { deleteSetting, getSetting, setSetting, settingsWithPrefix } from '../store/settings.js';
 import type { EventRow } from '../store/events.js';
 import { retryTask } from '../tasks/ops.js';
 import { getTask } from '../store/tasks.js';
-import { TERMINAL, type Task, type TaskStatus } from '../tasks/types.js';
+import { TERMINAL, type TaskStatus } from '../tasks/types.js';
 import { resolveAdapter } from '../workers/registry.js';
 import { storeFaultOf } from '../store/store-faults.js';
+import { requireLeaderHooks, type LeaderHooks } from './leader-hooks.js';
 import { claimTask, listCandidates, pickCandidate, type Candidate } from './claim.js';
 import { claimFleetTask, fleetLimitsOf, listFleetCandidates, type FleetCandidate, type FleetIdentity } from './fleet.js';
 
@@ -41,27 +43,6 @@ export const PAUSE_PREFIX = 'scheduler.pause.';
 const BACKOFF_MIN_MS = 5_000;
 const BACKOFF_MAX_MS = 5 * 60_000;
 
-/** Hook for orchestration: called in the completing transaction when a plan task ends with a valid plan. */
-export type PlanHandler = (engine: Engine, task: Task, result: unknown) => void;
-let planHandler: PlanHandler | null = null;
-export function setPlanHandler(h: PlanHandler | null): void {
-  planHandler = h;
-}
-
-/**
- * Hook for orchestration's teams: `onEnded` after any task reached an end (at once when this process ran
- * it, else from the task.status event once the ending transaction committed; idempotent, so both may
- * call it), `onStart` when this process starts leading (unfinished teams).
- */
-export interface TeamHandler {
-  onEnded(engine: Engine, taskId: string): void;
-  onStart(engine: Engine): void;
-}
-let teamHandler: TeamHandler | null = null;
-export function setTeamHandler(h: TeamHandler | null): void {
-  teamHandler = h;
-}
-
 /**
  * The dispatcher of the leading process. Event-driven: a created, approved or finished task (from this
  * process at once, from others via PRAGMA data_version polling) wakes it; there is no fixed sleep on
@@ -92,12 +73,16 @@ export class Scheduler extends EventEmitter {
    *   run, under the fleet-wide limits (scheduler/fleet.ts); absent on one host.
    */
   constructor(
-    private readonly engine: Engine,
+    private readonly engine: LeaderEngine,
     private readonly runnerId: string,
+    hooks: LeaderHooks,
     private readonly fleet: FleetIdentity | null = null,
   ) {
     super();
+    this.hooks = requireLeaderHooks(hooks);
   }
+
+  private readonly hooks: LeaderHooks;
 
   get runningCount(): number {
     return this.running.size;
@@ -144,7 +129,7 @@ export class Scheduler extends EventEmitter {
     this.engine.events.on('event', this.onEvent);
     // New limits (config.toml reloaded) may let a queued task start now.
     this.engine.events.on('config', this.onConfig);
-    teamHandler?.onStart(this.engine);
+    this.hooks.team.onStart(this.engine);
     this.wake();
   }
 
@@ -196,7 +181,7 @@ export class Scheduler extends EventEmitter {
       } catch {
         // The store is gone (the reason for killing now, often): the attempt's marker still finds its processes.
       }
-      trees.push({ pid: t?.pid && t.pid > 0 ? t.pid : -1, startTime: t?.pidStart ?? null, marker: treeMarkerEnv(this.engine.home.root, r.id, t?.attempt ?? r.attempt) });
+      trees.push(taskTree(this.engine.home.root, { id: r.id, attempt: t?.attempt ?? r.attempt, pid: t?.pid ?? null, pidStart: t?.pidStart ?? null }));
     }
     return trees;
   }
@@ -237,8 +222,8 @@ export class Scheduler extends EventEmitter {
       this.running.get(e.taskId)?.controller.abort('cancel');
       return;
     }
-    if (e.type === 'task.status' && e.taskId && teamHandler && TERMINAL.has(e.payload.to as TaskStatus)) teamHandler.onEnded(this.engine, e.taskId);
-    if (e.type === 'task.created' || e.type === 'task.status' || e.type === 'scheduler.resumed') this.wake();
+    if (e.type === 'task.status' && e.taskId && TERMINAL.has(e.payload.to as TaskStatus)) this.hooks.team.onEnded(this.engine, e.taskId);
+    if (e.type === 'task.created' || e.type === 'task.status') this.wake();
   }
 
   /** Workers that cannot take work now: rate-limit pauses and per-worker concurrency. */
@@ -306,7 +291,8 @@ export class Scheduler extends EventEmitter {
         killGraceMs: this.engine.config.scheduler.kill_grace_ms,
         onRateLimit: (w) => this.pauseWorker(w, id),
         onWorkerOk: (w) => this.clearPause(w),
-        onPlan: planHandler ? (t, r) => planHandler!(this.engine, t, r) : undefined,
+        onPlan: (t, r) => this.hooks.plan(this.engine, t, r),
+        teamInputs: (t) => this.hooks.team.inputsFor(this.engine, t),
         stopped: this.stopSignal.signal,
         endsWaiting: this.endsWaiting,
         onStoreFault: (err) => this.emit('store.fault', err),
@@ -328,7 +314,7 @@ export class Scheduler extends EventEmitter {
         try {
           if (status === 'failed' && this.isRateLimited(id)) this.requeueAfterRateLimit(id);
           // In the same tick as the task's end: `run --until-idle` must not see the team idle before its next step.
-          teamHandler?.onEnded(this.engine, id);
+          this.hooks.team.onEnded(this.engine, id);
         } catch (err) {
           this.noteStoreError(err);
           // The store failed just now: the team steps on at its next event (the driver re-reads state).
@@ -363,7 +349,7 @@ export class Scheduler extends EventEmitter {
   /** The rate-limited task itself becomes a new, recorded attempt (within the retry budget). */
   private requeueAfterRateLimit(id: string): void {
     try {
-      this.engine.write(() => retryTask(this.engine.db, this.engine.config, id, 'same', 'the scheduler (rate limit backoff)', 'engine'));
+      this.engine.write(() => retryTask(this.engine.db, this.engine.config, id, 'same', 'the scheduler (rate limit backoff)', 'engine', taskCachelab));
     } catch {
       // Budget used up: the task stays failed with code rate_limited, for a person to retry.
     }

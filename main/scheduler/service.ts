@@ -1,12 +1,12 @@
 import { EventEmitter } from 'node:events';
 import { AppError } from '../core/errors.js';
 import { newToken } from '../core/ids.js';
-import type { Engine } from '../engine.js';
+import type { LeaderEngine } from '../store/engine-handle.js';
 import { storeCapabilities } from '../store/capabilities.js';
 import { anchorChains, anchorDue, latestSeq } from '../store/events.js';
 import { fleetIdentity, lostTasksOnHost, reapExpiredRunners, registerRunner, renewRunner, stopRunner, type FleetIdentity } from './fleet.js';
-import { countByStatus } from '../store/tasks.js';
-import { currentLease, leaseHeld, releaseLease, renewLease, tryAcquireLease } from './lease.js';
+import { releaseLease, renewLease, tryAcquireLease } from './lease.js';
+import { readServiceStatus } from './service-status.js';
 import { claimableWork } from '../store/work-counts.js';
 import { claimSpawn, RESPAWN_MS, runnerWanted } from './spawn-gate.js';
 import { recoverOrphans } from './recovery.js';
@@ -14,14 +14,13 @@ import { sweepExpiredRequests } from './request-expiry.js';
 import { sweepPullRequests } from './pull-sweep.js';
 import { sweepDeadSnapshots } from '../isolation/snapshot-sweep.js';
 import { Scheduler, type RunningTask } from './scheduler.js';
-import { sweepTrees, treeMarkerEnv, type Tree } from '../runner/lifecycle.js';
+import { sweepTrees, taskTree, type Tree } from '../platform/proc/sweep.js';
+import { requireLeaderHooks, type LeaderHooks } from './leader-hooks.js';
 import { storeDamagedError, storeFaultOf } from '../store/store-faults.js';
 import { StoreHealth } from './store-health.js';
-
-export type { RunningTask };
 import type { SchedulerService, SchedulerStatus, ServiceOptions } from './service-types.js';
 
-export type { SchedulerService, SchedulerStatus, ServiceOptions } from './service-types.js';
+export type { RunningTask, SchedulerService, SchedulerStatus, ServiceOptions };
 
 /** How often a leader (every fleet runner) ties the event chains' heads into the next anchor (docs/audit.md). */
 const ANCHOR_EVERY_MS = 10_000;
@@ -38,10 +37,10 @@ const ANCHOR_EVERY_MS = 10_000;
  * the service then stops itself, killing what runs, and the face says why (and exits, where it is a
  * command). A full file system is no stop: 'trouble' says what is full and where (once), 'store.full'
  * (AppError) starts the spell, during which nothing new is claimed and task ends are retried, and
- * 'store.writable' (message) ends it.
+ * 'store.writable' (message) ends it. `hooks`: what the leader does with plans and teams (main/app.ts).
  */
-export async function startSchedulerService(engine: Engine, opts: ServiceOptions = {}): Promise<SchedulerService> {
-  const svc = new Service(engine, opts);
+export async function startService(engine: LeaderEngine, hooks: LeaderHooks, opts: ServiceOptions = {}): Promise<SchedulerService> {
+  const svc = new Service(engine, requireLeaderHooks(hooks), opts);
   await svc.tick();
   return svc;
 }
@@ -70,7 +69,8 @@ class Service extends EventEmitter implements SchedulerService {
   };
 
   constructor(
-    private readonly engine: Engine,
+    private readonly engine: LeaderEngine,
+    private readonly hooks: LeaderHooks,
     private readonly opts: ServiceOptions,
   ) {
     super();
@@ -174,7 +174,7 @@ class Service extends EventEmitter implements SchedulerService {
         if (!this.stopped) this.emit('drained');
         return;
       }
-      this.scheduler = new Scheduler(this.engine, this.holder, this.fleet);
+      this.scheduler = new Scheduler(this.engine, this.holder, this.hooks, this.fleet);
       if (!this.fleet) this.engine.setWriteBeat(() => this.beatInWrite());
       this.scheduler.on('drained', () => this.emit('drained'));
       this.scheduler.on('task.ended', (id: string, status: string) => this.emit('task.ended', id, status));
@@ -216,7 +216,7 @@ class Service extends EventEmitter implements SchedulerService {
       const trees = damaged ? this.scheduler?.treesOfRunning() : undefined;
       if (damaged) this.engine.db.close();
       void this.stop({ killNow: true, trees }).catch(() => undefined);
-      // Emitted on the next turn: the first beat runs inside startSchedulerService, before any face listens.
+      // Emitted on the next turn: the first beat runs inside startService, before any face listens.
       setImmediate(() => this.emit('fatal', err));
       return;
     }
@@ -291,8 +291,7 @@ class Service extends EventEmitter implements SchedulerService {
   private async sweepLostOnHost(host: string): Promise<void> {
     const tasks = lostTasksOnHost(this.engine.db, host);
     if (!tasks.length) return;
-    const trees: Tree[] = tasks.map((t) => ({ pid: t.pid && t.pid > 0 ? t.pid : -1, startTime: t.pidStart, marker: treeMarkerEnv(this.engine.home.root, t.id, t.attempt) }));
-    await sweepTrees(trees, this.engine.config.scheduler.kill_grace_ms);
+    await sweepTrees(tasks.map((t) => taskTree(this.engine.home.root, t)), this.engine.config.scheduler.kill_grace_ms);
   }
 
   private release(): void {
@@ -317,7 +316,7 @@ class Service extends EventEmitter implements SchedulerService {
     this.emit('spawned');
   }
 
-  /** A heartbeat inside one of this leader's own write transactions (Engine.setWriteBeat). */
+  /** A heartbeat inside one of this leader's own write transactions (LeaderEngine.setWriteBeat). */
   private beatInWrite(): void {
     if (renewLease(this.engine.db, this.holder, this.ttl)) this.beatAt = Date.now();
   }
@@ -335,21 +334,7 @@ class Service extends EventEmitter implements SchedulerService {
   }
 
   status(): SchedulerStatus {
-    const counts = countByStatus(this.engine.db);
-    const lease = this.fleet
-      ? this.scheduler
-        ? { holder: this.holder, pid: process.pid, pidStart: null, hostname: this.fleet.host, acquiredAt: 0, heartbeatAt: 0, expiresAt: Infinity }
-        : null
-      : currentLease(this.engine.db);
-    return {
-      role: this.scheduler ? 'leader' : 'standby',
-      paused: this.scheduler?.isPaused ?? false,
-      running: (counts.starting ?? 0) + (counts.running ?? 0) + (counts.verifying ?? 0),
-      awaitingApproval: counts.awaiting_approval ?? 0,
-      waitingInput: counts.waiting_input ?? 0,
-      queued: counts.queued ?? 0,
-      leader: lease && (this.fleet ? lease.expiresAt > Date.now() : leaseHeld(lease)) ? { holder: lease.holder, pid: lease.pid, hostname: lease.hostname } : null,
-    };
+    return readServiceStatus(this.engine.db, { holder: this.holder, fleet: this.fleet, leading: this.scheduler !== null, paused: this.scheduler?.isPaused ?? false });
   }
 
   runningTasks(): RunningTask[] {

@@ -1,5 +1,5 @@
 import { AppError } from '../core/errors.js';
-import type { Engine } from '../engine.js';
+import type { EngineHandle } from '../store/engine-handle.js';
 import type { EventRow } from '../store/events.js';
 import { getTask } from '../store/tasks.js';
 import { waitingOn } from '../tasks/ops.js';
@@ -28,12 +28,12 @@ function countStatuses(tasks: TaskSummary[]): WaitResult['counts'] {
   return counts;
 }
 
-function result(engine: Engine, reason: WaitResult['reason'], tasks: TaskSummary[]): WaitResult {
+function result(engine: EngineHandle, reason: WaitResult['reason'], tasks: TaskSummary[]): WaitResult {
   const next = nextStep(reason, tasks, engine.config);
   return { reason, counts: countStatuses(tasks), tasks, ...(next ? { next } : {}) };
 }
 
-function snapshot(engine: Engine, ids: string[]): { done: WaitResult['reason'] | null; tasks: WaitResult['tasks']; anyQueued: boolean } {
+function snapshot(engine: EngineHandle, ids: string[]): { done: WaitResult['reason'] | null; tasks: WaitResult['tasks']; anyQueued: boolean } {
   let allEnded = true;
   let needsApproval = false;
   let anyQueued = false;
@@ -64,7 +64,7 @@ function snapshot(engine: Engine, ids: string[]): { done: WaitResult['reason'] |
  * changes through the engine's data_version watch. `timeoutMs` bounds the wait. `onSnapshot` sees the
  * tasks' summaries at the start and after every change (a face's progress line).
  */
-export function waitTasks(engine: Engine, ids: string[], timeoutMs: number, signal?: AbortSignal, onSnapshot?: (tasks: TaskSummary[]) => void): Promise<WaitResult> {
+export function waitTasks(engine: EngineHandle, ids: string[], timeoutMs: number, signal?: AbortSignal, onSnapshot?: (tasks: TaskSummary[]) => void): Promise<WaitResult> {
   const first = snapshot(engine, ids);
   onSnapshot?.(first.tasks);
   if (first.done) return Promise.resolve(result(engine, first.done, first.tasks));

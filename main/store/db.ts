@@ -8,7 +8,7 @@ import { MIGRATIONS } from './migrations/index.js';
 
 /**
  * Loaded with require, not `import`: importing a CommonJS package from ESM makes Node scan its source for
- * named exports (cjs-module-lexer), which costs a CLI cold start more than the addon itself (issue 12).
+ * named exports (cjs-module-lexer), which costs a CLI cold start more than the addon itself (CLI start-up time).
  */
 const requireHere = createRequire(import.meta.url);
 const Database = requireHere('better-sqlite3') as typeof BetterSqlite3;
@@ -47,7 +47,7 @@ const ADDON_CANDIDATES = [['build'], ['build', 'Debug'], ['build', 'Release']];
 
 /**
  * The addon better-sqlite3 built, named outright: left to itself better-sqlite3 finds it through the
- * `bindings` package, which walks a stack trace and probes path after path, at every start (issue 12).
+ * `bindings` package, which walks a stack trace and probes path after path, at every start (CLI start-up time).
  * Not under Electron (the app passes its own build; asar paths are Electron's business), and not when none
  * of those files exists (a prebuilt elsewhere): then better-sqlite3 searches as before.
  */

@@ -1,14 +1,11 @@
 import { createHash } from 'node:crypto';
+import type { EngineEvent, EngineEventMap, EngineEventType } from '../core/event-map.js';
 import { redactValue } from '../core/redact.js';
 import { isPostgres, prep, writeTx, type Db } from './db.js';
 
-export interface EventRow {
-  seq: number;
-  taskId: string | null;
-  type: string;
-  ts: number;
-  payload: Record<string, unknown>;
-}
+/** One event of the log, typed by its `type` (core/event-map.ts). */
+export type EventRow = EngineEvent;
+export type { EngineEventMap, EngineEventType };
 
 export const GENESIS_HASH = '0'.repeat(64);
 
@@ -25,7 +22,7 @@ export function hashEvent(prevHash: string, seq: number, taskId: string | null, 
 /**
  * The hash of one event in its chain: SHA-256 over the chain, the position in it, the fields and the
  * previous link's hash. A chain is one task's events (the empty chain: events of no task), so writers
- * on many hosts never wait for one global row (issue 17); `anchorChains` ties the heads together.
+ * on many hosts never wait for one global row; `anchorChains` ties the heads together.
  */
 export function hashChained(prevHash: string, chain: string, pos: number, type: string, ts: number, payload: string): string {
   return createHash('sha256').update(`${prevHash}\n${chain}\n${pos}\n${type}\n${ts}\n${payload}`).digest('hex');
@@ -36,7 +33,15 @@ export function hashChained(prevHash: string, chain: string, pos: number, type: 
  * Must run inside a write transaction (callers compose it with the state change it records). The
  * task's chain head is read (locked, on PostgreSQL) and moved in the same transaction.
  */
-export function appendEvent(db: Db, taskId: string | null, type: string, payload: Record<string, unknown> = {}, ts = Date.now()): number {
+export function appendEvent<K extends EngineEventType>(db: Db, taskId: string | null, type: K, payload: EngineEventMap[K], ts = Date.now()): number {
+  return appendAnyEvent(db, taskId, type, payload, ts);
+}
+
+/**
+ * Append an event of any type name, unchecked by the event map: for code that exercises the log itself
+ * (the audit's fixtures and benches). Engine code appends through appendEvent.
+ */
+export function appendAnyEvent(db: Db, taskId: string | null, type: string, payload: Record<string, unknown> = {}, ts = Date.now()): number {
   const chain = taskId ?? '';
   const head = prep(db, isPostgres(db) ? 'SELECT pos, hash FROM chain_heads WHERE chain = ? FOR UPDATE' : 'SELECT pos, hash FROM chain_heads WHERE chain = ?').get(chain) as
     | { pos: number; hash: string }
@@ -149,7 +154,8 @@ export function listEventsBySeq(db: Db, seqs: number[]): EventRow[] {
 type StoredEvent = { seq: number; task_id: string | null; type: string; ts: number; payload: string };
 
 function toEventRow(r: StoredEvent): EventRow {
-  return { seq: r.seq, taskId: r.task_id, type: r.type, ts: r.ts, payload: JSON.parse(r.payload) as Record<string, unknown> };
+  // Written by appendEvent, so typed by the map; a type this version does not know reads back all the same.
+  return { seq: r.seq, taskId: r.task_id, type: r.type, ts: r.ts, payload: JSON.parse(r.payload) } as EventRow;
 }
 
 export function latestSeq(db: Db): number {

@@ -5,7 +5,7 @@ export type RequestKind = (typeof REQUEST_KINDS)[number];
 export type RequestStatus = 'pending' | 'answered' | 'expired' | 'cancelled';
 export type RequestDecision = 'allow' | 'deny' | 'answer';
 
-/** What a running worker asked a person (issue 15). Text fields are stored redacted. */
+/** What a running worker asked a person. Text fields are stored redacted. */
 export interface TaskRequest {
   id: string;
   taskId: string;

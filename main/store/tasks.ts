@@ -1,6 +1,6 @@
-import { AppError } from '../core/errors.js';
+import { AppError, type TaskErrorCode } from '../core/errors.js';
 import { redactText, redactValue } from '../core/redact.js';
-import type { Task, TaskStatus } from '../tasks/types.js';
+import type { Task, TaskStatus } from '../core/model.js';
 import { prep, type Db } from './db.js';
 
 /** Raw row as stored; only this module sees snake_case. */
@@ -93,7 +93,8 @@ function toTask(r: TaskRow, dependsOn: string[]): Task {
     usage: { inputTokens: r.input_tokens, cachedTokens: r.cached_tokens, outputTokens: r.output_tokens, costUsd: r.cost_usd },
     result: r.result === null ? null : JSON.parse(r.result),
     schemaValid: r.schema_valid === null ? null : r.schema_valid === 1,
-    error: r.error_code ? { code: r.error_code, message: r.error_message ?? '' } : null,
+    // Written only from TaskErrorCode values (updateTaskFields, transition); read back as written.
+    error: r.error_code ? { code: r.error_code as TaskErrorCode, message: r.error_message ?? '' } : null,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
     startedAt: r.started_at,
@@ -127,7 +128,7 @@ const FIELD_COLUMNS = {
   worker: 'worker',
   model: 'model',
 } as const;
-export type TaskFieldUpdate = Partial<Record<keyof typeof FIELD_COLUMNS, unknown>>;
+export type TaskFieldUpdate = Partial<Record<keyof typeof FIELD_COLUMNS, unknown>> & { errorCode?: TaskErrorCode | null };
 
 /**
  * Column values for an UPDATE of `fields`. Text that may carry a worker's or caller's words (result,
@@ -265,6 +266,13 @@ export function listTasks(db: Db, q: ListTasksQuery = {}): Task[] {
     deps.set(d.task_id, list);
   }
   return rows.map((r) => toTask(r, deps.get(r.id) ?? []));
+}
+
+/** Counts of tasks in these statuses only (through the status index: ended tasks, most of a store, are not read). */
+export function countInStatuses(db: Db, statuses: readonly string[]): Record<string, number> {
+  if (!statuses.length) return {};
+  const rows = prep(db, `SELECT status, COUNT(*) AS n FROM tasks WHERE status IN (${statuses.map(() => '?').join(',')}) GROUP BY status`).all(...statuses) as { status: string; n: number }[];
+  return Object.fromEntries(rows.map((r) => [r.status, r.n]));
 }
 
 export function countByStatus(db: Db): Record<string, number> {

@@ -1,9 +1,8 @@
 import { realpathSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { isAbsolute, parse } from 'node:path';
-import { assignCohort } from '../cachelab/cohort.js';
-import { resolvePackRef } from '../cachelab/context-packs.js';
 import type { Config } from '../core/config.js';
+import type { TaskCachelab } from './cachelab-hook.js';
 import { BUILTIN_PROFILE_SPECS, cheapestProfile, findProfile } from '../core/profiles.js';
 import { AppError } from '../core/errors.js';
 import { REDACTED, redactText } from '../core/redact.js';
@@ -18,7 +17,7 @@ import { redactNewTask, sealSecrets } from './secrets.js';
 import { setRootBudget, type RootBudget } from './budget.js';
 import type { Authority, Task, TaskKind, TaskMode, TaskStatus } from './types.js';
 
-/** Workflow types pre-fill priority and timeout (SPEC §7); explicit values win. */
+/** Workflow types pre-fill priority and timeout; explicit values win. */
 export const WORKFLOW_DEFAULTS = {
   chore: { priority: 30, timeoutS: 900 },
   feature: { priority: 50, timeoutS: 3600 },
@@ -81,6 +80,8 @@ export interface CreateContext {
   authority: Authority;
   /** Filled with the ids of tasks whose auto_execute mode was lowered to auto_readonly, to tell the caller. */
   lowered?: string[];
+  /** Cohorts and context packs (cachelab/task-cachelab.ts). */
+  cachelab: TaskCachelab;
 }
 
 /**
@@ -177,7 +178,7 @@ export function createTasks(ctx: CreateContext, inputs: ParsedTaskInput[], opts:
       allowedPaths: t.allowed_paths ?? [],
       successCriteria: t.success_criteria ?? [],
       verify: t.verify ?? [],
-      contextPack: resolvePackRef(db, t.context_pack ?? parent?.contextPack ?? null, f('context_pack')),
+      contextPack: ctx.cachelab.resolvePackRef(db, t.context_pack ?? parent?.contextPack ?? null, f('context_pack')),
       metadata: t.metadata ?? {},
       depth: ctx.depth,
       status,
@@ -191,7 +192,7 @@ export function createTasks(ctx: CreateContext, inputs: ParsedTaskInput[], opts:
   for (const i of order) {
     const original = redactNewTask(rows[i]);
     insertTask(db, rows[i], now);
-    assignCohort(db, config, rows[i]);
+    ctx.cachelab.assignCohort(db, config, rows[i]);
     if (original) sealSecrets(db, ctx.homeRoot, rows[i].id, original);
   }
   for (const [rootId, budget] of budgets) setRootBudget(db, rootId, budget);
@@ -226,7 +227,7 @@ function rootBudgets(inputs: ParsedTaskInput[], rows: NewTaskRow[], newIds: Set<
   return out;
 }
 
-/** Profiles that exist without configuration (SPEC §5). */
+/** Profiles that exist without configuration. */
 export const BUILTIN_PROFILES = Object.keys(BUILTIN_PROFILE_SPECS);
 
 /**

@@ -1,4 +1,3 @@
-import { assignCohort } from '../cachelab/cohort.js';
 import type { Config } from '../core/config.js';
 import { AppError } from '../core/errors.js';
 import { redactText } from '../core/redact.js';
@@ -9,6 +8,7 @@ import { requireTask } from '../store/tasks.js';
 import { lastSessionOf, startNewAttempt, type ResumeRequest } from './ops.js';
 import { redactAndSeal } from './secrets.js';
 import type { Authority, Task, TaskStatus } from './types.js';
+import type { TaskCachelab } from './cachelab-hook.js';
 
 /** States a follow-up may continue: ended ones, a rejected change, and a task waiting for a person. */
 export const FOLLOWABLE: readonly TaskStatus[] = ['completed', 'failed', 'timed_out', 'cancelled', 'rejected', 'waiting_input'];
@@ -28,6 +28,8 @@ export interface FollowUpOptions {
   by: string;
   /** An `agent`'s follow-up to an execute task waits for a person's approval (it writes again). */
   authority: Authority;
+  /** A handoff to another worker files the task under that worker's cohort. */
+  cachelab: TaskCachelab;
 }
 
 /**
@@ -58,7 +60,7 @@ export function followUpTask(db: Db, config: Config, id: string, opts: FollowUpO
       appendEvent(db, t.id, 'request.cancelled', { requestId: pending.id, reason: `superseded by a follow-up from ${opts.by}` });
     }
   }
-  return continueTask(db, config, t, { message, worker: opts.worker, by: opts.by, strategy: 'followup', authority: opts.authority });
+  return continueTask(db, config, t, { message, worker: opts.worker, by: opts.by, strategy: 'followup', authority: opts.authority, cachelab: opts.cachelab });
 }
 
 export interface ContinueOptions {
@@ -70,6 +72,7 @@ export interface ContinueOptions {
   /** Time the earlier attempts of this run already used, for timeouts that pause while a task waits. */
   spentMs?: number;
   authority: Authority;
+  cachelab: TaskCachelab;
 }
 
 /**
@@ -97,7 +100,7 @@ export function continueTask(db: Db, config: Config, t: Task, opts: ContinueOpti
   const fields = switching ? { worker: opts.worker, model: null } : undefined;
   const reason = `${opts.strategy === 'followup' ? 'follow-up' : opts.strategy} by ${opts.by}${switching ? ` (handed to ${opts.worker})` : ''}`;
   const next = startNewAttempt(db, t, { strategy: opts.strategy, reason, resume, fields, authority: opts.authority });
-  if (switching) assignCohort(db, config, next);
+  if (switching) opts.cachelab.assignCohort(db, config, next);
   return next;
 }
 

@@ -1,4 +1,3 @@
-import { assignCohort } from '../cachelab/cohort.js';
 import type { Config } from '../core/config.js';
 import { AppError } from '../core/errors.js';
 import { findProfile } from '../core/profiles.js';
@@ -10,6 +9,7 @@ import { requireTask, updateTaskFields, type TaskFieldUpdate } from '../store/ta
 import { needsApproval } from './create.js';
 import { releaseDependents, transition } from './state.js';
 import { ACTIVE, type Authority, type Task, type TaskStatus } from './types.js';
+import type { TaskCachelab } from './cachelab-hook.js';
 import { countStrategyMoves, lastStartedSession, latestStrategyMove } from '../store/task-history.js';
 import { setRoute, upstreamAwaitingApproval } from '../store/task-moves.js';
 
@@ -71,7 +71,7 @@ export function lastSessionOf(db: Db, t: Task): string | null {
  * timeout) continues the worker's native session in the same worktree and branch — the runner reads
  * that from the retry's `task.status` event (see resumeRequestOf).
  */
-export function retryTask(db: Db, config: Config, id: string, strategy: RetryStrategy, by: string, authority: Authority): Task {
+export function retryTask(db: Db, config: Config, id: string, strategy: RetryStrategy, by: string, authority: Authority, cachelab: TaskCachelab): Task {
   const t = requireTask(db, id);
   if (!RETRYABLE.includes(t.status)) {
     throw new AppError('illegal_transition', `task ${id} is ${t.status}; only failed, timed_out, cancelled or orphaned tasks can be retried`, { status: t.status });
@@ -103,7 +103,7 @@ export function retryTask(db: Db, config: Config, id: string, strategy: RetryStr
   const event = changed ? { route: { profile: route.profile, worker: route.worker, effort: route.effort, model: route.model, gateway: route.gateway } } : undefined;
   const next = startNewAttempt(db, t, { strategy, reason: `retry (${strategy}) by ${by}`, resume, event, authority });
   // A changed route is a different cache cohort: re-key it now so scheduling affinity sees it.
-  assignCohort(db, config, next);
+  cachelab.assignCohort(db, config, next);
   return next;
 }
 

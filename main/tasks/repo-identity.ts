@@ -7,7 +7,7 @@ import type { Db } from '../store/db.js';
 import { setOrigin } from '../store/task-moves.js';
 
 /**
- * A repository's identity across the hosts of a fleet (issue 17): tasks name their repository by it, and
+ * A repository's identity across the hosts of a fleet: tasks name their repository by it, and
  * each runner maps it to its own clone (scheduler/fleet.ts).
  */
 

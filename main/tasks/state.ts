@@ -6,7 +6,7 @@ import { dependentsOf, requireTask, type TaskFieldUpdate } from '../store/tasks.
 import { FAILED_ENDS, type Task, type TaskStatus } from './types.js';
 import { blockWaitingTask, compareAndSetStatus, tasksBlockedBy } from '../store/task-moves.js';
 
-/** The legal edges of SPEC §3.1. Anything else is an illegal transition. */
+/** The legal edges of the task lifecycle (docs/architecture.md draws it). Anything else is an illegal transition. */
 export const TRANSITIONS: Readonly<Record<TaskStatus, readonly TaskStatus[]>> = {
   awaiting_approval: ['queued', 'cancelled', 'blocked'],
   queued: ['starting', 'cancelled', 'blocked', 'awaiting_approval', 'paused'],

@@ -1,3 +1,4 @@
+import type { TaskErrorCode } from '../core/errors.js';
 import type { Task } from './types.js';
 
 /** Longest error message a summary carries; the full text stays in get_task. */
@@ -15,7 +16,7 @@ export interface TaskSummary {
   worker: string;
   updatedAt: number;
   /** The error, its message cut to SUMMARY_ERROR_CHARS characters (with "…"). */
-  error?: { code: string; message: string };
+  error?: { code: TaskErrorCode; message: string };
   /** Upstream tasks awaiting a person that this task waits on. */
   waitingOn?: string[];
   /** A waiting_input task: what it asks a person (answer with answer_task). */

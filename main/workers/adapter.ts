@@ -161,5 +161,5 @@ export interface StreamParser {
   finish(exitCode: number | null, stderrTail: string): TurnOutcome | Promise<TurnOutcome>;
 }
 
-/** Text that marks a provider rate limit or quota problem (SPEC §4 admission control). */
+/** Text that marks a provider rate limit or quota problem (admission control). */
 export const RATE_LIMIT_PATTERN = /\b429\b|rate[ _-]?limit|too many requests|quota|insufficient_quota|overloaded_error/i;

@@ -146,7 +146,7 @@ function writeTurnConfig(home: string, developer: string | null): void {
 /**
  * HOME for the shell Codex runs: an empty folder, so no rc file is read. With a shareDir, one read-only
  * folder for every turn (`empty-home`), checked to be an empty directory before each: a turn then makes no
- * folder (issue 13). Found not empty (or not a plain directory), this turn gets its own under runDir, as
+ * folder (measured in a 200-task drain, npm run bench). Found not empty (or not a plain directory), this turn gets its own under runDir, as
  * every turn did before. What a turn's shell may write is the CLI's sandbox's business either way.
  */
 function emptyHome(turn: WorkerTurn): string {
@@ -172,7 +172,7 @@ function emptyHome(turn: WorkerTurn): string {
 /**
  * The file `--output-schema` reads. With a shareDir, one file per schema content
  * (`codex-schema-<sha256>.json`), checked byte for byte before each use and rewritten (atomically) when it
- * is missing or differs: no new file per turn (issue 13: creating inodes is among a leader's costliest
+ * is missing or differs: no new file per turn (creating inodes is among a leader's costliest
  * system calls here). Without one, a file in the runDir.
  */
 function schemaFile(turn: WorkerTurn, text: string): string {

@@ -7,7 +7,7 @@ import { registerSecretValues } from '../core/secret-values.js';
 import { loginFileProblem } from './login-shape.js';
 
 /**
- * What credentials a worker receives (SPEC §5; `[workers.NAME] auth`), decided without running a model:
+ * What credentials a worker receives (`[workers.NAME] auth`), decided without running a model:
  *
  * - `login`: the user's own CLI login file (codex `~/.codex/auth.json`, Claude Code
  *   `~/.claude/.credentials.json`, OpenCode `~/.local/share/opencode/auth.json`) is copied into the

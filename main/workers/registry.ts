@@ -1,5 +1,5 @@
 import { AppError } from '../core/errors.js';
-import type { Engine } from '../engine.js';
+import type { StoreReader } from '../store/engine-handle.js';
 import { getSetting, settingsWithPrefix } from '../store/settings.js';
 import type { WorkerAdapter } from './adapter.js';
 import { linkedAdapter, type LinkedWorkerSpec } from './linked.js';
@@ -17,14 +17,14 @@ export const BUILTIN_ADAPTERS = new Map<string, WorkerAdapter>(
 );
 
 /** `[workers.NAME] acp = ["cmd", "args"]`: any other agent speaking the Agent Client Protocol. */
-function configuredAcpNames(engine: Engine): string[] {
+function configuredAcpNames(engine: StoreReader): string[] {
   return Object.entries(engine.config.workers).flatMap(([name, w]) => (w && 'acp' in w && w.acp && !BUILTIN_ADAPTERS.has(name) ? [name] : []));
 }
 
 export const LINKED_PREFIX = 'workers.linked.';
 
 /** Linked workers: from `lightworker workers link` (settings) and config.toml [workers.NAME]. */
-export function linkedSpecs(engine: Engine): LinkedWorkerSpec[] {
+export function linkedSpecs(engine: StoreReader): LinkedWorkerSpec[] {
   const fromDb = settingsWithPrefix<LinkedWorkerSpec>(engine.db, LINKED_PREFIX).map((s) => s.value);
   // A [workers.NAME] block without `command` only sets how a worker authenticates ([workers.vscode]
   // configures the built-in bridge worker): only entries with a command are linked CLIs.
@@ -49,7 +49,7 @@ function withConfiguredCommand(adapter: WorkerAdapter, command: readonly string[
 }
 
 /** The adapter for a worker name, or `worker_missing`. */
-export function resolveAdapter(engine: Engine, name: string): WorkerAdapter {
+export function resolveAdapter(engine: StoreReader, name: string): WorkerAdapter {
   if (name === 'vscode') return vscodeAdapter(engine.config.workers.vscode);
   const builtin = BUILTIN_ADAPTERS.get(name);
   const configured = engine.config.workers[name];
@@ -66,6 +66,6 @@ export function resolveAdapter(engine: Engine, name: string): WorkerAdapter {
   throw new AppError('worker_missing', `no worker named "${name}" (built in: ${[...BUILTIN_ADAPTERS.keys()].join(', ')}; link others with \`lightworker workers link\`)`);
 }
 
-export function allWorkerNames(engine: Engine): string[] {
+export function allWorkerNames(engine: StoreReader): string[] {
   return [...new Set([...BUILTIN_ADAPTERS.keys(), ...linkedSpecs(engine).map((s) => s.name), ...configuredAcpNames(engine)])];
 }

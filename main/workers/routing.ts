@@ -2,11 +2,12 @@ import type { Config } from '../core/config.js';
 import { profileFor } from '../core/profiles.js';
 import { AppError } from '../core/errors.js';
 import { registerSecretValues } from '../core/secret-values.js';
+import { routedModel } from '../tasks/route-rule.js';
 import type { ReasoningEffort, Task } from '../tasks/types.js';
 import type { GatewayRoute } from './adapter.js';
 
 /**
- * Which model, effort and gateway a task's turn runs with (SPEC §5 routing):
+ * Which model, effort and gateway a task's turn runs with (routing):
  * - a profile (task.profile: config [profiles.NAME], else a built-in) supplies defaults for effort,
  *   model and the kinds it may run;
  * - with no explicit model, effort picks it: `low` → models.fast, anything else → models.reasoning
@@ -25,12 +26,6 @@ export interface Route {
 }
 
 type RoutedTask = Pick<Task, 'kind' | 'worker' | 'model' | 'reasoningEffort' | 'profile' | 'gateway'>;
-
-/** The model effort routing picks for `worker` with no explicit model. */
-export function modelForEffort(config: Config, worker: string, effort: ReasoningEffort): string {
-  const pair = config.models.per_worker?.[worker] ?? config.models;
-  return effort === 'low' ? pair.fast : pair.reasoning;
-}
 
 /** A configured gateway as a worker needs it, with the key read from `env` (never stored). */
 export function gatewayRoute(config: Config, name: string, env: NodeJS.ProcessEnv = process.env): GatewayRoute {
@@ -57,9 +52,7 @@ export function resolveRoute(config: Config, task: RoutedTask, env: NodeJS.Proce
   if (profile && !profile.kinds.includes(task.kind)) {
     throw new AppError('invalid_input', `profile: profile "${task.profile}" does not run ${task.kind} tasks (kinds: ${profile.kinds.join(', ')})`, { field: 'profile' });
   }
-  const reasoningEffort = task.reasoningEffort ?? profile?.reasoning_effort ?? 'medium';
-  let model = task.model ?? profile?.model ?? null;
-  if (!model && task.worker !== 'mock') model = modelForEffort(config, task.worker, reasoningEffort);
+  const { model, effort: reasoningEffort } = routedModel(config, task, profile);
   if (model && !config.models.allow.includes(model)) {
     throw new AppError('forbidden', `model: "${model}" is not in models.allow (${config.models.allow.join(', ')})`, { field: 'model' });
   }

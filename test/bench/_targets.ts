@@ -1,7 +1,7 @@
-// The figures of issue 13 ("Fast and frugal") that `npm run bench` reports side by side: the Python
+// The performance targets ("Fast and frugal") that `npm run bench` reports side by side: the Python
 // LightWorker's figure, the target, and which measured figure answers the row.
 //
-// Source of the Python figures: issue 13's table — the Python LightWorker measured on the same machine as
+// Source of the Python figures: the targets' table — the Python LightWorker measured on the same machine as
 // LightWorker with the same instant fake worker (`instant-codex.sh` as `codex`), interleaved runs, medians.
 // They are constants here (the Python implementation is not part of this repository).
 

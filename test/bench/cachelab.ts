@@ -1,13 +1,13 @@
-// Cache Lab figures (issue 7): warm hit rate of a 30-task cohort through the scripted gateway's
+// Cache Lab figures: warm hit rate of a 30-task cohort through the scripted gateway's
 // prefix-cache simulation, and what the stable-prefix prompt layout gains over a naive layout (task
 // text first) on the same tasks — on the prompts alone, and replayed inside the real Codex CLI's
 // requests (as captured, and with the two known cache breakers outside the prompt normalized away).
 import { parseConfig } from '../../main/core/config.js';
 import { buildNaivePrompt, buildPrompt } from '../../main/cachelab/prompt.js';
-import { startSchedulerService } from '../../main/scheduler/service.js';
+import { startSchedulerService } from '../../main/app.js';
 import { waitTasks } from '../../main/scheduler/wait.js';
 import type { Task } from '../../main/tasks/types.js';
-import { resultJsonSchema } from '../../main/workers/result-schemas.js';
+import { resultJsonSchema } from '../../main/tasks/contract/result-schemas.js';
 import { canonicalPrompt, PrefixCache } from '../fixtures/gateway/cache.js';
 import { startGateway } from '../fixtures/gateway/index.js';
 import { makeHome, type TestHome } from '../helpers/env.js';

@@ -1,4 +1,4 @@
-// Event inserts per second against one PostgreSQL with 1 writer process vs 3 (issue 17: the event log
+// Event inserts per second against one PostgreSQL with 1 writer process vs 3 (the event log
 // must not serialize the fleet), each writer appending one event per transaction to its own tasks' chains
 // as runners do; the same with every event on one chain (the system chain ''), which is what the old
 // single global chain amounted to; SQLite for reference; and `audit verify` over the log. Twice: bare

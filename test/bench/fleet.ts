@@ -1,4 +1,4 @@
-// Fleet figures (issue 17): trivial tasks drained by 1 runner against 3 runners on one PostgreSQL (each
+// Fleet figures: trivial tasks drained by 1 runner against 3 runners on one PostgreSQL (each
 // runner a separate home standing in for a host, with its own clone and 4 slots; the fleet limit is not
 // the bottleneck), and how long a claim takes under that contention (the `claimMs` each runner records in
 // its `fleet.placed` event: the advisory lock, the SKIP LOCKED row and the limit counts, in one

@@ -1,4 +1,4 @@
-// MCP figures (issue 6): tools/list size (bytes, ≈tokens = bytes/4) for the full and core tool sets,
+// MCP figures: tools/list size (bytes, ≈tokens = bytes/4) for the full and core tool sets,
 // time from spawn to the initialize answer, and get_task latency over a real stdio child.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,4 +1,4 @@
-// Redaction throughput on worker output (issue 11): the redactor runs on every stdout line a worker prints.
+// Redaction throughput on worker output: the redactor runs on every stdout line a worker prints.
 import { createLineRedactor, redactText } from '../../main/core/redact.js';
 import { clearSecretValues, registerSecretValues } from '../../main/core/secret-values.js';
 

@@ -1,6 +1,7 @@
-// `npm run bench [--all | name…]`: runs the benchmark modules in test/bench — by default the quick set that
-// measures issue 13's table (scheduler, mcp; a few minutes), `--all` every module (some run real agent
-// CLIs or build 10k-file repositories), or the named ones. Prints a table per module, issue 13's table
+// `npm run bench [--all | name…]`: runs the benchmark modules in test/bench — by default floors (every figure
+// beside a floor measured in the same run, as a ratio: floors.ts) and the quick set that measures the
+// targets' table (scheduler, mcp; a few minutes in all), `--all` every module (some run real agent
+// CLIs or build 10k-file repositories), or the named ones. Prints a table per module, the targets' table
 // (each figure beside its target and the Python LightWorker's figure), and writes every figure as JSON to
 // bench-results/latest.json (the run before is kept as bench-results/previous.json and compared).
 // Timing never fails anything.
@@ -12,7 +13,7 @@ import { ISSUE_13_TARGETS } from './_targets.js';
 type Figures = Record<string, number | string>;
 
 const here = dirname(fileURLToPath(import.meta.url));
-const DEFAULT = ['scheduler', 'mcp'];
+const DEFAULT = ['floors', 'scheduler', 'mcp'];
 const args = process.argv.slice(2);
 const all = args.includes('--all');
 const wanted = args.filter((a) => !a.startsWith('--'));
@@ -48,7 +49,7 @@ const previous = existsSync(latest) ? (JSON.parse(readFileSync(latest, 'utf8')) 
 const pick = (r: Record<string, Figures>, [m, k]: [string, string]) => r[m]?.[k];
 
 if (modules.some((m) => ISSUE_13_TARGETS.some((row) => row.from[0] === m))) {
-  process.stdout.write('\n== issue 13: Python LightWorker | target | this run (previous run)\n');
+  process.stdout.write('\n== targets: Python LightWorker | target | this run (previous run)\n');
   const rows = ISSUE_13_TARGETS.map((row) => {
     const v = pick(results, row.from);
     const also = row.also ? pick(results, row.also) : undefined;

@@ -20,7 +20,7 @@ import { BIN, startCli } from '../helpers/cli.js';
 import { makeHome, tempDir, type TestHome } from '../helpers/env.js';
 import { exited, until } from '../helpers/procs.js';
 
-const FAKE = process.env.LIGHTWORKER_BENCH_CODEX ?? fileURLToPath(new URL('../fixtures/instant-codex.sh', import.meta.url));
+export const FAKE = process.env.LIGHTWORKER_BENCH_CODEX ?? fileURLToPath(new URL('../fixtures/instant-codex.sh', import.meta.url));
 const DRAIN = Number(process.env.LIGHTWORKER_BENCH_DRAIN ?? 200);
 const LONE = Number(process.env.LIGHTWORKER_BENCH_LONE ?? 30);
 const WAITING = Number(process.env.LIGHTWORKER_BENCH_WAITING ?? 10_000);
@@ -37,7 +37,7 @@ function pct(xs: number[], p: number): number {
  * logs its start and end times there (through `env`, one exec more per task: the worker gets a minimal
  * environment).
  */
-function benchHome(log: string | null): TestHome {
+export function benchHome(log: string | null): TestHome {
   const h = makeHome();
   const command = log ? ['env', `INSTANT_CODEX_LOG=${log}`, FAKE] : [FAKE];
   writeFileSync(
@@ -56,7 +56,7 @@ function cpuMsOf(pid: number): number {
   return (Number(f[11]) + Number(f[12])) * TICK_MS;
 }
 
-/** The leader's spawner helper (runner/spawner.ts), once it runs: a child whose command line names it. */
+/** The leader's spawner helper (platform/proc/spawner.ts), once it runs: a child whose command line names it. */
 function findSpawner(leader: number): number | null {
   let children: string[];
   try {
@@ -90,7 +90,7 @@ function parentOf(pid: number): number {
  * process, sampled until stop(). The leader's spawner helper forks for it (worker turns, git): its CPU is
  * the leader's work done elsewhere, so it is added to the leader's; its memory is reported apart.
  */
-function watchProcess(pid: number) {
+export function watchProcess(pid: number) {
   let cpuMs = 0;
   let hwmKiB = 0;
   let anonKiB = 0;
@@ -157,10 +157,10 @@ function fakeRuns(log: string): Map<string, { start: number; end: number }> {
   return runs;
 }
 
-const call = (h: TestHome, name: string, input: unknown) => runCommand(COMMANDS, { engine: h.engine, face: 'cli', depth: 0 }, name, input) as Promise<any>;
+export const call = (h: TestHome, name: string, input: unknown) => runCommand(COMMANDS, { engine: h.engine, face: 'cli', depth: 0 }, name, input) as Promise<any>;
 
 /** A leader as LightWorker starts one in the background for an MCP session (its V8 flags included). */
-function startLeader(args: string[], h: TestHome): ChildProcess {
+export function startLeader(args: string[], h: TestHome): ChildProcess {
   // As installed: the bundle is current (ensureBuild in run()), so no source-hash check at each start; the
   // environment LightWorker gives a background leader on this SQLite home.
   const env = { ...leaderEnv(process.env, { tls: false }), LIGHTWORKER_HOME: h.home, LIGHTWORKER_NO_BUILD_CHECK: '1' };
@@ -168,7 +168,7 @@ function startLeader(args: string[], h: TestHome): ChildProcess {
 }
 
 /** A `run --until-idle` leader over `h` to its exit: wall ms, CPU ms (its spawner's included), peak RSS KiB. */
-async function leadUntilIdle(h: TestHome): Promise<{ wallMs: number } & ReturnType<ReturnType<typeof watchProcess>['stop']>> {
+export async function leadUntilIdle(h: TestHome): Promise<{ wallMs: number } & ReturnType<ReturnType<typeof watchProcess>['stop']>> {
   const t = performance.now();
   const leader = startLeader(['run', '--until-idle'], h);
   const w = watchProcess(leader.pid!);
@@ -183,15 +183,15 @@ async function leadUntilIdle(h: TestHome): Promise<{ wallMs: number } & ReturnTy
 const DRAIN_RUNS = Number(process.env.LIGHTWORKER_BENCH_DRAIN_RUNS ?? 3);
 
 /** One measured drain of DRAIN trivial tasks over `h`: the leader's run, and first claim to last completion. */
-async function drainOnce(h: TestHome): Promise<{ run: Awaited<ReturnType<typeof leadUntilIdle>>; claimToEndMs: number }> {
+export async function drainOnce(h: TestHome, n = DRAIN): Promise<{ run: Awaited<ReturnType<typeof leadUntilIdle>>; claimToEndMs: number }> {
   const ids: string[] = [];
-  for (let b = 0; b < DRAIN / 4; b++) {
+  for (let b = 0; b < n / 4; b++) {
     const r = await call(h, 'delegate_batch', { tasks: Array.from({ length: 4 }, (_, i) => ({ objective: `t${b}.${i}`, workspace: h.repo, kind: 'explore' })) });
     ids.push(...r.tasks.map((x: { id: string }) => x.id));
   }
   const run = await leadUntilIdle(h);
   const res = await waitTasks(h.engine, ids, 1000);
-  if (res.counts.completed !== DRAIN) throw new Error(`drain: ${JSON.stringify(res.counts)}`);
+  if (res.counts.completed !== n) throw new Error(`drain: ${JSON.stringify(res.counts)}`);
   const status = listEvents(h.engine.db, { types: ['task.status'], limit: 100_000 }).events;
   const first = Math.min(...status.filter((e) => e.payload.to === 'starting').map((e) => e.ts));
   const last = Math.max(...status.filter((e) => e.payload.to === 'completed').map((e) => e.ts));

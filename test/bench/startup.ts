@@ -1,4 +1,4 @@
-// Start-up figures (issue 12), as medians and as ratios to `node -e 0` measured in the same rounds:
+// Start-up figures (CLI start-up time), as medians and as ratios to `node -e 0` measured in the same rounds:
 // CLI cold start (`--version`, `tasks --json` on a home of LIGHTWORKER_BENCH_TASKS tasks, default 10k),
 // `lightworker mcp` spawn → initialize answered, and `npm start` → console URL with a current build.
 // Rounds interleave the commands so machine load hits them alike. LIGHTWORKER_BENCH_RUNS sets the rounds.

@@ -1,4 +1,4 @@
-// Creating 10k tasks and listing them (issue 2 figures).
+// Creating 10k tasks and listing them: the store's figures at ten thousand tasks.
 import { COMMANDS } from '../../main/commands/index.js';
 import { runCommand } from '../../main/commands/table.js';
 import { makeHome } from '../helpers/env.js';

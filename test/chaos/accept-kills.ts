@@ -10,7 +10,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { sharedSnapshot } from '../../main/isolation/attribution.js';
-import { repoRoot } from '../../main/isolation/git-exec.js';
+import { repoRoot } from '../../main/platform/git/git-exec.js';
 import { requireTask } from '../../main/store/tasks.js';
 import { BIN, runCli } from '../helpers/cli.js';
 import { makeHome, type TestHome } from '../helpers/env.js';

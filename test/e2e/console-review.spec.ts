@@ -5,7 +5,7 @@ import type { Page } from '@playwright/test';
 import { expect, test } from './fixtures.js';
 import { contrastDetail, contrastOf, noSidewaysScroll, openAt, WIDTHS } from './page-helpers.js';
 
-// Issue 16, the console as a review page: the diff in both themes, verification per command, what a
+// The console as a review page: the diff in both themes, verification per command, what a
 // reviewer needs in the inbox, confirmations and feedback, the favicon and a layout that works at 800 px.
 
 /** Click `button`, dismiss the confirmation it must raise, and check it asked with `question`. */

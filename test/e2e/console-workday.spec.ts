@@ -7,7 +7,7 @@ import { startConsole, type ConsoleServer } from './console-server.js';
 import { expect, test } from './fixtures.js';
 import { contrastOf, noSidewaysScroll, openAt, shootEverySize, WIDTHS as SIZES } from './page-helpers.js';
 
-// Issue 16, a working day in the console: one execute task reviewed end to end (approve, live log,
+// A working day in the console: one execute task reviewed end to end (approve, live log,
 // diff, verification, cost, accept) without reading JSON; prices; a server restart; the Goal tab with
 // the default mock worker; repositories; open in editor; browser notifications. Both themes, 800 and 1440 px.
 

@@ -2,7 +2,7 @@
 import { expect, type Page } from '@playwright/test';
 
 export type Theme = 'light' | 'dark';
-/** The two widths every view is checked at (issue 16): a narrow window and a laptop. */
+/** The two widths every view is checked at: a narrow window and a laptop. */
 export const WIDTHS = [800, 1440] as const;
 
 /** Open `hash` at `width` in `theme` (the theme is the one the console remembers per browser). */

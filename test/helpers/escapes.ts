@@ -89,9 +89,10 @@ export function cgroupWritable(): boolean {
 }
 
 /**
- * Whether a leader's spawner helper kills its trees itself when the leader dies (Linux, the Python helper
- * without cgroups: LIGHTWORKER_CGROUP=0, or none writable here); else they live on until a takeover.
+ * Whether a leader's spawner helper kills its trees itself when the leader dies (Linux, a helper at all:
+ * python3 runs and LIGHTWORKER_SPAWNER is not 0; without cgroups: LIGHTWORKER_CGROUP=0, or none writable
+ * here); else they live on until a takeover.
  */
 export function helperKillsOnLeaderDeath(pythonRuns: boolean): boolean {
-  return process.platform === 'linux' && pythonRuns && process.env.LIGHTWORKER_SPAWNER !== 'node' && (process.env.LIGHTWORKER_CGROUP === '0' || !cgroupWritable());
+  return process.platform === 'linux' && pythonRuns && process.env.LIGHTWORKER_SPAWNER !== '0' && (process.env.LIGHTWORKER_CGROUP === '0' || !cgroupWritable());
 }

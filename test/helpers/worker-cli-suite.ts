@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { WorkerAdapter, WorkerTurn } from '../../main/workers/adapter.js';
-import { parseResult, resultJsonSchema } from '../../main/workers/result-schemas.js';
+import { parseResult, resultJsonSchema } from '../../main/tasks/contract/result-schemas.js';
 import type { GatewayRequest, Script } from '../fixtures/gateway/index.js';
 import { networkUse, straceAvailable, traced } from './loopback-probe.js';
 import { cliUnavailable, gitChanged, makeBench, makeTurn, play, usageOf, type Bench } from './worker-cli.js';

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { startSchedulerService, type SchedulerService } from '../../main/scheduler/service.js';
+import { startSchedulerService, type SchedulerService } from '../../main/app.js';
 import { waitTasks } from '../../main/scheduler/wait.js';
 import { getTask } from '../../main/store/tasks.js';
 import { makeHome, type TestHome } from '../helpers/env.js';

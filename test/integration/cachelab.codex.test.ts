@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../main/core/config.js';
-import { startSchedulerService, type SchedulerService } from '../../main/scheduler/service.js';
+import { startSchedulerService, type SchedulerService } from '../../main/app.js';
 import { waitTasks } from '../../main/scheduler/wait.js';
 import { canonicalPrompt } from '../fixtures/gateway/cache.js';
 import { startGateway, type Gateway } from '../fixtures/gateway/index.js';

@@ -1,7 +1,7 @@
 // The chaos suite (`npm run chaos`) at a reduced size: the same code, 5 leader kills, 500 MCP messages, 20 MCP clients,
 // 200 HTTP requests, the secret corpus once and the output floods at 10 MB. Every figure that must be zero
 // is asserted zero.
-// On main before issue 11's fixes this fails on survivors, stuck/lost tasks, leaks and the console's
+// On main before the chaos fixes (custody, sweep, leases) this fails on survivors, stuck/lost tasks, leaks and the console's
 // unauthenticated reads/token — that is the point: it is the proof that those fixes hold.
 import { describe, expect, it } from 'vitest';
 import { renderNotes, renderTable, runChaos } from '../chaos/suite.js';

@@ -8,7 +8,7 @@ const ROOT = resolve(import.meta.dirname, '../..');
 
 /**
  * bin/lightworker.js runs the CommonJS bundle (out/main/cli.cjs) with V8's code cache in out/v8-cache/
- * (issue 12: start-up time). The package is copied as an installed one (no sources, so no build check) into
+ * (CLI start-up time). The package is copied as an installed one (no sources, so no build check) into
  * a folder of its own, so its cache is this test's alone.
  */
 function installCopy(dir: string): string {

@@ -85,7 +85,7 @@ describe('the CLI on a first run', () => {
       : undefined;
     const other = process.env.LIGHTWORKER_TEST_OTHER_NODE || fetched;
     if (!other) {
-      const why = 'no Node of another major here: `node scripts/test-node.js 24` fetches one (.ci/run does, before this suite)';
+      const why = 'no Node of another major here: `node scripts/test-node.js 24 --prepare` fetches one (.ci/run does, before this suite)';
       if (process.env.CI) throw new Error(why);
       ctx.skip(why);
       return;

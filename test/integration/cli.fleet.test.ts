@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { fleetText } from '../../main/cli/fleet.js';
 import type { FleetStatus } from '../../main/commands/fleet.js';
-import { startSchedulerService, type SchedulerService } from '../../main/scheduler/service.js';
+import { startSchedulerService, type SchedulerService } from '../../main/app.js';
 import { fleetSummary, listRunners } from '../../main/store/runners.js';
 import { runCli } from '../helpers/cli.js';
 import { makeHome, type TestHome } from '../helpers/env.js';
@@ -166,7 +166,7 @@ describe('doctor: the store and the fleet', () => {
   });
 });
 
-describe('credentials (issue 17): a password in LIGHTWORKER_DATABASE_URL is never printed', () => {
+describe('credentials: a password in LIGHTWORKER_DATABASE_URL is never printed', () => {
   const PASSWORD = 'PwLeakCheck9931';
 
   // A PostgreSQL-only case: registered in the postgres project (vitest.config.ts), absent (not skipped) in sqlite.

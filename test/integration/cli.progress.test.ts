@@ -6,7 +6,7 @@ import { makeRepo, tempDir } from '../helpers/env.js';
 import { captureStderr, exited, until } from '../helpers/procs.js';
 import { runCliOnTty } from '../helpers/pty.js';
 
-/** Live status lines (issue 16): redrawn in place on a terminal, plain lines in a pipe, none with --quiet. */
+/** Live status lines: redrawn in place on a terminal, plain lines in a pipe, none with --quiet. */
 let t: ReturnType<typeof tempDir>;
 let repo: string;
 let n = 0;

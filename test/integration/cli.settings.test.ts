@@ -10,7 +10,7 @@ import { Engine } from '../../main/engine.js';
 import { listEvents } from '../../main/store/events.js';
 import { listTasks } from '../../main/store/tasks.js';
 
-/** Settings that validate, keep config.toml as written, and reach running processes (issue 16). */
+/** Settings that validate, keep config.toml as written, and reach running processes. */
 let t: ReturnType<typeof tempDir>;
 let repo: string;
 let n = 0;

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
 import { makeRepo, tempDir, withTestStore } from '../helpers/env.js';
 
-/** `show` reads as a review (issue 16): verification per command with exit code, duration and output. */
+/** `show` reads as a review: verification per command with exit code, duration and output. */
 let t: ReturnType<typeof tempDir>;
 let home: string;
 let repo: string;

@@ -7,7 +7,7 @@ import { makeHome, makeRepo, tempDir, type TestHome } from '../helpers/env.js';
 import { exited, until } from '../helpers/procs.js';
 import { git, newExecuteTask, simulateRun } from './isolation.helpers.js';
 
-/** What a user hits in a working day with the CLI (issue 16): follow, paging, id prefixes, errors, hints, prune. */
+/** What a user hits in a working day with the CLI: follow, paging, id prefixes, errors, hints, prune. */
 let t: ReturnType<typeof tempDir>;
 let home: string;
 let repo: string;

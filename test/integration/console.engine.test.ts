@@ -1,11 +1,11 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync, chmodSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { startSchedulerService, type SchedulerService } from '../../main/scheduler/service.js';
+import { startSchedulerService, type SchedulerService } from '../../main/app.js';
 import { waitTasks } from '../../main/scheduler/wait.js';
 import { makeHome, type TestHome } from '../helpers/env.js';
 
-// Issue 16, the engine side of the console's review page: cost per task and per tree from a price
+// The engine side of the console's review page: cost per task and per tree from a price
 // table the user edits, a goal that works with the default mock worker, and "open in editor".
 
 let h: TestHome;

@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import { writeFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../main/core/config.js';
-import { startSchedulerService, type SchedulerService } from '../../main/scheduler/service.js';
+import { startSchedulerService, type SchedulerService } from '../../main/app.js';
 import { makeHome, type TestHome } from '../helpers/env.js';
 
 let h: TestHome;

@@ -12,7 +12,7 @@ import { captureStderr, exited, isAlive, until } from '../helpers/procs.js';
 import { storeConfigFor } from '../helpers/postgres.js';
 
 /**
- * A fleet on one PostgreSQL (issue 17): three runners, each a separate home standing in for a host
+ * A fleet on one PostgreSQL: three runners, each a separate home standing in for a host
  * (its own `[fleet] host_id` and its own clones of the repositories), and a fourth home, the
  * developer's laptop, that only submits. Runners a and b serve `api`; runner c serves `web`; nobody
  * serves `docs`.

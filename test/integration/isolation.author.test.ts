@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { makeHome, type TestHome } from '../helpers/env.js';
 import { git, newExecuteTask, simulateRun } from './isolation.helpers.js';
 
-/** Task commits carry the user as author (issue 16), LightWorker as committer; `[git] author` overrides. */
+/** Task commits carry the user as author, LightWorker as committer; `[git] author` overrides. */
 let h: TestHome | null = null;
 afterEach(() => {
   h?.cleanup();

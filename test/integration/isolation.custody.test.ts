@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, utimesSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -101,6 +101,21 @@ describe('custody of the user repository against a hostile worker', () => {
     expect(fingerprintDiff(before, repoFingerprint(h.repo))).toEqual([]);
     expect(refsOf(origin)).toBe(originBefore);
     expect(restoredPaths(id)).toEqual(['.git/config', '.git/hooks/pre-commit', 'agent-was-here.txt', 'refs/heads/main']);
+  });
+
+  it('a same-size rewrite of a dirty and an untracked file with their times put back, and nothing else touched, is put back too', async () => {
+    h = makeHome();
+    furnishGuardedRepo(h.root, h.repo);
+    const quiet = fileURLToPath(new URL('../fixtures/quiet-rewrite-agent.mjs', import.meta.url));
+    h.configure(`[workers.quiet]\ncommand = ${JSON.stringify([process.execPath, quiet, '{prompt}', '--repo', h.repo])}\nread_only_sandbox = true\n`);
+    // Whole-second times, so that the agent can put them back exactly.
+    for (const f of ['README.md', 'notes.txt']) utimesSync(join(h.repo, f), 1_700_000_000, 1_700_000_000);
+    const before = repoFingerprint(h.repo);
+    const r = await h.call('delegate_task', { objective: 'look around', workspace: h.repo, kind: 'review', worker: 'quiet', mode: 'auto_readonly' });
+    await runUntilIdle();
+    expect(readFileSync(join(h.repo, 'README.md'), 'utf8')).toBe('# test repo\nthe user is editing this\n');
+    expect(fingerprintDiff(before, repoFingerprint(h.repo))).toEqual([]);
+    expect(restoredPaths(r.task.id as string)).toEqual(['README.md', 'notes.txt']);
   });
 
   it("an accept made while another task runs is LightWorker's own write: it stays", async () => {

@@ -3,8 +3,8 @@ import { existsSync, linkSync, lstatSync, readdirSync, readFileSync } from 'node
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { repoLockPath, withRepoLock, type HeldLock } from '../../main/isolation/repo-lock.js';
-import { processStartTime } from '../../main/runner/process.js';
+import { repoLockPath, withRepoLock, type HeldLock } from '../../main/platform/git/repo-lock.js';
+import { processStartTime } from '../../main/platform/proc/process.js';
 import { makeRepo, tempDir } from '../helpers/env.js';
 
 /** The owner files beside a lock (`lightworker.lock.<pid>-<start>`). */
@@ -72,6 +72,18 @@ describe('repository lock', () => {
     linkSync(join(dirname(path), ownerFiles(path)[0]), path);
     expect(await withRepoLock(repo, 'after a failed give-back', async () => 'taken', { timeoutMs: 2000 })).toBe('taken');
     expect(existsSync(path)).toBe(false);
+  });
+
+  it('names the current holder after a longer-named take, the owner file rewritten in place (never truncated)', async () => {
+    const t = tempDir();
+    cleanup = t.cleanup;
+    const repo = makeRepo(join(t.dir, 'repo'));
+    const path = await repoLockPath(repo);
+    await withRepoLock(repo, `a long operation name ${'x'.repeat(300)}`, async () => undefined);
+    const ino = lstatSync(join(dirname(path), ownerFiles(path)[0])).ino;
+    const seen = await withRepoLock(repo, 'short', async () => JSON.parse(readFileSync(path, 'utf8')) as { what: string; pid: number });
+    expect(seen).toMatchObject({ what: 'short', pid: process.pid });
+    expect(lstatSync(join(dirname(path), ownerFiles(path)[0])).ino).toBe(ino);
   });
 
   it('serializes work in one process and is re-entrant for work that passes the held lock', async () => {

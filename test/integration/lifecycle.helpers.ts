@@ -1,5 +1,5 @@
 import { readFileSync, readdirSync, existsSync } from 'node:fs';
-import { treeMarkerEnv } from '../../main/runner/lifecycle.js';
+import { treeMarkerEnv } from '../../main/platform/proc/marker.js';
 import { isAlive, until } from '../helpers/procs.js';
 
 /** Processes whose environment carries the marker of this test home (any task, any attempt). Linux only. */

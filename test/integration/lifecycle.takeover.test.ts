@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { pythonCommand } from '../../main/runner/spawner.js';
+import { pythonCommand } from '../../main/platform/proc/spawner.js';
 import { getTask } from '../../main/store/tasks.js';
 import { helperKillsOnLeaderDeath } from '../helpers/escapes.js';
 import { startCli } from '../helpers/cli.js';

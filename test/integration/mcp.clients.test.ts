@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COMMANDS } from '../../main/commands/index.js';
 import { Engine } from '../../main/engine.js';
-import { buildTools } from '../../main/mcp/tools.js';
+import { buildTools, visibleTools } from '../../main/mcp/tools.js';
 import { runCommand, type CommandContext } from '../../main/commands/table.js';
 import { listTasks } from '../../main/store/tasks.js';
 import { makeRepo, tempDir } from '../helpers/env.js';
@@ -55,7 +55,7 @@ function tasksInHome(): { objective: string }[] {
 
 /**
  * 100 ended tasks with paragraph-long objectives and errors, like a day of delegation: list_tasks'
- * default call must reach the model whole (issue 13: Claude Code refused 97.7 KB inline, Codex cut it
+ * default call must reach the model whole (Claude Code refused 97.7 KB inline, Codex cut it
  * at 48 KB). Cancelled, so no runner picks them up.
  */
 async function seedHundredTasks(): Promise<void> {
@@ -226,7 +226,7 @@ describe('real agent CLIs as MCP clients, configured with mcp-config, driven by 
       expect(found).toEqual(expect.arrayContaining(['delegate_task', 'get_task', 'list_tasks']));
     } else {
       expect(bodies[0].tools.some((t) => t.type === 'tool_search')).toBe(false);
-      expect(offered(bodies[0].tools).sort()).toEqual(buildTools(COMMANDS, 'full').map((t) => t.name).sort());
+      expect(offered(bodies[0].tools).sort()).toEqual(visibleTools(buildTools(COMMANDS, 'full'), false).map((t) => t.name).sort());
     }
     // What the model saw of delegate_task: each field with its type and hint (a field listed without a type
     // came out as `{}`, its hint dropped).

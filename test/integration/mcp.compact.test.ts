@@ -4,7 +4,7 @@ import { MCP_ANSWER_BYTES } from '../../main/commands/answer-budget.js';
 import { SUMMARY_ERROR_CHARS } from '../../main/tasks/summary.js';
 import { inMemory, realisticTask, type McpHarness, type ToolResult } from './mcp.helpers.js';
 
-// Compact agent answers (issue 13): a tools/list and list_tasks/wait_tasks results that fit a
+// Compact agent answers, so they fit in a model's context: a tools/list and list_tasks/wait_tasks results that fit a
 // client's context, with nothing cut by the client.
 
 let h: McpHarness | null = null;
@@ -55,12 +55,13 @@ async function allPages(harness: McpHarness, args: Record<string, unknown>): Pro
 }
 
 describe('compact MCP answers', () => {
-  it('tools/list for every tool fits in 7,800 bytes with a type on every field, and keeps object schemas, annotations and descriptions', async () => {
+  it('tools/list fits in 7,000 bytes with a type on every field, and keeps object schemas, annotations and descriptions', async () => {
     h = await inMemory();
     const listed = await h.client.listTools();
-    expect(listed.tools.length).toBe(20);
-    // 7,000 until review_task and open_pull_request (the review and PR loop, ~800 bytes) joined the set.
-    expect(bytes(listed)).toBeLessThanOrEqual(7_800);
+    // The person's tools (approve, accept, open a pull request) are listed only where the person allowed MCP to use them.
+    expect(listed.tools.length).toBe(17);
+    expect(listed.tools.map((t) => t.name)).not.toContain('accept_task');
+    expect(bytes(listed)).toBeLessThanOrEqual(7_000);
     // Every field, item and alternative says its type: a client that meets one without (Codex) drops its
     // description too, and the model sees `workspace: {}`.
     const untyped: string[] = [];
@@ -108,6 +109,22 @@ describe('compact MCP answers', () => {
     const bad = await h.call('delegate_batch', { tasks: [{ objective: 'x', workspace: h.repo, bogus: 1 }] });
     expect(bad.isError).toBe(true);
     expect(bad.structuredContent.message).toMatch(/tasks\[0\]\.bogus/);
+    // Unlisted, still callable: a model that calls a person's tool anyway is told why it is refused.
+    const made = await h.call('delegate_task', { objective: 'x', workspace: h.repo, worker: 'mock' });
+    const accept = await h.call('accept_task', { id: made.structuredContent.task.id });
+    expect(accept.isError).toBe(true);
+    expect(accept.structuredContent.message).toMatch(/allow_mcp/);
+  });
+
+  it("with approvals.allow_mcp the person's tools are listed too", async () => {
+    const allowed = await inMemory({ configToml: '[approvals]\nallow_mcp = true\n' });
+    try {
+      const names = (await allowed.client.listTools()).tools.map((t) => t.name);
+      expect(names).toEqual(expect.arrayContaining(['approve_task', 'accept_task', 'open_pull_request']));
+      expect(names).toHaveLength(20);
+    } finally {
+      await allowed.close();
+    }
   });
 
   it('list_tasks of 100 realistic tasks: summaries under 30 KB by default, full records only with detail', async () => {

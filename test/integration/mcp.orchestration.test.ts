@@ -1,8 +1,8 @@
 import { execFileSync } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startSchedulerService, type SchedulerService } from '../../main/scheduler/service.js';
+import { startSchedulerService, type SchedulerService } from '../../main/app.js';
 import { expandPlan } from '../../main/orchestration/expand.js';
-import { MAX_PLAN_TASKS, PLAN_RESULT_SCHEMA } from '../../main/orchestration/plan-schema.js';
+import { MAX_PLAN_TASKS, PLAN_RESULT_SCHEMA } from '../../main/tasks/contract/plan-schema.js';
 import { getTask } from '../../main/store/tasks.js';
 import { makeHome, type TestHome } from '../helpers/env.js';
 import { BIN, inMemory, type McpHarness } from './mcp.helpers.js';

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { COMMANDS } from '../../main/commands/index.js';
 import { defineCommand, type CommandDef } from '../../main/commands/table.js';
 import { AppError } from '../../main/core/errors.js';
-import { CORE_TOOLS, MCP_TOOLS } from '../../main/mcp/tools.js';
+import { CORE_TOOLS, MCP_TOOLS, PERSON_TOOLS } from '../../main/mcp/tools.js';
 import { inMemory, type McpHarness } from './mcp.helpers.js';
 
 let h: McpHarness | null = null;
@@ -23,7 +23,8 @@ describe('MCP server over the in-memory transport', () => {
     h = await inMemory();
     const { tools } = await h.client.listTools();
     const names = tools.map((t) => t.name);
-    const expected = MCP_TOOLS.filter((n) => COMMANDS.has(n) || n === 'get_cache_metrics');
+    // The person's tools are listed only with approvals.allow_mcp (mcp.compact.test.ts shows them there).
+    const expected = MCP_TOOLS.filter((n) => (COMMANDS.has(n) || n === 'get_cache_metrics') && !(PERSON_TOOLS as readonly string[]).includes(n));
     expect(names).toEqual(expected);
     for (const t of tools) {
       expect(t.name).toMatch(/^[A-Za-z0-9_-]+$/);
@@ -219,7 +220,7 @@ describe('MCP server over the in-memory transport', () => {
     'an execute task end to end over MCP: approve, wait, diff, accept (allowed by config), workers, prune',
     async () => {
       h = await inMemory({ configToml: '[approvals]\nallow_mcp = true\n' });
-      const { startSchedulerService } = await import('../../main/scheduler/service.js');
+      const { startSchedulerService } = await import('../../main/app.js');
       const svc = await startSchedulerService(h.engine);
       try {
         const workers = await h.call('list_workers');

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { START_HOOK_ENV } from '../../main/mcp/permission-hook.js';
+import { START_HOOK_ENV } from '../../main/runner/permission-hook.js';
 import { listRequests } from '../../main/store/requests.js';
 import { getTask } from '../../main/store/tasks.js';
 import { startGateway, type Gateway } from '../fixtures/gateway/index.js';

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { startSchedulerService, type SchedulerService } from '../../main/scheduler/service.js';
+import { startSchedulerService, type SchedulerService } from '../../main/app.js';
 import { waitTasks } from '../../main/scheduler/wait.js';
 import { listRequests, pendingRequestOf } from '../../main/store/requests.js';
 import { enterWaiting, expireRequests, openRequest } from '../../main/requests/requests.js';

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { pythonCommand } from '../../main/runner/spawner.js';
+import { pythonCommand } from '../../main/platform/proc/spawner.js';
 import { getTask } from '../../main/store/tasks.js';
 import { startCli } from '../helpers/cli.js';
 import { makeHome, makeRepo, tempDir, type TestHome } from '../helpers/env.js';
@@ -10,9 +10,9 @@ import { helperKillsOnLeaderDeath } from '../helpers/escapes.js';
 import { captureStderr, exited, isAlive, until } from '../helpers/procs.js';
 import { killMarked, linux, markedBy, pidFrom } from './lifecycle.helpers.js';
 
-// runner/spawner.ts: a leader forks worker turns, setup/verify commands and git from a small helper process.
+// platform/proc/spawner.ts: a leader forks worker turns, setup/verify commands and git from a small helper process.
 // Every tree keeps its own process group, marker and recorded identity; the helper dies with its leader; if it
-// is gone, the leader forks itself.
+// is gone, or python3 cannot run it, the leader forks itself.
 
 /** Parent and process group of a live process (Linux /proc). */
 function statOf(pid: number): { ppid: number; pgrp: number } {
@@ -38,27 +38,36 @@ const pythonMissing = python.status === 0 ? null : `${pythonCommand()} ${python.
 if (pythonMissing && process.env.CI === 'true') throw new Error(`the Python spawner helper cannot be tested: ${pythonMissing}`);
 if (pythonMissing) process.stdout.write(`runner.spawner: the Python helper's tests are skipped: ${pythonMissing}\n`);
 
-describe.skipIf(!linux).each([
-  { kind: 'python' as const, skip: pythonMissing !== null },
-  { kind: 'node' as const, skip: false },
-])('spawner helper ($kind), in process', ({ kind, skip }) => {
-  const t = tempDir('lw-spawner-');
-  const repo = makeRepo(join(t.dir, 'repo'));
-  const before = process.env.LIGHTWORKER_SPAWNER;
+const skip = pythonMissing !== null;
+
+/** Each test of a block runs with the spawner switched on and `env` set; both are put back after it. */
+function withEnv(env: () => Record<string, string | undefined>): void {
+  const names = ['LIGHTWORKER_SPAWNER', 'LIGHTWORKER_PYTHON'] as const;
+  const before = names.map((n) => process.env[n]);
   beforeEach(() => {
-    process.env.LIGHTWORKER_SPAWNER = kind;
+    delete process.env.LIGHTWORKER_SPAWNER;
+    for (const [k, v] of Object.entries(env())) if (v === undefined) delete process.env[k];
+    else process.env[k] = v;
   });
   afterEach(() => {
-    if (before === undefined) delete process.env.LIGHTWORKER_SPAWNER;
-    else process.env.LIGHTWORKER_SPAWNER = before;
+    names.forEach((n, i) => {
+      if (before[i] === undefined) delete process.env[n];
+      else process.env[n] = before[i];
+    });
   });
+}
+
+describe.skipIf(!linux)('spawner helper, in process', () => {
+  const t = tempDir('lw-spawner-');
+  const repo = makeRepo(join(t.dir, 'repo'));
+  withEnv(() => ({}));
   afterEach(() => vi.restoreAllMocks());
   // Each test gets the modules fresh: a process starts its helper once.
   beforeEach(() => vi.resetModules());
   const load = async () => ({
-    spawner: await import('../../main/runner/spawner.js'),
-    lifecycle: await import('../../main/runner/lifecycle.js'),
-    git: await import('../../main/isolation/git-exec.js'),
+    spawner: await import('../../main/platform/proc/spawner.js'),
+    lifecycle: { ...(await import('../../main/platform/proc/run-tree.js')), ...(await import('../../main/platform/proc/marker.js')) },
+    git: await import('../../main/platform/git/git-exec.js'),
   });
   const ppidTree = (lifecycle: Awaited<ReturnType<typeof load>>['lifecycle'], onSpawn?: (pid: number, start: string | null) => void) => {
     let out = '';
@@ -81,8 +90,7 @@ describe.skipIf(!linux).each([
     const end = await ppidTree(lifecycle, (pid, start) => seen.push({ pid, start, pgrp: statOf(pid).pgrp }));
     const helper = spawner.spawnerPid()!;
     expect(helper).toBeGreaterThan(0);
-    expect(spawner.spawnerKind()).toBe(kind);
-    expect(cmdline(helper)).toContain(kind === 'python' ? 'spawner-helper.py' : 'spawner-helper.mjs');
+    expect(cmdline(helper)).toContain('spawner-helper.py');
     expect(statOf(helper).ppid).toBe(process.pid);
     expect(end.out.trim()).toBe(String(helper)); // forked by the helper, not by this process
     expect(end.err.trim()).toBe('oops');
@@ -124,36 +132,87 @@ describe.skipIf(!linux).each([
   });
 });
 
-describe.skipIf(!linux)('choosing the spawner helper', () => {
-  const t = tempDir('lw-spawner-kind-');
-  const before = process.env.LIGHTWORKER_SPAWNER;
-  beforeEach(() => vi.resetModules());
-  afterEach(() => {
-    delete process.env.LIGHTWORKER_PYTHON;
-    if (before === undefined) delete process.env.LIGHTWORKER_SPAWNER;
-    else process.env.LIGHTWORKER_SPAWNER = before;
-    vi.restoreAllMocks();
-  });
+/** A python3 that fails at once, as a broken or too old one would. */
+function failingPython(dir: string): string {
+  const bin = join(dir, 'bin');
+  mkdirSync(bin, { recursive: true });
+  writeFileSync(join(bin, 'python3'), '#!/bin/sh\necho "not this python" >&2\nexit 1\n');
+  chmodSync(join(bin, 'python3'), 0o755);
+  return join(bin, 'python3');
+}
 
-  it('a python3 that cannot run the helper gives way to the Node helper before anything started', async () => {
-    delete process.env.LIGHTWORKER_SPAWNER;
-    // A python3 that fails at once, as a broken or too old one would.
-    const bin = join(t.dir, 'bin');
-    mkdirSync(bin, { recursive: true });
-    writeFileSync(join(bin, 'python3'), '#!/bin/sh\necho "not this python" >&2\nexit 1\n');
-    chmodSync(join(bin, 'python3'), 0o755);
-    process.env.LIGHTWORKER_PYTHON = join(bin, 'python3');
-    vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
-    const spawner = await import('../../main/runner/spawner.js');
-    const git = await import('../../main/isolation/git-exec.js');
+describe.skipIf(!linux).each([
+  { without: 'no python3', python: (dir: string) => join(dir, 'no-such-python3'), why: /could not start \(spawn \S*no-such-python3 ENOENT\)/ },
+  { without: 'a python3 that cannot run it', python: failingPython, why: /could not start \(\S*python3 exited with code 1 before it was ready; it needs Python 3\.8 or later\)/ },
+])('without a helper ($without), in process', ({ python, why }) => {
+  const t = tempDir('lw-spawner-none-');
+  const repo = makeRepo(join(t.dir, 'repo'));
+  withEnv(() => ({ LIGHTWORKER_PYTHON: python(t.dir) }));
+  afterEach(() => vi.restoreAllMocks());
+  beforeEach(() => vi.resetModules());
+
+  it('forks here instead, says why once on stderr, and its trees and git work as before', async () => {
+    const notes = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    const spawner = await import('../../main/platform/proc/spawner.js');
+    const lifecycle = { ...(await import('../../main/platform/proc/run-tree.js')), ...(await import('../../main/platform/proc/marker.js')) };
+    const git = await import('../../main/platform/git/git-exec.js');
     spawner.useSpawner();
-    expect(await git.git(t.dir, ['hash-object', '--stdin'], { input: 'hello' })).toBe(HELLO_BLOB);
-    expect(spawner.spawnerKind()).toBe('node');
-    expect(cmdline(spawner.spawnerPid()!)).toContain('spawner-helper.mjs');
+    // Handed to the helper before it failed: started here, with its input.
+    const blob = git.git(repo, ['hash-object', '--stdin'], { input: 'hello' });
+    let out = '';
+    const end = await lifecycle.runTree('sh', ['-c', 'echo $PPID; exit 3'], { cwd: t.dir, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...lifecycle.treeMarkerEnv(t.dir, 'T1', 1) }, graceMs: 200, onStdout: (b) => (out += b.toString()) });
+    expect(out.trim()).toBe(String(process.pid));
+    expect(end.exitCode).toBe(3);
+    expect(await blob).toBe(HELLO_BLOB);
+    expect(await git.git(repo, ['rev-parse', '--show-toplevel'])).toBe(repo);
+    expect(spawner.spawnerPid()).toBeNull();
+    expect(spawner.spawnerContainment()).toBeNull();
+    const said = notes.mock.calls.map((c) => String(c[0])).filter((m) => m.includes('spawner helper'));
+    expect(said).toHaveLength(1);
+    expect(said[0]).toMatch(why);
+    expect(said[0]).toMatch(/starting processes directly/);
   });
 });
 
-describe.skipIf(!linux)('a leader and its spawner helper', () => {
+describe.skipIf(!linux)('a leader without python3', () => {
+  let h: TestHome;
+  let leader: ReturnType<typeof startCli> | null = null;
+  beforeEach(() => {
+    h = makeHome();
+    writeFileSync(h.engine.home.config, '[scheduler]\nlease_ttl_ms = 1500\nkill_grace_ms = 300\n');
+  });
+  afterEach(() => {
+    if (leader && leader.exitCode === null && leader.signalCode === null) leader.kill('SIGKILL');
+    killMarked(h.engine.home.root);
+    h.cleanup();
+  });
+
+  it('forks its workers itself, says why once, and still sweeps a cancelled worker tree with its grandchild', async () => {
+    leader = startCli(['run'], { home: h.home, env: { LIGHTWORKER_PYTHON: join(h.root, 'no-such-python3') } });
+    const stderr = captureStderr(leader);
+    const gcFile = join(h.root, 'gc.pid');
+    const { task } = await h.call('delegate_task', { objective: 'sleep', workspace: h.repo, metadata: { mock: { sleep_ms: 600_000, grandchild: true, grandchild_pidfile: gcFile } } });
+    const grandchild = await pidFrom(gcFile, 30_000);
+    await until(() => statusOf(h, task.id) === 'running' && Boolean(getTask(h.engine.db, task.id)!.pid), 20_000, 'the worker pid to be recorded');
+    const worker = getTask(h.engine.db, task.id)!.pid!;
+    expect(statOf(worker).ppid).toBe(leader.pid); // forked by the leader itself
+    expect(statOf(worker).pgrp).toBe(worker);
+    expect(spawnerOf(leader.pid!)).toBeNull();
+    await h.call('cancel_task', { id: task.id });
+    await until(() => statusOf(h, task.id) === 'cancelled', 20_000, 'the cancel');
+    await until(() => ![worker, grandchild].some(isAlive), 10_000, 'the worker tree to be swept');
+    expect(markedBy(h.engine.home.root)).toEqual([]);
+    const second = (await h.call('delegate_task', { objective: 'two', workspace: h.repo, metadata: { mock: {} } })).task;
+    await until(() => statusOf(h, second.id) === 'completed', 30_000, 'the second task to complete');
+    expect(stderr().match(/spawner helper could not start \(spawn \S*no-such-python3 ENOENT\); starting processes directly/g)).toHaveLength(1);
+    leader.kill('SIGTERM');
+    await exited(leader);
+  }, 60_000);
+});
+
+const statusOf = (h: TestHome, id: string) => getTask(h.engine.db, id)!.status;
+
+describe.skipIf(!linux || skip)('a leader and its spawner helper', () => {
   let h: TestHome;
   const procs: ReturnType<typeof startCli>[] = [];
   beforeEach(() => {
@@ -180,7 +239,7 @@ describe.skipIf(!linux)('a leader and its spawner helper', () => {
     await until(() => status(task.id) === 'running' && Boolean(getTask(h.engine.db, task.id)!.pid), 20_000, 'the worker pid to be recorded');
     const worker = getTask(h.engine.db, task.id)!.pid!;
     const helper = statOf(worker).ppid;
-    expect(cmdline(helper)).toMatch(pythonMissing ? /spawner-helper\.mjs/ : /spawner-helper\.py/);
+    expect(cmdline(helper)).toMatch(/spawner-helper\.py/);
     expect(statOf(helper).ppid).toBe(leader.pid);
     expect(statOf(worker).pgrp).toBe(worker); // its own process group, as before
     expect(spawnerOf(leader.pid!)).toBe(helper);
@@ -190,7 +249,7 @@ describe.skipIf(!linux)('a leader and its spawner helper', () => {
     await exited(leader);
     await until(() => !isAlive(helper), 5000, 'the helper to exit with its leader');
     // Only the standby ends them; or, without cgroups, the subreaper helper took them with it.
-    if (helperKillsOnLeaderDeath(!pythonMissing)) await until(() => ![worker, grandchild].some(isAlive), 10_000, 'the helper to kill its trees');
+    if (helperKillsOnLeaderDeath(true)) await until(() => ![worker, grandchild].some(isAlive), 10_000, 'the helper to kill its trees');
     else expect([worker, grandchild].filter(isAlive)).toEqual([worker, grandchild]);
     await until(() => status(task.id) === 'orphaned', 20_000, 'the standby to take over');
     expect([worker, grandchild].filter(isAlive)).toEqual([]);

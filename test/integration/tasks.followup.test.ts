@@ -6,6 +6,7 @@ import { followUpTask } from '../../main/tasks/followup.js';
 import { makeHome, type TestHome } from '../helpers/env.js';
 import { storedText } from '../helpers/store-dump.js';
 import { hitlHarness } from './hitl.helpers.js';
+import { taskCachelab } from '../../main/cachelab/task-cachelab.js';
 
 let h: TestHome;
 beforeEach(() => {
@@ -100,7 +101,7 @@ console.log(JSON.stringify({ summary: 'wrote c.txt', files_changed: ['c.txt'], n
     const log = join(h.root, 'prompts.jsonl');
     const id = await completedExecuteTask(log);
     const secret = 'sk-proj-AbCdEf0123456789abcdefGHIJ';
-    h.engine.write(() => followUpTask(h.engine.db, h.engine.config, id, { message: `use the key ${secret} for the call`, by: 'test', authority: 'person' }));
+    h.engine.write(() => followUpTask(h.engine.db, h.engine.config, id, { message: `use the key ${secret} for the call`, by: 'test', authority: 'person', cachelab: taskCachelab }));
     const event = JSON.stringify(events(id, 'task.status').at(-1)!.payload);
     expect(event).toContain('use the key');
     expect(event).not.toContain(secret);

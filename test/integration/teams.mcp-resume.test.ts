@@ -1,19 +1,19 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { installTeamHandler } from '../../main/orchestration/team-hook.js';
+import { planHook } from '../../main/orchestration/plan-hook.js';
 import { advanceTeam } from '../../main/orchestration/team-driver.js';
-import { setTeamHandler } from '../../main/scheduler/scheduler.js';
-import { startSchedulerService, type SchedulerService } from '../../main/scheduler/service.js';
+import { startService } from '../../main/scheduler/service.js';
+import { startSchedulerService, type SchedulerService } from '../../main/app.js';
 import { setSetting } from '../../main/store/settings.js';
 import { listTasks } from '../../main/store/tasks.js';
 import { until } from '../helpers/procs.js';
 import { inMemory, type McpHarness } from './mcp.helpers.js';
+import { taskCachelab } from '../../main/cachelab/task-cachelab.js';
 
 let h: McpHarness | null = null;
 let svc: SchedulerService | null = null;
 afterEach(async () => {
-  installTeamHandler();
   await svc?.stop();
   svc = null;
   await h?.close();
@@ -60,9 +60,8 @@ describe('a team survives its leader', () => {
     expect(ok.isError, JSON.stringify(ok.structuredContent)).toBeFalsy();
     const [implId, reviewId] = ok.structuredContent.team.tasks as string[];
 
-    // First leader: runs the tasks, but dies (here: has no team handler) before moving the team on.
-    setTeamHandler(null);
-    svc = await startSchedulerService(h.engine);
+    // First leader: runs the tasks, but dies (here: its team hook does nothing) before moving the team on.
+    svc = await startService(h.engine, { plan: planHook, team: { onEnded: () => undefined, onStart: () => undefined, inputsFor: () => Promise.resolve(null) } });
     const get = (id: string) => listTasks(h!.engine.db, {}).find((t) => t.id === id)!;
     await until(() => get(reviewId).status === 'completed', 60_000, 'review round 1');
     await svc.stop();
@@ -70,7 +69,6 @@ describe('a team survives its leader', () => {
     expect(listTasks(h.engine.db, {})).toHaveLength(2);
 
     // Next leader: on start, every unfinished team is moved on: a follow-up of the implementer and review 2.
-    installTeamHandler();
     svc = await startSchedulerService(h.engine);
     await until(() => listTasks(h!.engine.db, {}).length === 3, 60_000, 'review round 2 to appear');
     const review2 = listTasks(h.engine.db, {}).find((t) => t.id !== implId && t.id !== reviewId)!;
@@ -83,7 +81,7 @@ describe('a team survives its leader', () => {
 
     // Idempotent: moving the ended team on again changes nothing.
     const n = listTasks(h.engine.db, {}).length;
-    expect(h.engine.write(() => advanceTeam({ db: h!.engine.db, config: h!.engine.config, homeRoot: h!.engine.home.root, depth: 0, authority: 'engine' }, reviewId))).toBeNull();
+    expect(h.engine.write(() => advanceTeam({ db: h!.engine.db, config: h!.engine.config, homeRoot: h!.engine.home.root, depth: 0, authority: 'engine', cachelab: taskCachelab }, reviewId))).toBeNull();
     expect(listTasks(h.engine.db, {})).toHaveLength(n);
   });
 });

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { listEvents } from '../../main/store/events.js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startSchedulerService } from '../../main/scheduler/service.js';
+import { startSchedulerService } from '../../main/app.js';
 import { waitTasks } from '../../main/scheduler/wait.js';
 import { runCli } from '../helpers/cli.js';
 import { makeHome, type TestHome } from '../helpers/env.js';

@@ -2,11 +2,11 @@ import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openDb, SCHEMA_VERSION, schemaVersion, writeTx } from '../../main/store/db.js';
-import { anchorChains, appendEvent, GENESIS_HASH, hashChained, hashEvent, verifyAudit } from '../../main/store/events.js';
+import { anchorChains, appendAnyEvent as appendEvent, GENESIS_HASH, hashChained, hashEvent, verifyAudit } from '../../main/store/events.js';
 import { MIGRATIONS } from '../../main/store/migrations/index.js';
 import { makeHome, type TestHome } from '../helpers/env.js';
 import { until } from '../helpers/procs.js';
-import { startSchedulerService } from '../../main/scheduler/service.js';
+import { startSchedulerService } from '../../main/app.js';
 import { runWriters, writerStore } from '../helpers/event-writers.js';
 
 let h: TestHome;

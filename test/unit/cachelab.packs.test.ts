@@ -3,7 +3,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { canonicalPackText, CONTEXT_PACK_MAX_BYTES, packHash } from '../../main/cachelab/context-packs.js';
 import { buildPrompt } from '../../main/cachelab/prompt.js';
-import { resultJsonSchema } from '../../main/workers/result-schemas.js';
+import { resultJsonSchema } from '../../main/tasks/contract/result-schemas.js';
 import { makeHome, type TestHome } from '../helpers/env.js';
 
 let h: TestHome;

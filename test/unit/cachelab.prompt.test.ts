@@ -3,7 +3,7 @@ import { cohortComponents, cohortKey } from '../../main/cachelab/cohort.js';
 import { buildNaivePrompt, buildPrompt, normalizeList, PROMPT_PROTOCOL } from '../../main/cachelab/prompt.js';
 import { parseConfig } from '../../main/core/config.js';
 import type { Task } from '../../main/tasks/types.js';
-import { resultJsonSchema } from '../../main/workers/result-schemas.js';
+import { resultJsonSchema } from '../../main/tasks/contract/result-schemas.js';
 import { makeHome, type TestHome } from '../helpers/env.js';
 
 let h: TestHome;

@@ -53,7 +53,7 @@ describe('usage samples', () => {
   });
 
   it('records real runs: the mock worker through the scheduler', async () => {
-    const { startSchedulerService } = await import('../../main/scheduler/service.js');
+    const { startSchedulerService } = await import('../../main/app.js');
     const { waitTasks } = await import('../../main/scheduler/wait.js');
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) ids.push((await h.call('delegate_task', { objective: `q${i}`, workspace: h.repo, metadata: { mock: { usage: { input: 1000, cached: i ? 950 : 0, output: 3 } } } })).task.id);

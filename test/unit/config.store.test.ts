@@ -28,7 +28,7 @@ const refused = (text: string, key: string) => {
   return err;
 };
 
-describe('[store] and [fleet] in config.toml (issue 17: credentials never stored)', () => {
+describe('[store] and [fleet] in config.toml (credentials never stored)', () => {
   it('refuses a password in store.url, in the user part or as a query parameter, naming store.url', () => {
     const a = refused('[store]\nurl = "postgres://lw:Hunter2Secret@db.internal/lw"\n', 'store.url');
     expect(a.message).toMatch(/must not contain a password/);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { matchGlob, mayContainMatch } from '../../main/isolation/globs.js';
+import { matchGlob, mayContainMatch } from '../../main/platform/git/globs.js';
 
 describe('isolation globs (allowed_paths, setup copy)', () => {
   it.each([

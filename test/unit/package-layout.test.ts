@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { PACKAGED_CLI } from '../../main/mcp/launch.js';
+import { PACKAGED_CLI } from '../../main/platform/launch.js';
 import { runCli } from '../helpers/cli.js';
 import { tempDir } from '../helpers/env.js';
 
@@ -21,7 +21,7 @@ describe('package layout', () => {
     expect(readFileSync(join(ROOT, pkg.bin.lightworker), 'utf8')).toContain("import('../out/main/cli.js')");
     // `main` is what Electron starts (`electron .`, electron-builder); Node's `import 'lightworker'` uses `exports`.
     expect(pkg.main).toBe('out/main/index.js');
-    expect(pkg.exports['.']).toEqual({ types: './out/types/lib/index.d.ts', import: './out/main/lib.js' });
+    expect(pkg.exports['.']).toEqual({ types: './out/types/lib/index.d.ts', import: './out/main/lib.js', require: './out/main/lib.js' });
     for (const f of [pkg.exports['.'].types, pkg.exports['.'].import]) expect(existsSync(join(ROOT, f))).toBe(true);
     expect(Object.keys(pkg.dependencies)).not.toContain('tsx');
     expect(pkg.scripts.prepare).toMatch(/scripts\/build\.js --if-stale/);

@@ -1,8 +1,8 @@
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { markPids, pidRange, pidsHandedOutSince } from '../../main/runner/process.js';
+import { markPids, pidRange, pidsHandedOutSince } from '../../main/platform/proc/process.js';
 
-// A sweep of a tree just run reads only the /proc entries of PIDs handed out since its spawn (issue 13):
+// A sweep of a tree just run reads only the /proc entries of PIDs handed out since its spawn (a sweep reads a few entries, not every process's):
 // that set must hold every process the tree can have started, or the sweep would miss survivors.
 describe('PIDs handed out since a mark', () => {
   it('covers the cycle from the mark to now, wrapping at pid_max, and gives up when it cannot be bounded', () => {

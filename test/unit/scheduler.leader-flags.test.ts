@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { LEADER_V8_FLAGS, leaderExecArgv } from '../../main/scheduler/background.js';
 
 // A leader LightWorker starts itself (an MCP session's background runner) caps V8's young generation
-// (issue 13: ~10 MiB less peak RSS in a drain); flags the parent already gives are kept, not doubled.
+// (~10 MiB less peak RSS in a 200-task drain, npm run bench); flags the parent already gives are kept, not doubled.
 describe('leader V8 flags', () => {
   it('adds the semi-space cap to the inherited flags unless one is set', () => {
     expect(leaderExecArgv([])).toEqual([...LEADER_V8_FLAGS]);

@@ -9,7 +9,7 @@ import { MIGRATIONS } from '../../main/store/migrations/index.js';
 import { transition } from '../../main/tasks/state.js';
 import { makeHome, tempDir, type TestHome } from '../helpers/env.js';
 
-// The ready set (issue 13): queued tasks whose dependencies all completed are found through an index
+// The ready set: queued tasks whose dependencies all completed are found through an index
 // kept by triggers, not by scanning every queued row; the answers must equal the old scan's.
 
 let h: TestHome;

@@ -8,7 +8,7 @@ import { buildTools } from '../../main/mcp/tools.js';
 import { runCli } from '../helpers/cli.js';
 import { makeHome, type TestHome } from '../helpers/env.js';
 
-// Routing (SPEC §5, §7): workflow types pick a profile and worker by cost rank, deeper_profile climbs
+// Routing (docs/auth-and-routing.md): workflow types pick a profile and worker by cost rank, deeper_profile climbs
 // an escalation chain, fallback_gateway rotates gateways, and per-root budgets bound a task tree.
 
 let h: TestHome;

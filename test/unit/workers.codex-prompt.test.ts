@@ -6,7 +6,7 @@ import type { ContextPack } from '../../main/cachelab/context-packs.js';
 import type { WorkerTurn } from '../../main/workers/adapter.js';
 import { codexAdapter, splitStablePrefix } from '../../main/workers/codex.js';
 import { minimalEnv } from '../../main/workers/env.js';
-import { resultJsonSchema } from '../../main/workers/result-schemas.js';
+import { resultJsonSchema } from '../../main/tasks/contract/result-schemas.js';
 import { tempDir } from '../helpers/env.js';
 import { fakeTask } from '../helpers/worker-cli.js';
 

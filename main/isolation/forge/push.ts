@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { AppError } from '../../core/errors.js';
 import { mkdirPrivate } from '../../core/private-home.js';
 import { redactText } from '../../core/redact.js';
-import { gitTry } from '../git-exec.js';
+import { gitTry } from '../../platform/git/git-exec.js';
 import type { ForgeTarget } from './types.js';
 
 /**

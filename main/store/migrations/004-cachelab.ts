@@ -1,7 +1,7 @@
 import type { Migration } from './index.js';
 
 /**
- * Cache Lab (SPEC §9): the cache cohort of each task (set at creation), one usage sample per
+ * Cache Lab: the cache cohort of each task (set at creation), one usage sample per
  * `worker.usage` event (UNIQUE event_seq makes materialization idempotent), and context packs
  * (explicit, versioned reference text; the hash covers name + version + canonical text).
  */

@@ -1,7 +1,7 @@
 import type { Migration } from './index.js';
 
 /**
- * Human in the loop (issue 15): `requests` holds what a running worker asked a person (a permission or
+ * Human in the loop: `requests` holds what a running worker asked a person (a permission or
  * a question), who answered and how; `sealed_texts` holds the caller's original text of a follow-up
  * message or an answer when redaction changed it (AES-GCM with the home key, like task_secrets), so the
  * worker gets the real text while events and rows keep the redacted one.

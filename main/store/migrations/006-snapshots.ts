@@ -1,7 +1,7 @@
 import type { Migration } from './index.js';
 
 /**
- * Read-only snapshots and copy isolation (issue 14).
+ * Read-only snapshots and copy isolation.
  * - `snapshots`: disposable checkouts (HEAD + the user's uncommitted and untracked changes) where a
  *   read-only task of a worker without an enforced sandbox runs. Pooled per repository and reused per
  *   source state (`state_commit`: a commit of that state, deterministic for the same tree and HEAD).

@@ -1,7 +1,7 @@
 import type { Migration } from './index.js';
 
 /**
- * The ready set (issue 13): `deps_pending` counts a task's dependencies that have not completed (or been
+ * The ready set, so a dispatch pass does not scan every queued task: `deps_pending` counts a task's dependencies that have not completed (or been
  * accepted), kept exact by triggers on every status change and dependency row, whoever writes them; a
  * partial index holds exactly the queued tasks with none pending, in dispatch order. A dispatch pass
  * then reads the ready tasks alone, however many wait behind an approval (before: every queued row

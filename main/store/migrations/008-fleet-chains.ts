@@ -1,7 +1,7 @@
 import type { Migration } from './index.js';
 
 /**
- * Issue 17, the same schema as PostgreSQL's (store/pg/schema.ts):
+ * For a fleet: the same schema as PostgreSQL's (store/pg/schema.ts):
  * - events chain per task (`chain` = task id, '' for events of no task; `chain_pos` from 1) with the
  *   heads in `chain_heads`, tied together periodically by `anchors`, so writers on many hosts never wait
  *   for one global row. Rows written before this migration keep their one global chain (`audit_head`,

@@ -3,7 +3,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AppError } from '../../core/errors.js';
 import { registerSecretValues } from '../../core/secret-values.js';
-import { pickEnv } from '../env.js';
+import { pickEnv } from '../../platform/proc/env.js';
 import { RATE_LIMIT_PATTERN, type NormalizedEvent, type SpawnSpec, type StreamParser, type TurnOutcome, type WorkerAdapter, type WorkerInfo, type WorkerTurn } from '../adapter.js';
 import { cliMissingReason, probeVersion, resolveCliCommand, versionNumber } from '../cli-detect.js';
 import { probeVersionLine } from '../probe.js';
