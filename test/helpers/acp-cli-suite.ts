@@ -14,6 +14,12 @@ export interface AcpSuite {
   model: string;
   /** Skip the usage assertions: the agent reports no token usage over ACP. */
   noUsage?: boolean;
+  /**
+   * A defect of the agent found by the loopback case and not fixed yet, said in words: the case then must
+   * fail (vitest `it.fails`), so the day the agent (or our wiring) stops leaving loopback it turns red and
+   * the note comes off.
+   */
+  leavesLoopback?: string;
 }
 
 const T = 180_000;
@@ -136,7 +142,8 @@ export async function describeAcpCli(s: AcpSuite): Promise<void> {
 
     const noStrace = straceAvailable();
     if (noStrace && process.env.CI) throw new Error(noStrace);
-    it.skipIf(noStrace !== null)('connects to nothing but the loopback gateway (strace of the whole tree)', { timeout: T }, async () => {
+    const loopbackCase = s.leavesLoopback ? it.fails : it;
+    loopbackCase.skipIf(noStrace !== null)(`connects to nothing but the loopback gateway (strace of the whole tree)${s.leavesLoopback ? ` — known to fail: ${s.leavesLoopback}` : ''}`, { timeout: T }, async () => {
       const log = join(bench.root, `${s.worker}-net.log`);
       const t = turn('net', { turns: [{ tools: [{ write: { path: 'net.txt', content: 'offline\n' } }] }, { text: 'Done offline.' }] });
       const { result } = await play(traced(s.adapter, log), t);
