@@ -98,7 +98,7 @@ export default defineConfig({
       // Only the native addon, electron and vite (used by `serve --dev`) stay external.
       externalizeDeps: { exclude: BUNDLED_DEPS },
       rollupOptions: {
-        input: { index: r('main/desktop/index.ts'), cli: r('main/cli/packaged-entry.ts'), lib: r('main/lib/index.ts') },
+        input: { index: r('main/desktop/index.ts'), cli: r('main/cli/packaged-entry.ts'), lib: r('main/lib/index.ts'), 'acp-driver': r('main/cli/acp-driver-entry.ts') },
         external: ['better-sqlite3', 'electron', 'vite'],
         // Chunks sit next to the entries (out/main/*.js), so every bundled module is two folders below the
         // package root, as its source is (main/<folder>/x.ts): paths built from import.meta.url (the mock

@@ -54,7 +54,7 @@ function contentHashOf(root, files) {
 
 const stampPath = (root) => join(root, 'out', 'build-stamp.json');
 // The outputs a current build must have; a stamp without them (half-deleted out/) is not current.
-const OUTPUTS = ['out/main/cli.js', 'out/main/cli.cjs', 'out/main/lib.js', 'out/main/index.js', 'out/main/mock-agent.mjs', 'out/main/vscode-client.mjs', 'out/main/spawner-helper.py', 'out/main/spawner_containment.py', 'out/main/pg-thread.cjs', 'out/preload/index.cjs', 'out/renderer/index.html', 'out/types/lib/index.d.ts'];
+const OUTPUTS = ['out/main/cli.js', 'out/main/cli.cjs', 'out/main/lib.js', 'out/main/index.js', 'out/main/mock-agent.mjs', 'out/main/acp-driver.js', 'out/main/vscode-client.mjs', 'out/main/spawner-helper.py', 'out/main/spawner_containment.py', 'out/main/pg-thread.cjs', 'out/preload/index.cjs', 'out/renderer/index.html', 'out/types/lib/index.d.ts'];
 
 function readStamp(root) {
   try {

@@ -159,7 +159,7 @@ async function workerChecks(ctx: CommandContext): Promise<DoctorCheck[]> {
         const info = await resolveAdapter(ctx.engine, name).detect();
         if (info.installed) {
           const auth = workerAuth(ctx, name);
-          const detail = `${info.version ?? info.versionNote ?? 'installed'}${info.command ? ` (${info.command})` : ''}; auth: ${auth.source}`;
+          const detail = `${info.version ?? info.versionNote ?? 'installed'}${info.command ? ` (${info.command})` : ''}${info.acp ? `; ${info.acp}` : ''}; auth: ${auth.source}`;
           // A worker without credentials warns with the exact fix; a note (an ignored base URL) rides along.
           if (!auth.ok) return { name: `worker ${name}`, ok: false, optional: true, detail: `${detail}: not usable without credentials`, fix: auth.hint ?? undefined };
           return { name: `worker ${name}`, ok: true, detail: auth.hint ? `${detail} (note: ${auth.hint})` : detail };

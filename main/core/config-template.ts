@@ -59,6 +59,15 @@ types = { chore = "cheapest" }                # workflow type -> profile, or "ch
 # [workers.codex]                  # a built-in CLI (codex, claude-code, opencode) outside PATH:
 # command = ["/opt/codex/bin/codex"] # its binary (+ leading args); the adapter adds its own arguments
 
+# Any other agent speaking the Agent Client Protocol (ACP) over stdio, by its argv (built in by name:
+# gemini, claude-acp, codex-acp, opencode-acp, qwen, copilot):
+# [workers.goose]
+# acp = ["goose", "acp"]
+# [workers.kiro]
+# acp = ["kiro-cli", "acp"]
+# [workers.auggie]
+# acp = ["auggie", "--acp"]
+
 # The vscode worker (the LightWorker Bridge extension in VS Code, vscode-extension/):
 # [workers.vscode]
 # bridge = "/home/me/.lightworker/vscode-bridge/0123456789abcdef.json"  # default: the live editor with the repo open

@@ -59,6 +59,8 @@ const argvSchema = z.array(z.string({ error: ARGV_HINT }).min(1, 'must not conta
 const workerSchema = z.strictObject({
   command: argvSchema.optional(),
   resume: argvSchema.optional(),
+  /** An agent speaking the Agent Client Protocol over stdio: its argv (main/workers/acp/). */
+  acp: argvSchema.optional(),
   /** A linked CLI's version command (argv, no placeholders), probed by `workers`/`doctor`; without it none is run. */
   version: argvSchema.optional(),
   /** Unset: 2 for a linked CLI, the adapter's own for a built-in one. */
@@ -81,8 +83,10 @@ const vscodeWorkerSchema = z.strictObject({
 /** What only fits some workers: no binary for mock, no resume template for a built-in CLI. */
 function checkWorkerBlocks(workers: Record<string, unknown>, ctx: z.RefinementCtx): void {
   for (const [name, w] of Object.entries(workers)) {
-    const block = (w ?? {}) as { command?: unknown; resume?: unknown; version?: unknown };
-    if (block.version && (name === 'mock' || BUILTIN_CLI_WORKERS.includes(name))) {
+    const block = (w ?? {}) as { command?: unknown; resume?: unknown; version?: unknown; acp?: unknown };
+    if (block.acp && (block.command || block.resume)) {
+      ctx.addIssue({ code: 'custom', path: [name, 'acp'], message: 'an ACP worker is started by its acp argv and continues its own sessions: drop command and resume' });
+    } else if (block.version && (name === 'mock' || BUILTIN_CLI_WORKERS.includes(name))) {
       ctx.addIssue({ code: 'custom', path: [name, 'version'], message: `built-in worker ${name} is asked its version by LightWorker itself; version is for linked CLIs` });
     } else if (name === 'mock' && block.command) ctx.addIssue({ code: 'custom', path: [name, 'command'], message: 'the built-in mock worker runs no external binary' });
     else if (BUILTIN_CLI_WORKERS.includes(name) && block.resume) {

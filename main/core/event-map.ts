@@ -41,6 +41,7 @@ export interface EngineEventMap {
   'worker.completed': Open;
   'worker.failed': Open;
   'worker.warning': Open;
+  'worker.plan': { entries: unknown[] } & Open;
   'worker.output_truncated': Open;
   'changes.inspected': { changedFiles?: string[]; violations: string[]; empty: boolean } & Open;
   'verify.started': { attempt: number; run: number; commands: number; commit: string | null };

@@ -49,6 +49,8 @@ export interface WorkerInfo {
   reason: string | null;
   /** Path of the binary used. */
   command: string | null;
+  /** ACP workers: the protocol version, how follow-ups continue and the auth methods the agent's initialize named. */
+  acp?: string;
 }
 
 /** A gateway as a worker needs it: where to send requests and which env var holds the key. */
@@ -140,7 +142,9 @@ export type NormalizedEvent =
     }
   | { type: 'worker.completed'; text: string | null }
   | { type: 'worker.failed'; message: string; rateLimited?: boolean }
-  | { type: 'worker.warning'; message: string };
+  | { type: 'worker.warning'; message: string }
+  /** An agent's plan as it stands (ACP agents report one and update it as entries complete). */
+  | { type: 'worker.plan'; entries: { content: string; status: string; priority: string }[] };
 
 export interface TurnOutcome {
   ok: boolean;

@@ -8,9 +8,18 @@ import { codexAdapter } from './codex.js';
 import { claudeCodeAdapter } from './claude-code.js';
 import { opencodeAdapter } from './opencode.js';
 import { vscodeAdapter } from './vscode.js';
+import { acpAdapter } from './acp/adapter.js';
+import { ACP_AGENTS } from './acp/agents.js';
 
 /** Built-in adapters by worker name. The real CLIs register here (codex, claude-code, opencode). */
-export const BUILTIN_ADAPTERS = new Map<string, WorkerAdapter>([mockAdapter, codexAdapter, claudeCodeAdapter, opencodeAdapter, vscodeAdapter()].map((a) => [a.name, a]));
+export const BUILTIN_ADAPTERS = new Map<string, WorkerAdapter>(
+  [mockAdapter, codexAdapter, claudeCodeAdapter, opencodeAdapter, vscodeAdapter(), ...ACP_AGENTS.map((def) => acpAdapter({ name: def.name, def }))].map((a) => [a.name, a]),
+);
+
+/** `[workers.NAME] acp = ["cmd", "args"]`: any other agent speaking the Agent Client Protocol. */
+function configuredAcpNames(engine: StoreReader): string[] {
+  return Object.entries(engine.config.workers).flatMap(([name, w]) => (w && 'acp' in w && w.acp && !BUILTIN_ADAPTERS.has(name) ? [name] : []));
+}
 
 export const LINKED_PREFIX = 'workers.linked.';
 
@@ -52,10 +61,11 @@ export function resolveAdapter(engine: StoreReader, name: string): WorkerAdapter
   const stored = getSetting<LinkedWorkerSpec>(engine.db, LINKED_PREFIX + name);
   if (stored) return linkedAdapter(stored);
   const cfg = engine.config.workers[name];
+  if (cfg && 'acp' in cfg && cfg.acp) return acpAdapter({ name, argv: cfg.acp }, { maxConcurrency: cfg.max_concurrency });
   if (cfg?.command) return linkedAdapter({ name, command: cfg.command, resume: cfg.resume, version: cfg.version, maxConcurrency: cfg.max_concurrency, readOnlySandbox: cfg.read_only_sandbox });
   throw new AppError('worker_missing', `no worker named "${name}" (built in: ${[...BUILTIN_ADAPTERS.keys()].join(', ')}; link others with \`lightworker workers link\`)`);
 }
 
 export function allWorkerNames(engine: StoreReader): string[] {
-  return [...new Set([...BUILTIN_ADAPTERS.keys(), ...linkedSpecs(engine).map((s) => s.name)])];
+  return [...new Set([...BUILTIN_ADAPTERS.keys(), ...linkedSpecs(engine).map((s) => s.name), ...configuredAcpNames(engine)])];
 }

@@ -91,8 +91,9 @@ export interface Played {
  * One real turn. `watchdog(gw)` may return true to abort (the runner's timeout, simulated): used for
  * hangs, which the CLIs never time out themselves.
  */
-export async function play(adapter: WorkerAdapter, turn: WorkerTurn, opts: { hardTimeoutMs?: number; abortWhen?: () => boolean } = {}): Promise<Played> {
+export async function play(adapter: WorkerAdapter, turn: WorkerTurn, opts: { hardTimeoutMs?: number; abortWhen?: () => boolean; signal?: AbortSignal } = {}): Promise<Played> {
   const ac = new AbortController();
+  opts.signal?.addEventListener('abort', () => ac.abort(opts.signal!.reason), { once: true });
   const hard = setTimeout(() => ac.abort('timeout'), opts.hardTimeoutMs ?? 90_000);
   const poll = opts.abortWhen
     ? setInterval(() => {
