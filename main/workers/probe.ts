@@ -41,8 +41,15 @@ interface Entry {
 }
 
 const cache = new Map<string, Entry>();
-let running = 0;
-const queue: (() => void)[] = [];
+/**
+ * Two lanes: version probes (a quick `--version`), and the slow ones that start an agent to ask it
+ * something (an ACP agent's `initialize` takes a Node CLI's whole start-up): each lane has its own slots,
+ * so a round of agent starts never holds a version probe past its caller's wait.
+ */
+export type ProbeLane = 'version' | 'agent';
+const LANE_SLOTS: Record<ProbeLane, number> = { version: MAX_RUNNING, agent: 2 };
+const running: Record<ProbeLane, number> = { version: 0, agent: 0 };
+const queues: Record<ProbeLane, (() => void)[]> = { version: [], agent: [] };
 
 /** Variables that keep a CLI's config, caches and update checks inside the probe's folder. */
 function probeEnv(dir: string): Record<string, string> {
@@ -113,17 +120,17 @@ function runProbe(bin: string, args: readonly string[], timeoutMs: number): Prom
   });
 }
 
-function acquire(): Promise<void> {
-  if (running < MAX_RUNNING) {
-    running++;
+function acquire(lane: ProbeLane): Promise<void> {
+  if (running[lane] < LANE_SLOTS[lane]) {
+    running[lane]++;
     return Promise.resolve();
   }
-  return new Promise((resolve) => queue.push(() => (running++, resolve())));
+  return new Promise((resolve) => queues[lane].push(() => (running[lane]++, resolve())));
 }
 
-function release(): void {
-  running--;
-  queue.shift()?.();
+function release(lane: ProbeLane): void {
+  running[lane]--;
+  queues[lane].shift()?.();
 }
 
 /** The cache key: what makes a new answer possible (another binary at that path, other arguments). */
@@ -141,7 +148,8 @@ function keyOf(bin: string, args: readonly string[]): string | null {
  * `bin args` (a version command) under the probe rules, cached and bounded (see the module comment).
  * Resolves within about `waitMs`; never rejects.
  */
-export function probeVersionLine(bin: string, args: readonly string[], opts: { timeoutMs?: number; waitMs?: number } = {}): Promise<VersionProbe> {
+export function probeVersionLine(bin: string, args: readonly string[], opts: { timeoutMs?: number; waitMs?: number; lane?: ProbeLane } = {}): Promise<VersionProbe> {
+  const lane = opts.lane ?? 'version';
   const key = keyOf(bin, args);
   if (!key) return Promise.resolve({ line: null, unknown: `${bin} is not there` });
   const now = Date.now();
@@ -149,13 +157,13 @@ export function probeVersionLine(bin: string, args: readonly string[], opts: { t
   if (entry && entry.done && now - entry.at > (entry.failed ? FAILURE_CACHE_MS : CACHE_MS)) entry = undefined;
   if (!entry) {
     const fresh: Entry = { at: now, done: false, failed: false, result: Promise.resolve({ line: null, unknown: 'not probed' }) };
-    fresh.result = acquire().then(async () => {
+    fresh.result = acquire(lane).then(async () => {
       try {
         const r = await runProbe(bin, args, opts.timeoutMs ?? PROBE_TIMEOUT_MS);
         Object.assign(fresh, { at: Date.now(), done: true, failed: r.line === null });
         return r;
       } finally {
-        release();
+        release(lane);
       }
     });
     cache.set(key, fresh);

@@ -1,3 +1,4 @@
+import { ACP_AGENTS } from '../../main/workers/acp/agents.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { makeHome, type TestHome } from '../helpers/env.js';
 
@@ -14,7 +15,10 @@ describe('workers commands', () => {
     expect(names).toEqual(expect.arrayContaining(['mock', 'codex', 'claude-code', 'opencode', 'myagent']));
     const mine = workers.find((w: { name: string }) => w.name === 'myagent');
     expect(mine).toMatchObject({ installed: false, builtin: false, capabilities: { sessions: true }, reason: 'myagent-bin not found on PATH' });
-    for (const w of workers.filter((x: { builtin: boolean; name: string }) => x.builtin && x.name !== 'mock')) {
+    // The ACP agents' own tools could write, so their read-only kind runs in a snapshot and says so.
+    const isAcp = (x: { name: string }) => ACP_AGENTS.some((a) => a.name === x.name);
+    for (const w of workers.filter((x: { builtin: boolean; name: string }) => x.builtin && isAcp(x))) expect(w.capabilities.sandboxModes).toEqual(['read-only (snapshot)', 'workspace-write']);
+    for (const w of workers.filter((x: { builtin: boolean; name: string }) => x.builtin && x.name !== 'mock' && !isAcp(x))) {
       expect(w.capabilities.sandboxModes).toEqual(['read-only', 'workspace-write']);
       if (w.installed) expect(w.version).toMatch(/^\d+\.\d+\.\d+/);
       else expect(w.reason).toBeTruthy();

@@ -119,7 +119,7 @@ async function versionOf(bin: string, prefix: string[]): Promise<string | null> 
 
 /** initialize only (no session, no model call), under the probe rules: the agent's ACP version, capabilities and auth methods. */
 export async function probeAcp(bin: string, args: string[]): Promise<{ summary: string | null; loadSession: boolean; why: string }> {
-  const r = await probeVersionLine(nodeCommand().command, [driverPath(), '--probe', bin, ...args], { timeoutMs: 25_000, waitMs: 26_000 });
+  const r = await probeVersionLine(nodeCommand().command, [driverPath(), '--probe', bin, ...args], { timeoutMs: 25_000, waitMs: 26_000, lane: 'agent' });
   if (!r.line) return { summary: null, loadSession: false, why: r.unknown ?? 'no answer' };
   try {
     const p = JSON.parse(r.line) as { v?: number; load?: boolean; resume?: boolean; auth?: string; type?: string; message?: string };
