@@ -69,6 +69,9 @@ export async function runCommand(table: ReadonlyMap<string, CommandDef>, ctx: Co
   await recoverInterruptedAccepts(ctx.engine);
   const deadline = Date.now() + BUSY_RETRY_MS;
   for (let attempt = 0; ; attempt++) {
+    // A process that is shutting down (an MCP server whose client went away) has closed its store: a call
+    // still waiting here, between busy retries or before its first try, is told so, never a TypeError.
+    if (!ctx.engine.db.open) throw new AppError('unavailable', `${name}: this LightWorker process is shutting down; call again (the home is served by the next process)`);
     const before = changesSoFar(ctx.engine.db);
     try {
       const parsed = cmd.input.safeParse(resolveTaskRefs(ctx.engine.db, raw ?? {}));
