@@ -1,5 +1,5 @@
 import type { Db } from '../store/db.js';
-import { insertSample, samplesBetween, unsampledUsage } from '../store/cachelab.js';
+import { insertSample, samplesBetween, unsampledUsage, type SampleRow } from '../store/cachelab.js';
 
 /**
  * Usage samples: one row per `worker.usage` event, materialized from the event log. UNIQUE
@@ -14,18 +14,8 @@ export type RouteCheck = 'verified' | 'not_exposed' | 'mismatch' | 'missing' | '
 /** Workers whose event stream never names the upstream model (their adapters echo the routed one). */
 export const MODEL_NOT_EXPOSED: ReadonlySet<string> = new Set(['codex', 'opencode']);
 
-export interface UsageSample {
-  eventSeq: number;
-  taskId: string;
-  attempt: number;
-  worker: string;
-  cohort: string | null;
-  ts: number;
-  inputTokens: number;
-  cachedTokens: number;
-  outputTokens: number;
-  routedModel: string | null;
-  reportedModel: string | null;
+/** A stored sample with its route check typed. */
+export interface UsageSample extends Omit<SampleRow, 'route'> {
   route: RouteCheck;
 }
 

@@ -1,23 +1,12 @@
+import type { PullRecord } from '../store/pulls.js';
 import type { Command } from 'commander';
 import { AppError } from '../core/errors.js';
 import { parseCommentRef, type ReviewComment } from '../isolation/review-comments.js';
 import { withEngine } from './context.js';
 import { out, printJson } from './output.js';
 
-interface ShownPull {
-  number: number;
-  url: string;
-  forge: string;
-  branch: string;
-  base: string;
-  draft: boolean;
-  state: string;
-  checks: string;
-  review: string;
-  fixRounds: number;
-  fixing: boolean;
-  lastError: string | null;
-}
+/** What a line about a pull request shows of it (get_pull_request / open_pull_request answer more). */
+type ShownPull = Pick<PullRecord, 'number' | 'url' | 'forge' | 'branch' | 'base' | 'draft' | 'state' | 'checks' | 'review' | 'fixRounds' | 'fixing' | 'lastError'>;
 
 function pullLine(p: ShownPull): string {
   const facts = [p.state, `checks ${p.checks}`, ...(p.review !== 'none' ? [p.review.replace('_', ' ')] : []), ...(p.draft ? ['draft'] : []), ...(p.fixRounds ? [`fix rounds ${p.fixRounds}${p.fixing ? ' (fixing)' : ''}`] : [])];
