@@ -13,7 +13,7 @@ import { appendEvent, latestSeq, type EventRow } from './store/events.js';
 import { watchConfigFile } from './core/config-watch.js';
 import { AppError } from './core/errors.js';
 import { checkStoreBeforeOpen, recordStoreIdentity } from './store/identity.js';
-import { lookAtStoreFile, storeFileId, type StoreFileId } from './store/integrity.js';
+import { lookAtStoreFileConfirmed, storeFileId, type StoreFileId } from './store/integrity.js';
 import { storeDamagedError, storeFaultOf, storeFullError } from './store/store-faults.js';
 import type { LeaderEngine } from './store/engine-handle.js';
 
@@ -104,13 +104,7 @@ export class Engine implements LeaderEngine {
     }
     try {
       this.storeFile = storeFileId(this.home.db);
-      const look = () => (this.storeFile ? lookAtStoreFile(this.home.db, this.storeFile) : null);
-      let problem = look();
-      // Shorter than its header says can be a checkpoint of another process growing the file: look again.
-      if (problem?.startsWith('was truncated')) {
-        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 100);
-        problem = look();
-      }
+      const problem = this.storeFile ? lookAtStoreFileConfirmed(this.home.db, this.storeFile, nativeBinding, this.home.root) : null;
       if (problem) throw storeDamagedError(this.home.db, problem.replace(' while this process had it open', ''));
       recordStoreIdentity(db, this.home, (db as { readonly?: boolean }).readonly === true);
       return db;

@@ -106,7 +106,7 @@ class Service extends EventEmitter implements SchedulerService {
   async tick(): Promise<void> {
     if (this.stopped || this.becoming) return;
     try {
-      this.health.check();
+      this.health.check(false, Date.now(), this.scheduler !== null);
     } catch (err) {
       this.trouble(err);
       return;

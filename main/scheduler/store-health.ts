@@ -3,7 +3,7 @@ import type { HomePaths } from '../core/home.js';
 import type { Db } from '../store/db.js';
 import { storeCapabilities } from '../store/capabilities.js';
 import { appendEvent } from '../store/events.js';
-import { lookAtStoreFile, quickCheckFile, rescueStore, type StoreFileId } from '../store/integrity.js';
+import { lookAtStoreFileConfirmed, quickCheckFile, rescueStore, type StoreFileId } from '../store/integrity.js';
 import { formatBytes, freeBytes, storeDamagedError, storeFullError } from '../store/store-faults.js';
 
 /** Space a full file system must have again before a leader starts new tasks (a task's end alone is small). */
@@ -29,7 +29,6 @@ export interface WatchedStore {
  *   `store.full` event saying what was full, where and for how long.
  */
 export class StoreHealth {
-  private truncatedOnce = false;
   private nextQuickCheck = 0;
   /** Since when the store could not be written, and the error saying so; null while it can be. */
   full: { since: number; error: AppError } | null = null;
@@ -40,21 +39,16 @@ export class StoreHealth {
     return storeCapabilities(this.engine.db).localFile && this.engine.storeFile !== null;
   }
 
-  /** Throws `store_damaged` when the store is no longer the database opened. `thorough`: run quick_check now. */
-  check(thorough = false, now = Date.now()): void {
+  /**
+   * Throws `store_damaged` when the store is no longer the database opened. `thorough`: run quick_check
+   * now; `quick = false` (a standby: the leader watches the pages) skips the periodic quick_check.
+   */
+  check(thorough = false, now = Date.now(), quick = true): void {
     if (!this.watched) return;
     const path = this.engine.home.db;
-    const problem = lookAtStoreFile(path, this.engine.storeFile!);
-    if (problem) {
-      // Shorter than its header says for one beat can be a checkpoint growing the file; twice is not.
-      if (problem.startsWith('was truncated') && !this.truncatedOnce) {
-        this.truncatedOnce = true;
-        return;
-      }
-      throw this.damaged(problem);
-    }
-    this.truncatedOnce = false;
-    if (!thorough && now < this.nextQuickCheck) return;
+    const problem = lookAtStoreFileConfirmed(path, this.engine.storeFile!, this.engine.nativeBinding, this.engine.home.root);
+    if (problem) throw this.damaged(problem);
+    if (!quick || (!thorough && now < this.nextQuickCheck)) return;
     const r = quickCheckFile(path, this.engine.nativeBinding, this.engine.home.root);
     this.nextQuickCheck = now + Math.max(this.engine.config.store.check_interval_s * 1000, Math.round(r.durationMs * 100));
     if (!r.ok) throw this.damaged(`failed its integrity check (${r.problem})`);

@@ -64,6 +64,20 @@ export function lookAtStoreFile(path: string, opened: StoreFileId): string | nul
   return null;
 }
 
+/**
+ * The cheap look, with a short file confirmed before it counts. A checkpoint copies page 1 (which carries
+ * the new page count) before the pages past the file's old end, so on a busy home (a hundred processes
+ * committing, a slow disk) a healthy file looks "truncated" for as long as a checkpoint takes, over several
+ * looks. The pages missing from such a file are still in the WAL: a fresh connection's quick_check reads
+ * them there and passes; a file that really lost its tail fails it.
+ */
+export function lookAtStoreFileConfirmed(path: string, opened: StoreFileId, nativeBinding?: string, home?: string): string | null {
+  const problem = lookAtStoreFile(path, opened);
+  if (!problem?.startsWith('was truncated')) return problem;
+  const check = quickCheckFile(path, nativeBinding, home);
+  return check.ok ? null : `${problem} (${check.problem})`;
+}
+
 export interface QuickCheck {
   ok: boolean;
   /** quick_check's first lines when not ok, or the error that kept it from running. */
