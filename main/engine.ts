@@ -300,6 +300,14 @@ export class Engine implements LeaderEngine {
 
   private gapTimer: NodeJS.Timeout | null = null;
 
+  /** Why the store was closed while this process lives on (a standby MCP server whose store was harmed), or null. */
+  storeFault: Error | null = null;
+
+  closeStoreFor(fault: Error): void {
+    this.storeFault = fault;
+    this.db.close();
+  }
+
   close(): void {
     if (this.closed) return;
     this.closed = true;

@@ -69,9 +69,10 @@ export async function runCommand(table: ReadonlyMap<string, CommandDef>, ctx: Co
   await recoverInterruptedAccepts(ctx.engine);
   const deadline = Date.now() + BUSY_RETRY_MS;
   for (let attempt = 0; ; attempt++) {
-    // A process that is shutting down (an MCP server whose client went away) has closed its store: a call
-    // still waiting here, between busy retries or before its first try, is told so, never a TypeError.
-    if (!ctx.engine.db.open) throw new AppError('unavailable', `${name}: this LightWorker process is shutting down; call again (the home is served by the next process)`);
+    // A process that is shutting down (an MCP server whose client went away), or that found its store
+    // damaged, has closed it: a call still waiting here, between busy retries or before its first try, is
+    // told which, never a TypeError.
+    if (!ctx.engine.db.open) throw ctx.engine.storeFault ?? new AppError('unavailable', `${name}: this LightWorker process is shutting down; call again (the home is served by the next process)`);
     const before = changesSoFar(ctx.engine.db);
     try {
       const parsed = cmd.input.safeParse(resolveTaskRefs(ctx.engine.db, raw ?? {}));

@@ -214,7 +214,7 @@ class Service extends EventEmitter implements SchedulerService {
       // A damaged store is closed at once, its tasks' trees read first: nothing more is written into it.
       const damaged = err.code === 'store_damaged';
       const trees = damaged ? this.scheduler?.treesOfRunning() : undefined;
-      if (damaged) this.engine.db.close();
+      if (damaged) this.engine.closeStoreFor(err);
       void this.stop({ killNow: true, trees }).catch(() => undefined);
       // Emitted on the next turn: the first beat runs inside startService, before any face listens.
       setImmediate(() => this.emit('fatal', err));

@@ -10,6 +10,9 @@ import { runCli, startCli } from '../helpers/cli.js';
 import { makeRepo, tempDir } from '../helpers/env.js';
 import { captureStderr, exited, isAlive, until } from '../helpers/procs.js';
 import { harmStore, loggedPids, type Harm } from '../helpers/damage.js';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { BIN } from '../helpers/cli.js';
 
 /**
  * A store harmed under a running leader with 50 tasks: deleted, truncated, or its middle pages overwritten.
@@ -111,5 +114,32 @@ describe('a store that is gone before any command opens it', () => {
     expect(submit.code).not.toBe(0);
     expect(submit.stderr).toMatch(/is missing \(deleted or moved\).*lightworker init --new-store/);
     expect(existsSync(db)).toBe(false);
+  }, 60_000);
+});
+
+describe('a store harmed under a standby MCP server', () => {
+  it('its calls answer store_damaged with the reason and the fix, never "shutting down" or a TypeError', async () => {
+    const home = join(t.dir, 'mcp-standby');
+    new Engine({ home }).close();
+    const transport = new StdioClientTransport({ command: process.execPath, args: [BIN, 'mcp'], env: { ...(process.env as Record<string, string>), LIGHTWORKER_HOME: home }, stderr: 'pipe' });
+    let stderr = '';
+    transport.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
+    const client = new Client({ name: 'damage', version: '1' });
+    await client.connect(transport);
+    try {
+      const first = (await client.callTool({ name: 'list_tasks', arguments: {} })) as { isError?: boolean };
+      expect(first.isError, stderr).toBeFalsy();
+      harmStore(join(home, 'lightworker.db'), 'delete');
+      let answer: { isError?: boolean; structuredContent?: { code?: string; message?: string } } = {};
+      await until(async () => {
+        answer = (await client.callTool({ name: 'list_tasks', arguments: {} })) as typeof answer;
+        return answer.isError === true;
+      }, 30_000, () => `list_tasks still answered after the store was deleted\n${stderr}`);
+      expect(answer.structuredContent?.code, JSON.stringify(answer)).toBe('store_damaged');
+      expect(answer.structuredContent?.message).toMatch(/lightworker\.db was deleted.*fix: /);
+      expect(stderr).not.toMatch(/TypeError|\n\s+at /);
+    } finally {
+      await client.close();
+    }
   }, 60_000);
 });
