@@ -5,7 +5,10 @@ import { MODEL_NOT_EXPOSED, type RouteCheck, type UsageSample } from './samples.
  * Σcached / Σinput. A sample is `warm` when an earlier sample of another task in the same cohort lies
  * within the window before it, `cold` otherwise, and `indeterminate` when its route is unverified
  * (CLI reported another model or none) or it predates the Cache Lab. A warm cohort is `achieved` with
- * ≥ minSamples route-verified warm samples in the window whose hit rate is ≥ target.
+ * ≥ minSamples route-verified warm samples in the window whose hit rate is ≥ target. A CLI that never
+ * reports the model it ran (`not_exposed`) is measured (its samples are warm or cold, its hit rate shown)
+ * but never certified: what it ran is only what the configuration asked for, so such a cohort stays
+ * `unverified_route` however good its rate.
  */
 export type SampleClass = 'cold' | 'warm' | 'indeterminate';
 export type TargetStatus = 'insufficient_samples' | 'unverified_route' | 'below_target' | 'achieved';
@@ -33,7 +36,7 @@ export interface Aggregate {
 export interface CohortMetrics {
   cohort: string;
   status: TargetStatus;
-  /** Hit rate of the route-verified warm samples. */
+  /** Hit rate of the warm samples (route-verified, or taken from configuration where the CLI never says). */
   hitRate: number | null;
   warmSamples: number;
   remainingSamples: number;
@@ -113,15 +116,18 @@ export function aggregate(samples: readonly UsageSample[]): Aggregate {
 
 const STATUS_RANK: Record<TargetStatus, number> = { achieved: 3, below_target: 2, unverified_route: 1, insufficient_samples: 0 };
 
-/** Target status of one cohort from its samples in the window. */
+/** Target status of one cohort from its samples in the window: only route-verified warm samples certify. */
 export function cohortStatus(samples: ClassifiedSample[], target: number, minSamples: number): { status: TargetStatus; hitRate: number | null; warm: number; remaining: number } {
   const warm = samples.filter((s) => s.class === 'warm');
-  const unverifiedWarm = samples.filter((s) => s.class === 'indeterminate' && s.afterWarmup).length;
+  const verifiedWarm = warm.filter((s) => s.route === 'verified');
+  const unverifiedWarm = samples.filter((s) => s.afterWarmup && s.route !== 'verified').length;
   const { hitRate } = aggregate(warm);
-  const remaining = Math.max(0, minSamples - warm.length);
+  const remaining = Math.max(0, minSamples - verifiedWarm.length);
   let status: TargetStatus;
-  if (warm.length >= minSamples) status = hitRate !== null && hitRate >= target ? 'achieved' : 'below_target';
-  else if (warm.length + unverifiedWarm >= minSamples) status = 'unverified_route';
+  if (verifiedWarm.length >= minSamples) {
+    const verifiedRate = aggregate(verifiedWarm).hitRate;
+    status = verifiedRate !== null && verifiedRate >= target ? 'achieved' : 'below_target';
+  } else if (verifiedWarm.length + unverifiedWarm >= minSamples) status = 'unverified_route';
   else status = 'insufficient_samples';
   return { status, hitRate, warm: warm.length, remaining };
 }
@@ -134,7 +140,7 @@ function cohortEntry(cohort: string, list: ClassifiedSample[], target: number, m
   const notExposed = certified.some((s) => s.route === 'not_exposed');
   const route: CohortMetrics['route'] = !certified.length ? (list.length ? 'unverified' : 'none') : notExposed ? 'not_exposed' : 'verified';
   const notes: string[] = [];
-  if (notExposed) notes.push(`${last.worker} never reports the model it ran; the route is taken from configuration (${last.routedModel ?? 'worker default'})`);
+  if (notExposed) notes.push(`${last.worker} never reports the model it ran, so the route (${last.routedModel ?? 'worker default'}, from configuration) cannot be verified: the hit rate is measured, the target is not certified`);
   const mismatched = list.filter((s) => s.route === 'mismatch').length;
   if (mismatched) notes.push(`${mismatched} sample(s) ran another model than routed`);
   const missing = list.filter((s) => s.route === 'missing').length;

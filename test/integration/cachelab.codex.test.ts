@@ -13,8 +13,8 @@ const TASKS = 30;
 /**
  * End to end: 30 explore tasks of one cohort (same worker, route, gateway, protocol, pack) run by the
  * in-process scheduler through the REAL Codex CLI against the scripted gateway, whose prefix-cache
- * simulation reports cached tokens. get_cache_metrics must certify the cohort: ≥ 20 warm samples at
- * ≥ 90 %, route `not_exposed` (codex never reports its model) and said so.
+ * simulation reports cached tokens. get_cache_metrics must measure the cohort (≥ 20 warm samples at
+ * ≥ 90 %) but not certify it: route `not_exposed` (codex never reports its model), `unverified_route`, and said so.
  */
 describe('Cache Lab end to end with the real Codex CLI', () => {
   let gw: Gateway;
@@ -35,7 +35,7 @@ describe('Cache Lab end to end with the real Codex CLI', () => {
     delete process.env[KEY_ENV];
   });
 
-  it(`${TASKS} codex tasks in one cohort reach "achieved"`, { timeout: 600_000 }, async (ctx) => {
+  it(`${TASKS} codex tasks in one cohort are measured warm but not certified (codex never says its model)`, { timeout: 600_000 }, async (ctx) => {
     if (why) {
       console.warn(`skipping the Cache Lab codex end to end: ${why}`);
       ctx.skip();
@@ -98,8 +98,8 @@ describe('Cache Lab end to end with the real Codex CLI', () => {
     }
     expect(firsts[0].slice(0, shared)).toContain('The repository is a demo.');
     const rate = `warm hit rate ${(c.hitRate * 100).toFixed(1)}%, ${c.warmSamples} warm samples`;
-    expect(c.status, `${rate}: ${JSON.stringify(c)}`).toBe('achieved');
+    expect(c.status, `${rate}: ${JSON.stringify(c)}`).toBe('unverified_route');
     expect(c.hitRate, rate).toBeGreaterThanOrEqual(0.9);
-    expect(m.target).toMatchObject({ status: 'achieved', remainingSamples: 0 });
+    expect(m.target).toMatchObject({ status: 'unverified_route' });
   });
 });

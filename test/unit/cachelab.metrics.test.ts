@@ -85,10 +85,15 @@ describe('cache metrics arithmetic', () => {
     expect(mismatch.cohorts[0].status).toBe('unverified_route');
   });
 
-  it('certifies a CLI that never reports its model, and says so', () => {
+  it('measures a CLI that never reports its model but never certifies it, and says why', () => {
     const m = computeMetrics(cohort(20, 1000, 950, 'not_exposed').map((s) => ({ ...s, worker: 'codex' })), { now: NOW });
-    expect(m.cohorts[0]).toMatchObject({ status: 'achieved', route: 'not_exposed', worker: 'codex' });
-    expect(m.cohorts[0].note).toMatch(/codex never reports the model it ran/);
+    expect(m.cohorts[0]).toMatchObject({ status: 'unverified_route', route: 'not_exposed', worker: 'codex', warmSamples: 20 });
+    expect(m.cohorts[0].hitRate).toBeCloseTo(0.95, 10);
+    expect(m.cohorts[0].note).toMatch(/codex never reports the model it ran, so the route .* cannot be verified/);
+    expect(m.target.status).toBe('unverified_route');
+    // Verified samples of the same cohort certify it; the unverified ones do not count towards the 20.
+    const mixed = [...cohort(20, 1000, 950, 'not_exposed'), ...cohort(20, 1000, 950).map((s) => ({ ...s, ts: s.ts + 1, taskId: `v-${s.taskId}` }))];
+    expect(computeMetrics(mixed, { now: NOW + 10 }).cohorts[0].status).toBe('achieved');
   });
 
   it('counts only samples inside the window; an older sample still makes the first one warm', () => {
