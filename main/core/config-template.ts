@@ -18,6 +18,7 @@ allow_mcp = false               # let MCP clients and workers approve, accept an
 max_depth = 1                   # how deep a worker-started task may delegate (LIGHTWORKER_DEPTH)
 retry_budget = 3                # retries per task tree
 mcp_mutations_per_minute = 60
+maximum_follow_up_turns = 20    # follow-ups into one task's session
 
 [models]
 allow = ["gpt-5.5", "gpt-5.5-mini", "claude-sonnet-4-5", "claude-haiku-4-5", "mock-model"]
@@ -93,7 +94,7 @@ ttl_hours = 72
 # ignore = ["node_modules", ".venv", "venv", "__pycache__", "build", "dist", "target", ".git", ".hg", ".svn", ".DS_Store"]
 
 [verify]
-auto_repair = 1
+auto_repair = 1                 # repair turns after a failed verification; a task's metadata.auto_repair (0-5) overrides
 timeout_s = 600
 
 [output]

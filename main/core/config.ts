@@ -147,6 +147,8 @@ export const configSchema = z.strictObject({
       max_depth: z.number().int().min(0).max(8).default(1),
       retry_budget: z.number().int().min(0).max(20).default(3),
       mcp_mutations_per_minute: z.number().int().min(1).max(10_000).default(60),
+      /** Follow-ups one task may take (each a worker turn in its session); past it a new task is asked for. */
+      maximum_follow_up_turns: z.number().int().min(0).max(1000).default(20),
     })
     .prefault({}),
   models: z

@@ -9,6 +9,7 @@ import { appendEvent } from '../store/events.js';
 import { getTask, getTaskState, updateTaskFields } from '../store/tasks.js';
 import { unsealTask } from '../tasks/secrets.js';
 import { resumeRequestOf } from '../tasks/ops.js';
+import { autoRepairsOf } from '../tasks/auto-repair.js';
 import { sandboxFor } from '../tasks/route-rule.js';
 import { move, transition } from '../tasks/state.js';
 import type { Task, TaskStatus } from '../tasks/types.js';
@@ -138,7 +139,7 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
     // One output budget for the attempt's turns: a flood in the first leaves the repairs only what is left.
     const output = new OutputBudget(engine.config.output.max_events);
     let turn = await runWorkerTurn(ctx, adapter, first, 'starting', later, output);
-    let repairsLeft = engine.config.verify.auto_repair;
+    let repairsLeft = autoRepairsOf(task, engine.config);
     // When nothing but the inspection stands between the worker's end and the task's completion (no verify
     // commands, not a plan whose answer is checked next), `verifying`, the inspection and the changes go
     // into the completing transaction: three commits less. Meanwhile the task still reads `running`.

@@ -44,6 +44,16 @@ export function runDirOfSession(db: Db, taskId: string, sessionId: string): stri
   return row?.d ?? null;
 }
 
+/** How many status moves of the task `taskId` carried one of `strategies`. */
+export function countTaskStrategyMoves(db: Db, taskId: string, strategies: readonly string[]): number {
+  return (
+    prep(db, `SELECT COUNT(*) AS n FROM events WHERE task_id = ? AND type = 'task.status' AND json_extract(payload, '$.strategy') IN (${strategies.map(() => '?').join(',')})`).get(
+      taskId,
+      ...strategies,
+    ) as { n: number }
+  ).n;
+}
+
 /** How many status moves of the tree rooted at `rootId` carried one of `strategies`. */
 export function countStrategyMoves(db: Db, rootId: string, strategies: readonly string[]): number {
   return (

@@ -16,6 +16,7 @@ import type { ParsedTaskInput } from './schema.js';
 import { redactNewTask, sealSecrets } from './secrets.js';
 import { setRootBudget, type RootBudget } from './budget.js';
 import type { Authority, Task, TaskKind, TaskMode, TaskStatus } from './types.js';
+import { checkAutoRepair } from './auto-repair.js';
 
 /** Workflow types pre-fill priority and timeout; explicit values win. */
 export const WORKFLOW_DEFAULTS = {
@@ -137,6 +138,7 @@ export function createTasks(ctx: CreateContext, inputs: ParsedTaskInput[], opts:
       throw new AppError('invalid_input', `${f('profile')}: profile "${t.profile}" does not allow kind ${t.kind}`, { field: f('profile') });
     }
     if (t.gateway && !config.gateways[t.gateway]) throw new AppError('invalid_input', `${f('gateway')}: unknown gateway "${t.gateway}"`, { field: f('gateway') });
+    checkAutoRepair(t.metadata, f('metadata'));
     const effort = t.reasoning_effort ?? profile?.reasoning_effort ?? null;
     const model = t.model ?? profile?.model ?? null;
     if (model && !config.models.allow.includes(model)) {
@@ -294,3 +296,4 @@ function rejectCycles(ids: string[], deps: string[][], inputs: ParsedTaskInput[]
   const names = inCycle.map((i) => inputs[i].ref ?? `tasks[${i}]`);
   throw new AppError('invalid_input', `depends_on: dependency cycle among ${names.join(', ')}`, { field: 'depends_on', cycle: names });
 }
+

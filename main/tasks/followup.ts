@@ -4,6 +4,7 @@ import { redactText } from '../core/redact.js';
 import type { Db } from '../store/db.js';
 import { appendEvent } from '../store/events.js';
 import { closeRequest, pendingRequestOf } from '../store/requests.js';
+import { countTaskStrategyMoves } from '../store/task-history.js';
 import { requireTask } from '../store/tasks.js';
 import { lastSessionOf, startNewAttempt, type ResumeRequest } from './ops.js';
 import { redactAndSeal } from './secrets.js';
@@ -53,6 +54,10 @@ export function followUpTask(db: Db, config: Config, id: string, opts: FollowUpO
     throw new AppError('illegal_transition', `task ${id} is ${t.status}; a follow-up goes to a ${FOLLOWABLE.join(', ')} task`, { status: t.status });
   }
   if (t.kind === 'plan') throw new AppError('invalid_input', `id: task ${id} is a plan; its children are already expanded — submit a new goal instead`, { field: 'id' });
+  const cap = config.limits.maximum_follow_up_turns;
+  if (countTaskStrategyMoves(db, t.id, ['followup']) >= cap) {
+    throw new AppError('forbidden', `task ${id} has had its ${cap} follow-ups (limits.maximum_follow_up_turns); submit a new task that builds on it`, { field: 'id', limit: cap });
+  }
   if (t.status === 'waiting_input') {
     // The message takes the place of the answer: the pending request is closed as superseded.
     const pending = pendingRequestOf(db, t.id);
