@@ -17,7 +17,12 @@ const profileSchema = z.strictObject({
   worker: z.string().min(1).optional(),
   /** Cost rank, lower = cheaper: workflow routing picks the cheapest adequate profile. */
   cost: z.number().int().min(0).max(1000).optional(),
+  /** The gateway (config.toml [gateways]) this profile's tasks go through, unless a task names its own. */
+  gateway: z.string().min(1).optional(),
 });
+
+/** One way to reach a model: a gateway of [gateways] and the name that gateway's provider knows it by. */
+const modelRouteSchema = z.strictObject({ gateway: z.string().min(1), model: z.string().min(1).optional() });
 
 const ENV_NAME = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name');
 
@@ -158,6 +163,8 @@ export const configSchema = z.strictObject({
       reasoning: z.string().min(1).default('gpt-5.5'),
       /** Per-worker fast/reasoning pair for effort routing (a worker whose CLI needs its own vendor's models). */
       per_worker: z.record(z.string(), z.strictObject({ fast: z.string().min(1), reasoning: z.string().min(1) })).default({ 'claude-code': { fast: 'claude-haiku-4-5', reasoning: 'claude-sonnet-4-5' } }),
+      /** Per model: its primary route, and the fallback `retry --strategy fallback_gateway` moves to. */
+      routes: z.record(z.string().min(1), z.strictObject({ primary: modelRouteSchema, fallback: modelRouteSchema.optional() })).default({}),
     })
     .prefault({}),
   profiles: z.record(z.string(), profileSchema).default({}),
@@ -167,6 +174,8 @@ export const configSchema = z.strictObject({
       escalation: z.array(z.string().min(1)).min(1).default(['fast_worker', 'deep_worker']),
       /** Workflow type → profile it runs with, or "cheapest" (the cheapest adequate profile by cost rank). */
       types: z.partialRecord(z.enum(['chore', 'feature', 'hotfix', 'refactor']), z.string().min(1)).default({ chore: 'cheapest' }),
+      /** The gateway of a task that names none, whose profile names none and whose model has no route. */
+      default_gateway: z.string().min(1).optional(),
     })
     .prefault({}),
   gateways: z.record(z.string(), gatewaySchema).default({}),
@@ -332,7 +341,20 @@ export function parseConfig(raw: unknown, source = 'config.toml'): Config {
     const where = issue.code === 'unrecognized_keys' ? `${issue.path.join('.') ? issue.path.join('.') + '.' : ''}${issue.keys.join(', ')}` : key;
     throw new AppError('invalid_input', `${source}: ${where}: ${issue.message}`, { key: where });
   }
+  const unknown = unknownGatewayRef(result.data);
+  if (unknown) throw new AppError('invalid_input', `${source}: ${unknown.key}: unknown gateway "${unknown.name}" (config.toml [gateways]: ${Object.keys(result.data.gateways).join(', ') || 'none configured'})`, { key: unknown.key });
   return result.data;
+}
+
+/** The first setting that names a gateway [gateways] does not define, with its key path. */
+function unknownGatewayRef(c: Config): { key: string; name: string } | null {
+  const refs: [string, string | undefined][] = [
+    ['routing.default_gateway', c.routing.default_gateway],
+    ...Object.entries(c.profiles).map(([n, p]): [string, string | undefined] => [`profiles.${n}.gateway`, p.gateway]),
+    ...Object.entries(c.models.routes).flatMap(([m, r]): [string, string | undefined][] => [[`models.routes.${m}.primary.gateway`, r.primary.gateway], [`models.routes.${m}.fallback.gateway`, r.fallback?.gateway]]),
+  ];
+  for (const [key, name] of refs) if (name !== undefined && !c.gateways[name]) return { key, name };
+  return null;
 }
 
 /** Read and validate `config.toml`; a missing file means all defaults. */

@@ -13,6 +13,8 @@ export interface ProfileSpec {
   kinds: ('plan' | 'explore' | 'review' | 'execute')[];
   worker?: string;
   cost?: number;
+  /** The gateway its tasks go through (config profiles only). */
+  gateway?: string;
 }
 
 export const BUILTIN_PROFILE_SPECS: Record<string, ProfileSpec> = {

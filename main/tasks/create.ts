@@ -17,6 +17,7 @@ import { redactNewTask, sealSecrets } from './secrets.js';
 import { setRootBudget, type RootBudget } from './budget.js';
 import type { Authority, Task, TaskKind, TaskMode, TaskStatus } from './types.js';
 import { checkAutoRepair } from './auto-repair.js';
+import { routedGateway, routedModel } from './route-rule.js';
 
 /** Workflow types pre-fill priority and timeout; explicit values win. */
 export const WORKFLOW_DEFAULTS = {
@@ -172,7 +173,7 @@ export function createTasks(ctx: CreateContext, inputs: ParsedTaskInput[], opts:
       model,
       reasoningEffort: effort,
       profile: profileName ?? null,
-      gateway: t.gateway ?? null,
+      gateway: routedGateway(config, t, profile, routedModel(config, { worker, model, reasoningEffort: effort }, profile).model),
       mode,
       type: t.type ?? null,
       priority: t.priority ?? defaults.priority,

@@ -1,6 +1,7 @@
 import type { Config } from '../core/config.js';
 import { AppError } from '../core/errors.js';
 import { findProfile } from '../core/profiles.js';
+import { routedModel } from './route-rule.js';
 import { effectiveBudget, getRootBudget } from './budget.js';
 import { appendEvent } from '../store/events.js';
 import type { Db } from '../store/db.js';
@@ -177,6 +178,10 @@ type RetryRoute = { gateway: string | null; effort: Task['reasoningEffort']; mod
 function retryRoute(config: Config, t: Task, strategy: RetryStrategy): RetryRoute {
   const same: RetryRoute = { gateway: t.gateway, effort: t.reasoningEffort, model: t.model, profile: t.profile, worker: t.worker };
   if (strategy === 'fallback_gateway') {
+    // A model with routes moves between its primary and its fallback; otherwise to the next gateway configured.
+    const model = routedModel(config, t, t.profile ? findProfile(config, t.profile) : null).model;
+    const routes = model ? config.models.routes[model] : undefined;
+    if (routes?.fallback) return { ...same, gateway: t.gateway === routes.fallback.gateway ? routes.primary.gateway : routes.fallback.gateway };
     const names = Object.keys(config.gateways);
     if (names.length < 2 && !(names.length === 1 && t.gateway !== names[0])) {
       throw new AppError('invalid_input', 'strategy: fallback_gateway needs another gateway in config.toml [gateways]');
@@ -188,7 +193,7 @@ function retryRoute(config: Config, t: Task, strategy: RetryStrategy): RetryRout
     const next = nextProfile(config, t);
     const spec = findProfile(config, next)!;
     // The deeper profile's own model, else effort routing picks one for its effort at run time.
-    return { ...same, profile: next, effort: spec.reasoning_effort, model: spec.model ?? null, worker: spec.worker ?? t.worker };
+    return { ...same, profile: next, effort: spec.reasoning_effort, model: spec.model ?? null, worker: spec.worker ?? t.worker, gateway: spec.gateway ?? t.gateway };
   }
   return same;
 }

@@ -23,3 +23,19 @@ export function routedModel(config: Config, t: Pick<Task, 'worker' | 'model' | '
   const model = t.model ?? profile?.model ?? (t.worker === 'mock' ? null : modelForEffort(config, t.worker, effort));
   return { model, effort };
 }
+
+/**
+ * The gateway a task goes through, decided when it is created (so `show` says it before it runs, and the
+ * Cache Lab's cohort is the one it runs in): the task's own, its profile's, its model's primary route, then
+ * `[routing] default_gateway`; null: the worker's own endpoint.
+ */
+export function routedGateway(config: Config, t: { gateway?: string | null }, profile: { gateway?: string } | null | undefined, model: string | null): string | null {
+  return t.gateway ?? profile?.gateway ?? (model ? config.models.routes[model]?.primary.gateway : undefined) ?? config.routing.default_gateway ?? null;
+}
+
+/** The name `gateway`'s provider knows `model` by: the model's route through that gateway, else its model_map. */
+export function upstreamModel(config: Config, model: string, gateway: string): string {
+  const r = config.models.routes[model];
+  const route = r?.primary.gateway === gateway ? r.primary : r?.fallback?.gateway === gateway ? r.fallback : undefined;
+  return route?.model ?? config.gateways[gateway]?.model_map[model] ?? model;
+}

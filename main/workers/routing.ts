@@ -2,7 +2,7 @@ import type { Config } from '../core/config.js';
 import { profileFor } from '../core/profiles.js';
 import { AppError } from '../core/errors.js';
 import { registerSecretValues } from '../core/secret-values.js';
-import { routedModel } from '../tasks/route-rule.js';
+import { routedModel, upstreamModel } from '../tasks/route-rule.js';
 import type { ReasoningEffort, Task } from '../tasks/types.js';
 import type { GatewayRoute } from './adapter.js';
 
@@ -57,5 +57,8 @@ export function resolveRoute(config: Config, task: RoutedTask, env: NodeJS.Proce
     throw new AppError('forbidden', `model: "${model}" is not in models.allow (${config.models.allow.join(', ')})`, { field: 'model' });
   }
   const gateway = task.gateway ? gatewayRoute(config, task.gateway, env) : null;
+  // The model's route through this gateway may name the provider's model (the seed's primary/fallback routes).
+  const upstream = gateway && model ? upstreamModel(config, model, gateway.name) : null;
+  if (gateway && model && upstream !== model) gateway.modelMap = { ...gateway.modelMap, [model]: upstream! };
   return { model, reasoningEffort, gateway };
 }
