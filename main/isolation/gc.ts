@@ -146,7 +146,12 @@ export async function collectGarbage(engine: EngineContext, opts: GcOptions): Pr
     }
   }
   const orphans = findOrphanFolders(engine, cutoff);
-  if (opts.apply) for (const o of orphans) (rmSync(o.path, { recursive: true, force: true }), (o.done = true));
+  if (opts.apply) {
+    for (const o of orphans) {
+      rmSync(o.path, { recursive: true, force: true });
+      o.done = true;
+    }
+  }
   const going = trees.filter((t) => t.action === 'delete' && (!opts.apply || t.done));
   return {
     applied: opts.apply,
