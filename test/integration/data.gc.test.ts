@@ -1,0 +1,194 @@
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { anchorChains, appendAnyEvent } from '../../main/store/events.js';
+import { runCli } from '../helpers/cli.js';
+import { makeHome, type TestHome } from '../helpers/env.js';
+import { drive, git, newExecuteTask, simulateRun } from './isolation.helpers.js';
+
+let homes: TestHome[] = [];
+afterEach(() => {
+  for (const h of homes) h.cleanup();
+  homes = [];
+});
+const home = () => {
+  const h = makeHome();
+  homes.push(h);
+  return h;
+};
+
+const count = (h: TestHome, sql: string, ...args: unknown[]) => Number((h.engine.db.prepare(sql).get(...args) as { n: number }).n);
+
+/** An explore task run to its end, with a log file of its own under artifacts/. */
+async function endedExplore(h: TestHome, objective: string): Promise<string> {
+  const { task } = await h.call('delegate_task', { objective, workspace: h.repo });
+  drive(h, task.id, 'starting', 'running', 'verifying', 'completed');
+  mkdirSync(join(h.home, 'artifacts', task.id, 'attempt-1'), { recursive: true });
+  writeFileSync(join(h.home, 'artifacts', task.id, 'attempt-1', 'raw.log'), 'x'.repeat(10_000));
+  return task.id;
+}
+
+describe('lightworker gc', () => {
+  it('deletes ended trees with their events, files, worktrees and branches; keeps unaccepted work unless --force; audit verify stays clean and names the tombstones', async () => {
+    const h = home();
+    const plain = await endedExplore(h, 'look around');
+    const empty = await newExecuteTask(h);
+    const emptyRun = await simulateRun(h, empty, () => {});
+    const valuable = await newExecuteTask(h);
+    await simulateRun(h, valuable, (dir) => writeFileSync(join(dir, 'work.txt'), 'valuable\n'));
+    const { task: live } = await h.call('delegate_task', { objective: 'still queued', workspace: h.repo });
+    // Every chain anchored: deleting its events without a tombstone is what audit verify reports.
+    anchorChains(h.engine.db);
+
+    const dry = await h.call('gc_home', { older_than: '0s' });
+    const byRoot = new Map(dry.trees.map((t: any) => [t.rootId, t]));
+    expect(byRoot.get(plain)).toMatchObject({ action: 'delete', tasks: 1 });
+    expect((byRoot.get(plain) as any).bytes).toBeGreaterThan(10_000);
+    expect(byRoot.get(empty.id)).toMatchObject({ action: 'delete' });
+    expect(byRoot.get(valuable.id)).toMatchObject({ action: 'keep', reason: expect.stringMatching(/holds commits (nobody accepted|found on no other branch).*--force/) });
+    expect(byRoot.has(live.id)).toBe(false);
+    expect(dry).toMatchObject({ applied: false, totals: { trees: 2, tasks: 2, kept: 1 } });
+    // A dry run changed nothing.
+    expect(count(h, 'SELECT COUNT(*) AS n FROM tasks')).toBe(4);
+    expect(existsSync(join(h.home, 'artifacts', plain))).toBe(true);
+    expect(existsSync(emptyRun.ws.workdir)).toBe(true);
+
+    const applied = await h.call('gc_home', { older_than: '0s', apply: true });
+    expect(applied.totals).toMatchObject({ trees: 2, tasks: 2 });
+    expect(applied.totals.bytes).toBeGreaterThan(10_000);
+    for (const id of [plain, empty.id]) {
+      expect(count(h, 'SELECT COUNT(*) AS n FROM tasks WHERE id = ?', id)).toBe(0);
+      expect(count(h, 'SELECT COUNT(*) AS n FROM events WHERE task_id = ?', id)).toBe(0);
+      expect(count(h, 'SELECT COUNT(*) AS n FROM attempts WHERE task_id = ?', id)).toBe(0);
+      expect(existsSync(join(h.home, 'artifacts', id))).toBe(false);
+    }
+    expect(existsSync(emptyRun.ws.workdir)).toBe(false);
+    expect(git(h.repo, 'branch', '--list', `lightworker/${empty.id}`)).toBe('');
+    expect(git(h.repo, 'worktree', 'list')).not.toContain(empty.id);
+    expect(count(h, 'SELECT COUNT(*) AS n FROM tasks WHERE id IN (?, ?)', valuable.id, live.id)).toBe(2);
+
+    let audit = await h.call('audit_verify');
+    expect(audit).toMatchObject({ ok: true, tombstones: { count: 2 } });
+    expect(audit.tombstones.trees.map((t: any) => t.rootId).sort()).toEqual([plain, empty.id].sort());
+
+    // --force takes the unaccepted branch too; the queued tree is never touched.
+    const forced = await h.call('gc_home', { older_than: '0s', apply: true, force: true });
+    expect(forced.trees.map((t: any) => t.rootId)).toEqual([valuable.id]);
+    expect(forced.trees[0].reason).toMatch(/because of --force/);
+    expect(git(h.repo, 'branch', '--list', `lightworker/${valuable.id}`)).toBe('');
+    expect(count(h, 'SELECT COUNT(*) AS n FROM tasks WHERE id = ?', live.id)).toBe(1);
+    anchorChains(h.engine.db);
+    audit = await h.call('audit_verify');
+    expect(audit).toMatchObject({ ok: true, tombstones: { count: 3 } });
+
+    // Nothing older than 30 days: nothing found.
+    expect((await h.call('gc_home', { older_than: '30d', apply: true })).totals.trees).toBe(0);
+  });
+
+  it('a deletion made to look like gc (a tombstone without the home key) and one without a tombstone both break audit verify', async () => {
+    const h = home();
+    const a = await endedExplore(h, 'one');
+    const b = await endedExplore(h, 'two');
+    anchorChains(h.engine.db);
+    await h.call('gc_home', { older_than: '0s', apply: true });
+    expect((await h.call('audit_verify')).ok).toBe(true);
+    // Someone with the database but not the key: forges a tombstone for a tree it deletes by hand.
+    const c = await endedExplore(h, 'three');
+    anchorChains(h.engine.db);
+    const head = h.engine.db.prepare('SELECT pos, hash FROM chain_heads WHERE chain = ?').get(c) as { pos: number; hash: string };
+    h.engine.write(() => {
+      h.engine.db.prepare('DELETE FROM events WHERE chain = ?').run(c);
+      h.engine.db.prepare('DELETE FROM chain_heads WHERE chain = ?').run(c);
+      appendAnyEvent(h.engine.db, null, 'tree.deleted', { rootId: c, tasks: [c], chains: [[c, head.pos, head.hash]], endedAt: 0, olderThan: '0s', signature: 'ab'.repeat(32) });
+    });
+    const forged = await h.call('audit_verify');
+    expect(forged.ok).toBe(false);
+    expect(forged.broken.reason).toMatch(/not signed by this home's key/);
+    // The same deletion with no tombstone at all: the anchor still names the chain.
+    const h2 = home();
+    const d = await endedExplore(h2, 'four');
+    anchorChains(h2.engine.db);
+    h2.engine.write(() => {
+      h2.engine.db.prepare('DELETE FROM events WHERE chain = ?').run(d);
+      h2.engine.db.prepare('DELETE FROM chain_heads WHERE chain = ?').run(d);
+    });
+    const bare = await h2.call('audit_verify');
+    expect(bare.ok).toBe(false);
+    expect(bare.broken.reason).toMatch(/all events of task .* were deleted/);
+    expect(count(h, 'SELECT COUNT(*) AS n FROM tasks WHERE id IN (?, ?)', a, b)).toBe(0);
+  });
+
+  it('refuses a bad --older-than naming it, changing nothing; an agent may look but not delete', async () => {
+    const h = home();
+    const id = await endedExplore(h, 'keep me');
+    for (const bad of ['30x', '-5d', 'd', '1.5d', '']) {
+      await expect(h.call('gc_home', { older_than: bad, apply: true })).rejects.toMatchObject({ code: 'invalid_input', message: expect.stringContaining('older_than') });
+    }
+    await expect(h.call('gc_home', { older_than: '0s', apply: true }, 'mcp')).rejects.toMatchObject({ code: 'forbidden' });
+    expect((await h.call('gc_home', { older_than: '0s' }, 'mcp')).totals.trees).toBe(1);
+    expect(count(h, 'SELECT COUNT(*) AS n FROM tasks WHERE id = ?', id)).toBe(1);
+    const cli = await runCli(['gc', '--older-than', '30x', '--apply'], { home: h.home });
+    expect(cli.code).toBe(2);
+    expect(cli.stderr).toContain('--older-than: expected an age like 30d');
+    expect(count(h, 'SELECT COUNT(*) AS n FROM tasks WHERE id = ?', id)).toBe(1);
+  });
+});
+
+describe('lightworker export / import', () => {
+  it('moves ended trees to another home with their results and verifiable events; twice does not duplicate; a damaged line refuses the whole file', async () => {
+    const src = home();
+    const a = await endedExplore(src, 'first tree');
+    src.engine.write(() => src.engine.db.prepare("UPDATE tasks SET result = '{\"summary\":\"found it\"}' WHERE id = ?").run(a));
+    const { task: parent } = await src.call('delegate_task', { objective: 'parent', workspace: src.repo });
+    drive(src, parent.id, 'starting', 'running', 'verifying', 'completed');
+    const { task: live } = await src.call('delegate_task', { objective: 'not ended', workspace: src.repo });
+    const file = join(src.root, 'trees.jsonl');
+    const out = await runCli(['export'], { home: src.home });
+    expect(out.code, out.stderr).toBe(0);
+    writeFileSync(file, out.stdout);
+    expect(out.stderr).toContain('exported 2 tree(s)');
+    expect(out.stdout).not.toContain(live.id);
+    await expect(src.call('export_trees', { tree: live.id })).rejects.toMatchObject({ code: 'invalid_input', message: expect.stringContaining('not ended') });
+
+    const dst = home();
+    const first = await dst.call('import_trees', { file });
+    expect(first.imported.map((t: any) => t.rootId).sort()).toEqual([a, parent.id].sort());
+    const got = (await dst.call('get_task', { id: a })).task;
+    expect(got).toMatchObject({ id: a, status: 'completed', objective: 'first tree' });
+    expect(JSON.stringify(got.result)).toContain('found it');
+    const events = await dst.call('get_events', { task_id: a, limit: 100 });
+    expect(events.events.map((e: any) => e.type)).toContain('task.created');
+    expect((await dst.call('audit_verify')).ok).toBe(true);
+    const tasksAfter = count(dst, 'SELECT COUNT(*) AS n FROM tasks');
+    const eventsAfter = count(dst, 'SELECT COUNT(*) AS n FROM events');
+
+    const again = await dst.call('import_trees', { file });
+    expect(again.imported).toEqual([]);
+    expect(again.skipped.map((s: any) => s.reason)).toEqual([expect.stringContaining('already in this home'), expect.stringContaining('already in this home')]);
+    expect(count(dst, 'SELECT COUNT(*) AS n FROM tasks')).toBe(tasksAfter);
+
+    // One damaged line (an event edited, then a cut): refused, naming the line, and nothing of the file lands.
+    const lines = readFileSync(file, 'utf8').trimEnd().split('\n');
+    const at = lines.findIndex((l) => l.includes('"kind":"event"') && l.includes(parent.id));
+    const edited = [...lines];
+    edited[at] = edited[at].replace('"task.created"', '"task.CREATED"');
+    const third = home();
+    writeFileSync(join(third.root, 'edited.jsonl'), edited.join('\n'));
+    await expect(third.call('import_trees', { file: join(third.root, 'edited.jsonl') })).rejects.toMatchObject({ code: 'invalid_input', message: expect.stringContaining(`line ${at + 1}:`) });
+    writeFileSync(join(third.root, 'cut.jsonl'), lines.slice(0, -3).join('\n'));
+    await expect(third.call('import_trees', { file: join(third.root, 'cut.jsonl') })).rejects.toMatchObject({ message: expect.stringMatching(/no end line/) });
+    writeFileSync(join(third.root, 'junk.jsonl'), [lines[0], '{not json', ...lines.slice(1)].join('\n'));
+    await expect(third.call('import_trees', { file: join(third.root, 'junk.jsonl') })).rejects.toMatchObject({ message: expect.stringContaining('line 2: not JSON') });
+    expect(count(third, 'SELECT COUNT(*) AS n FROM tasks')).toBe(0);
+    expect(count(third, 'SELECT COUNT(*) AS n FROM events')).toBe(0);
+    expect(count(dst, 'SELECT COUNT(*) AS n FROM events')).toBe(eventsAfter);
+
+    // A tree gc deleted here does not come back from an old export.
+    anchorChains(dst.engine.db);
+    await dst.call('gc_home', { older_than: '0s', apply: true });
+    const back = await dst.call('import_trees', { file });
+    expect(back.imported).toEqual([]);
+    expect(back.skipped[0].reason).toContain('deleted from this home by gc');
+    expect((await dst.call('audit_verify')).ok).toBe(true);
+  });
+});
