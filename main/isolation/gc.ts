@@ -1,9 +1,10 @@
 import { existsSync, lstatSync, readdirSync, rmSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, sep } from 'node:path';
 import type { EngineContext } from '../tasks/engine-context.js';
 import { signWithHomeKey } from '../tasks/secrets.js';
 import { deleteTreeRows, listEndedTrees, listTreeTasks, measureTree, missingTaskIds, type TreeTask } from '../store/gc.js';
 import { getAllocation } from '../store/worktrees.js';
+import { storeCapabilities } from '../store/capabilities.js';
 import { branchTip, isBranchContained } from '../platform/git/branches.js';
 import { gitTry } from '../platform/git/git-exec.js';
 import { withRepoLock } from '../platform/git/repo-lock.js';
@@ -118,6 +119,12 @@ export async function collectGarbage(engine: EngineContext, opts: GcOptions): Pr
     const files = tasks.reduce((n, t) => n + bytesUnder(join(engine.home.artifacts, t.id)) + (t.alloc && t.alloc.state !== 'released' ? bytesUnder(t.alloc.path) : 0), 0);
     const item: GcTree = { rootId: tree.rootId, tasks: tree.tasks, events: rows.events, bytes: rows.bytes + files, endedAt: tree.endedAt, action: 'delete', reason: `ended ${new Date(tree.endedAt).toISOString()}` };
     trees.push(item);
+    const elsewhere = storeCapabilities(engine.db).sharedByHosts ? tasks.find((t) => t.alloc && !t.alloc.path.startsWith(engine.home.root + sep)) : undefined;
+    if (elsewhere) {
+      // A fleet: that worktree (and any work in it) is on another host, whose own gc looks at it.
+      Object.assign(item, { action: 'keep', reason: `task ${elsewhere.id}'s worktree ${elsewhere.alloc!.path} is on another host; gc there` });
+      continue;
+    }
     if (rows.dependents > 0) {
       Object.assign(item, { action: 'keep', reason: `${rows.dependents} task(s) of other trees depend on it` });
       continue;
