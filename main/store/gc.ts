@@ -1,6 +1,6 @@
 import { TERMINAL } from '../core/model.js';
 import { appendEvent } from './events.js';
-import { prep, writeTx, type Db } from './db.js';
+import { isPostgres, prep, writeTx, type Db } from './db.js';
 import { tombstoneText, type TombstoneBody } from './tombstones.js';
 
 const ENDED = [...TERMINAL].map((s) => `'${s}'`).join(', ');
@@ -123,4 +123,17 @@ export function missingTaskIds(db: Db, ids: string[]): string[] {
     (prep(db, 'SELECT id FROM tasks WHERE id IN (SELECT value FROM json_each(?))').all(JSON.stringify(ids)) as { id: string }[]).map((r) => r.id),
   );
   return ids.filter((id) => !found.has(id));
+}
+
+/**
+ * The bytes this store holds on PostgreSQL (its schema's tables, indexes and TOAST); null for SQLite,
+ * whose size is its file's (and its WAL's), measured on disk by the caller.
+ */
+export function storeBytes(db: Db): number | null {
+  if (!isPostgres(db)) return null;
+  const r = prep(
+    db,
+    `SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0) AS n FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace WHERE s.nspname = current_schema() AND c.relkind = 'r'`,
+  ).get() as { n: number | string };
+  return Number(r.n);
 }

@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { anchorChains, appendAnyEvent } from '../../main/store/events.js';
+import { measureHome } from '../../main/isolation/home-size.js';
 import { runCli } from '../helpers/cli.js';
 import { makeHome, type TestHome } from '../helpers/env.js';
 import { drive, git, newExecuteTask, simulateRun } from './isolation.helpers.js';
@@ -81,6 +82,8 @@ describe('lightworker gc', () => {
     audit = await h.call('audit_verify');
     expect(audit).toMatchObject({ ok: true, tombstones: { count: 3 } });
 
+    // doctor's size of the store, on either backend (the SQLite file, or the PostgreSQL schema's relations).
+    expect(measureHome(h.engine).database.bytes).toBeGreaterThan(8192);
     // Nothing older than 30 days: nothing found.
     expect((await h.call('gc_home', { older_than: '30d', apply: true })).totals.trees).toBe(0);
   });
