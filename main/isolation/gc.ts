@@ -1,4 +1,5 @@
 import { existsSync, lstatSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { join, sep } from 'node:path';
 import type { EngineContext } from '../tasks/engine-context.js';
 import { signWithHomeKey } from '../tasks/secrets.js';
@@ -144,7 +145,8 @@ export async function collectGarbage(engine: EngineContext, opts: GcOptions): Pr
       else {
         item.tombstone = gone.tombstone;
         item.events = gone.events;
-        for (const t of tasks) rmSync(join(engine.home.artifacts, t.id), { recursive: true, force: true });
+        // Off the event loop and side by side: on a busy disk each folder's unlinks wait on I/O, not CPU.
+        await Promise.all(tasks.map((t) => rm(join(engine.home.artifacts, t.id), { recursive: true, force: true })));
       }
       item.done = Boolean(gone);
     } catch (e) {

@@ -71,6 +71,10 @@ describe('lightworker gc', () => {
     let audit = await h.call('audit_verify');
     expect(audit).toMatchObject({ ok: true, tombstones: { count: 2 } });
     expect(audit.tombstones.trees.map((t: any) => t.rootId).sort()).toEqual([plain, empty.id].sort());
+    const printed = await runCli(['audit', 'verify'], { home: h.home });
+    expect(printed.code, printed.stderr).toBe(0);
+    expect(printed.stdout).toMatch(/^ok: \d+ events, chain intact; 2 tree\(s\) deleted by gc, each with a signed tombstone:/);
+    expect(printed.stdout).toContain(`tree ${plain} (1 task(s)) deleted by gc`);
 
     // --force takes the unaccepted branch too; the queued tree is never touched.
     const forced = await h.call('gc_home', { older_than: '0s', apply: true, force: true });
