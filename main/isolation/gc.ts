@@ -114,6 +114,7 @@ export async function collectGarbage(engine: EngineContext, opts: GcOptions): Pr
   const now = opts.now ?? Date.now();
   const cutoff = now - opts.olderThanMs;
   const trees: GcTree[] = [];
+  const removing: Promise<void>[] = [];
   for (const tree of listEndedTrees(engine.db, cutoff, opts.limit ?? 100_000)) {
     const tasks = listTreeTasks(engine.db, tree.rootId);
     const rows = measureTree(engine.db, tree.rootId);
@@ -145,8 +146,10 @@ export async function collectGarbage(engine: EngineContext, opts: GcOptions): Pr
       else {
         item.tombstone = gone.tombstone;
         item.events = gone.events;
-        // Off the event loop and side by side: on a busy disk each folder's unlinks wait on I/O, not CPU.
-        await Promise.all(tasks.map((t) => rm(join(engine.home.artifacts, t.id), { recursive: true, force: true })));
+        // Off the event loop and side by side with the next trees: on a busy disk the unlinks wait on
+        // I/O, not CPU. A crash before they finish leaves folders the orphan sweep below takes next time.
+        removing.push(...tasks.map((t) => rm(join(engine.home.artifacts, t.id), { recursive: true, force: true }).catch(() => undefined)));
+        if (removing.length >= 64) await Promise.all(removing.splice(0));
       }
       item.done = Boolean(gone);
     } catch (e) {
@@ -154,6 +157,7 @@ export async function collectGarbage(engine: EngineContext, opts: GcOptions): Pr
       item.error = (e as Error).message;
     }
   }
+  await Promise.all(removing);
   const orphans = findOrphanFolders(engine, cutoff);
   if (opts.apply) {
     for (const o of orphans) {
