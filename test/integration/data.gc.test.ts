@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { anchorChains, appendAnyEvent } from '../../main/store/events.js';
+import { deleteTreeRows } from '../../main/store/gc.js';
 import { measureHome } from '../../main/isolation/home-size.js';
 import { runCli } from '../helpers/cli.js';
 import { makeHome, type TestHome } from '../helpers/env.js';
@@ -123,6 +124,26 @@ describe('lightworker gc', () => {
     expect(bare.ok).toBe(false);
     expect(bare.broken.reason).toMatch(/all events of task .* were deleted/);
     expect(count(h, 'SELECT COUNT(*) AS n FROM tasks WHERE id IN (?, ?)', a, b)).toBe(0);
+  });
+
+  it('the delete transaction reads the tree again: a task retried (or a tree made a dependency) since the look is left alone', async () => {
+    const h = home();
+    const { task: failed } = await h.call('delegate_task', { objective: 'retried later', workspace: h.repo });
+    drive(h, failed.id, 'starting', 'running', 'failed');
+    const id = failed.id as string;
+    const other = await endedExplore(h, 'depended on');
+    const sign = () => 'unused';
+    await h.call('retry_task', { id, strategy: 'same' });
+    expect(h.engine.write(() => deleteTreeRows(h.engine.db, id, Date.now() + 1000, '0s', sign))).toBeNull();
+    // A task joins its first dependency's tree; a second dependency in another tree is a link across trees.
+    const third = await endedExplore(h, 'first dependency');
+    await h.call('delegate_task', { objective: 'needs both', workspace: h.repo, depends_on: [third, other] });
+    expect(h.engine.write(() => deleteTreeRows(h.engine.db, other, Date.now() + 1000, '0s', sign))).toBeNull();
+    expect(h.engine.write(() => deleteTreeRows(h.engine.db, other, Date.now() - 60_000, '0s', sign))).toBeNull();
+    expect(count(h, 'SELECT COUNT(*) AS n FROM tasks WHERE id IN (?, ?)', id, other)).toBe(2);
+    expect(count(h, 'SELECT COUNT(*) AS n FROM events WHERE chain IN (?, ?)', id, other)).toBeGreaterThan(4);
+    const dry = await h.call('gc_home', { older_than: '0s' });
+    expect(dry.trees.find((t: any) => t.rootId === other)).toMatchObject({ action: 'keep', reason: expect.stringContaining('of other trees depend on it') });
   });
 
   it('refuses a bad --older-than naming it, changing nothing; an agent may look but not delete', async () => {
