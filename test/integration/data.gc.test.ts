@@ -2,9 +2,11 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { anchorChains, appendAnyEvent } from '../../main/store/events.js';
+import type { Db } from '../../main/store/db.js';
 import { deleteTreeRows } from '../../main/store/gc.js';
 import { measureHome } from '../../main/isolation/home-size.js';
-import { runCli } from '../helpers/cli.js';
+import { runCli, startCli } from '../helpers/cli.js';
+import { until } from '../helpers/procs.js';
 import { makeHome, type TestHome } from '../helpers/env.js';
 import { drive, git, newExecuteTask, simulateRun } from './isolation.helpers.js';
 
@@ -19,7 +21,8 @@ const home = () => {
   return h;
 };
 
-const count = (h: TestHome, sql: string, ...args: unknown[]) => Number((h.engine.db.prepare(sql).get(...args) as { n: number }).n);
+const countIn = (db: Db, sql: string, ...args: unknown[]) => Number((db.prepare(sql).get(...args) as { n: number }).n);
+const count = (h: TestHome, sql: string, ...args: unknown[]) => countIn(h.engine.db, sql, ...args);
 
 /** An explore task run to its end, with a log file of its own under artifacts/. */
 async function endedExplore(h: TestHome, objective: string): Promise<string> {
@@ -144,6 +147,34 @@ describe('lightworker gc', () => {
     expect(count(h, 'SELECT COUNT(*) AS n FROM events WHERE chain IN (?, ?)', id, other)).toBeGreaterThan(4);
     const dry = await h.call('gc_home', { older_than: '0s' });
     expect(dry.trees.find((t: any) => t.rootId === other)).toMatchObject({ action: 'keep', reason: expect.stringContaining('of other trees depend on it') });
+  });
+
+  it('a gc killed mid-way loses nothing it kept and leaves a log that verifies; the next gc finishes the job', async () => {
+    const h = home();
+    const ids: string[] = [];
+    for (let i = 0; i < 150; i++) ids.push(await endedExplore(h, `tree ${i}`));
+    anchorChains(h.engine.db);
+    const gc = startCli(['gc', '--older-than', '0s', '--apply'], { home: h.home });
+    const exited = new Promise((r) => gc.once('exit', r));
+    const look = h.connect();
+    try {
+      await until(() => countIn(look, "SELECT COUNT(*) AS n FROM events WHERE type = 'tree.deleted'") >= 3, 60_000, 'the gc deleted a few trees');
+    } finally {
+      look.close();
+    }
+    gc.kill('SIGKILL');
+    await exited;
+    const mid = await h.call('audit_verify');
+    expect(mid.ok, JSON.stringify(mid.broken)).toBe(true);
+    const left = count(h, 'SELECT COUNT(*) AS n FROM tasks');
+    expect(left).toBeGreaterThan(0);
+    expect(left).toBeLessThan(150);
+    expect(mid.tombstones.count).toBe(150 - left);
+    const again = await runCli(['gc', '--older-than', '0s', '--apply', '--json'], { home: h.home });
+    expect(again.code, again.stderr).toBe(0);
+    expect(count(h, 'SELECT COUNT(*) AS n FROM tasks')).toBe(0);
+    for (const id of ids) expect(existsSync(join(h.home, 'artifacts', id))).toBe(false);
+    expect(await h.call('audit_verify')).toMatchObject({ ok: true, tombstones: { count: 150 } });
   });
 
   it('refuses a bad --older-than naming it, changing nothing; an agent may look but not delete', async () => {
