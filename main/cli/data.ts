@@ -40,11 +40,11 @@ export function registerDataCommands(program: Command): void {
   program
     .command('export')
     .description('write ended task trees as JSON lines (to stdout): tasks with results, dependencies, attempts, events, artifact lists')
-    .option('--tree <id>', 'only this tree (the id of its root task, or a unique prefix of 6+ characters)')
+    .option('--tree <id>', 'only the tree of this task (any task of it; a unique id prefix of 6+ characters will do)')
     .option('--dry-run', 'only list the trees that would be exported (on stderr)')
     .addHelpText('after', '\nExample: lightworker export > trees.jsonl, then in the other home: lightworker import trees.jsonl\nArtifact files stay in this home; their names and sizes travel.')
     .action(async (o, cmd: Command) => {
-      const r = (await withEngine(cmd, (call) => call('export_trees', { tree: o.tree, dry_run: Boolean(o.dryRun) }))) as { trees: TreeSummary[]; lines: string[] | null };
+      const r = (await withEngine(cmd, (call) => call('export_trees', { root_id: o.tree, dry_run: Boolean(o.dryRun) }))) as { trees: TreeSummary[]; lines: string[] | null };
       if (r.lines) process.stdout.write(r.lines.join('\n') + '\n');
       err(`${o.dryRun ? 'would export' : 'exported'} ${r.trees.length} tree(s), ${r.trees.reduce((n, t) => n + t.tasks, 0)} task(s), ${r.trees.reduce((n, t) => n + t.events, 0)} events`);
     });

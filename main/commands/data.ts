@@ -6,6 +6,7 @@ import { AppError } from '../core/errors.js';
 import { collectGarbage } from '../isolation/gc.js';
 import { backupStore } from '../store/backup.js';
 import { EXPORT_FORMAT, EXPORT_VERSION, exportTreeRows, importTrees, listExportableTrees, parseExport, type ExportLine } from '../store/transfer.js';
+import { getTask } from '../store/tasks.js';
 import { TASK_ID } from '../tasks/schema.js';
 import { defineCommand, requirePersonOrAllowed } from './table.js';
 
@@ -62,7 +63,8 @@ export const exportTrees = defineCommand({
   name: 'export_trees',
   description: "Ended task trees (or one) as JSON lines another home imports: tasks with results, dependencies, attempts, events (hash-checked again on import), artifact lists.",
   input: z.strictObject({
-    tree: TASK_ID.optional(),
+    /** Any task of the tree (its root is looked up); absent: every ended tree. */
+    root_id: TASK_ID.optional(),
     dry_run: z.boolean().default(false),
   }),
   readOnly: true,
@@ -70,7 +72,8 @@ export const exportTrees = defineCommand({
     if (!input.dry_run) requirePersonOrAllowed(ctx, 'exporting task trees');
     const db = ctx.engine.db;
     return db.transaction(() => {
-      const trees = listExportableTrees(db, input.tree);
+      const root = input.root_id ? (getTask(db, input.root_id)?.rootId ?? input.root_id) : undefined;
+      const trees = listExportableTrees(db, root);
       if (input.dry_run) return { trees, lines: null };
       const lines: ExportLine[] = [{ kind: 'header', format: EXPORT_FORMAT, version: EXPORT_VERSION, exportedAt: Date.now(), trees: trees.length }];
       for (const t of trees) {

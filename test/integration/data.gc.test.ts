@@ -207,8 +207,12 @@ describe('lightworker export / import', () => {
     writeFileSync(file, out.stdout);
     expect(out.stderr).toContain('exported 2 tree(s)');
     expect(out.stdout).not.toContain(live.id);
-    await expect(src.call('export_trees', { tree: live.id })).rejects.toMatchObject({ code: 'invalid_input', message: expect.stringContaining('not ended') });
+    await expect(src.call('export_trees', { root_id: live.id })).rejects.toMatchObject({ code: 'invalid_input', message: expect.stringContaining('not ended') });
 
+    const one = await runCli(['export', '--tree', a], { home: src.home });
+    expect(one.code, one.stderr).toBe(0);
+    expect(one.stderr).toContain('exported 1 tree(s), 1 task(s)');
+    expect(one.stdout).not.toContain(parent.id);
     const dst = home();
     const first = await dst.call('import_trees', { file });
     expect(first.imported.map((t: any) => t.rootId).sort()).toEqual([a, parent.id].sort());
