@@ -23,6 +23,8 @@ const POSTGRES_SUITE = [
   'test/integration/calls.idempotent.test.ts',
   'test/integration/cli.fleet.test.ts',
   'test/integration/cli.show.test.ts',
+  'test/integration/data.gc.test.ts',
+  'test/integration/data.retention.test.ts',
   'test/integration/isolation.accept.test.ts',
   'test/integration/isolation.concurrency.test.ts',
   'test/integration/isolation.e2e.test.ts',

@@ -5,6 +5,7 @@ import { isAppError, toErrorPayload } from '../core/errors.js';
 import { err } from './output.js';
 import { COMMAND_NAMES } from '../commands/names.js';
 import { registerSystemCommands } from './system.js';
+import { registerDataCommands } from './data.js';
 import { registerTaskCommands } from './tasks.js';
 import { registerIsolationCommands } from './isolation.js';
 import { registerSchedulerCommands } from './scheduler.js';
@@ -45,6 +46,7 @@ export function buildProgram(): Command {
     .showHelpAfterError()
     .exitOverride();
   registerSystemCommands(program);
+  registerDataCommands(program);
   registerTaskCommands(program);
   registerIsolationCommands(program);
   registerSchedulerCommands(program);

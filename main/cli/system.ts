@@ -6,7 +6,7 @@ import { setStoreAside } from '../store/identity.js';
 import type { DoctorCheck } from '../commands/doctor.js';
 import { openEngine } from '../app.js';
 import type { Engine } from '../engine.js';
-import type { EventRow } from '../store/events.js';
+import type { AuditResult, EventRow } from '../store/events.js';
 import { globals, withEngine } from './context.js';
 import { err, out, printJson } from './output.js';
 import { AppError, isAppError } from '../core/errors.js';
@@ -75,6 +75,14 @@ function openFailure(e: unknown): DoctorReport {
         ? 'start the PostgreSQL server, or point LIGHTWORKER_DATABASE_URL / [store] at one that runs'
         : undefined;
   return { ok: false, checks: [{ name: config ? 'config' : 'database', ok: false, detail: redactText(e.message), fix }] };
+}
+
+/** The trees gc deleted, as their signed tombstones name them (the newest ones). */
+function tombstoneLines(r: AuditResult): string {
+  if (!r.tombstones) return '';
+  const { count, trees } = r.tombstones;
+  const lines = trees.map((t) => `\n  tombstone at event ${t.seq}: tree ${t.rootId} (${t.tasks} task(s)) deleted by gc ${new Date(t.ts).toISOString()}`);
+  return `; ${count} tree(s) deleted by gc, each with a signed tombstone${count > trees.length ? ` (the newest ${trees.length}:)` : ':'}${lines.join('')}`;
 }
 
 export function registerSystemCommands(program: Command): void {
@@ -158,9 +166,9 @@ export function registerSystemCommands(program: Command): void {
     .option('--json')
     .action(async (o, cmd: Command) => {
       await withEngine(cmd, async (call) => {
-        const r = (await call('audit_verify', {})) as { ok: boolean; checked: number; broken?: { seq: number; reason: string } };
+        const r = (await call('audit_verify', {})) as AuditResult;
         if (o.json) printJson(r);
-        else out(r.ok ? `ok: ${r.checked} events, chain intact` : `BROKEN at event ${r.broken!.seq}: ${r.broken!.reason} (${r.checked} events verified before it)`);
+        else out(r.ok ? `ok: ${r.checked} events, chain intact${tombstoneLines(r)}` : `BROKEN at event ${r.broken!.seq}: ${r.broken!.reason} (${r.checked} events verified before it)`);
         if (!r.ok) process.exitCode = 1;
       });
     });

@@ -14,6 +14,7 @@ import { defineCommand, type CommandContext } from './table.js';
 import { workerAuth } from './workers.js';
 import { describeStore, fleetStatus, NO_LEADER, type StoreInfo } from './fleet.js';
 import { quickCheck } from '../store/capabilities.js';
+import { measureHome } from '../isolation/home-size.js';
 
 export interface DoctorCheck {
   name: string;
@@ -23,6 +24,8 @@ export interface DoctorCheck {
   fix?: string;
   /** A failed optional check (a worker CLI you may not use) warns but does not fail the doctor. */
   optional?: boolean;
+  /** The home size check: bytes by part (database, logs, worktrees, snapshots, artifacts, total). */
+  sizes?: Record<string, number>;
 }
 
 /** git answers `--version` (probed like a worker CLI: cached, bounded, never in the caller's folder). */
@@ -205,6 +208,19 @@ function canConnect(host: string, port: number, timeoutMs: number): Promise<bool
   });
 }
 
+function mib(m: { bytes: number; complete: boolean }): string {
+  return `${m.complete ? '' : '≥ '}${(m.bytes / 1024 / 1024).toFixed(1)} MiB`;
+}
+
+/** The home's size by part: where the bytes are, and the command that frees them. */
+function sizeCheck(ctx: CommandContext): DoctorCheck {
+  const s = measureHome(ctx.engine);
+  const parts = (['database', 'logs', 'worktrees', 'snapshots', 'artifacts'] as const).map((k) => `${k} ${mib(s[k])}`).join(', ');
+  const retention = ctx.engine.config.retention;
+  const gc = retention.enabled ? `[retention] deletes trees ended over ${retention.older_than} ago` : '`lightworker gc --older-than 30d` shows what old task trees hold ([retention] is off)';
+  return { name: 'home size', ok: true, detail: `${(s.total / 1024 / 1024).toFixed(1)} MiB: ${parts}; ${gc}`, sizes: Object.fromEntries(Object.entries(s).map(([k, v]) => [k, typeof v === 'number' ? v : v.bytes])) };
+}
+
 export const runDoctor = defineCommand({
   name: 'run_doctor',
   description: 'Check git, node, home, store, disk, workers, leader.',
@@ -214,6 +230,7 @@ export const runDoctor = defineCommand({
     const checks = baseChecks(ctx);
     checks.push(configCheck(ctx));
     checks.push(leaderCheck(ctx));
+    checks.push(sizeCheck(ctx));
     let store: StoreInfo | null = null;
     try {
       store = describeStore(ctx.engine);

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { listEvents, verifyAudit } from '../store/events.js';
 import { requireTask } from '../store/tasks.js';
 import { TASK_ID } from '../tasks/schema.js';
+import { checkHomeSignature } from '../tasks/secrets.js';
 import { defineCommand } from './table.js';
 
 export const getEvents = defineCommand({
@@ -42,7 +43,7 @@ export const auditVerify = defineCommand({
   input: z.strictObject({}),
   readOnly: true,
   handler(ctx) {
-    return verifyAudit(ctx.engine.db);
+    return verifyAudit(ctx.engine.db, { checkSignature: (text, sig) => checkHomeSignature(ctx.engine.home.root, text, sig) });
   },
 });
 

@@ -56,6 +56,9 @@ export const COMMAND_NAMES = [
   'cancel_team',
   'fleet_status',
   'backup_home',
+  'gc_home',
+  'export_trees',
+  'import_trees',
 ] as const;
 
 export type CommandName = (typeof COMMAND_NAMES)[number];

@@ -77,6 +77,15 @@ types = { chore = "cheapest" }                # workflow type -> profile, or "ch
 [worktrees]
 ttl_hours = 72
 
+# Delete ended task trees automatically (what lightworker gc --older-than 30d --apply does), from the
+# leader: rows, events, artifacts, worktrees; each leaves a signed tombstone in the event log. Off by
+# default: deleting is for good. Trees holding unaccepted, unmerged work are always kept.
+# [retention]
+# enabled = true
+# older_than = "30d"
+# interval_s = 3600        # how often the leader looks
+# max_trees = 200          # trees per pass
+
 # Per-repository worktree setup; overrides the repository's own .lightworker/setup.toml.
 # [setup."/abs/path/to/repo"]
 # copy = ["config/local.json", ".env.test"]   # ignored files to copy in (.env* only when named)

@@ -180,6 +180,20 @@ export const configSchema = z.strictObject({
     .prefault({}),
   gateways: z.record(z.string(), gatewaySchema).default({}),
   workers: z.object({ vscode: vscodeWorkerSchema.optional() }).catchall(workerSchema.optional()).superRefine(checkWorkerBlocks).default({}),
+  /** Automatic gc (`lightworker gc`) from the leader: off unless the person turns it on (deleting is for good). */
+  retention: z
+    .strictObject({
+      enabled: z.boolean().default(false),
+      older_than: z
+        .string()
+        .regex(/^\s*\d{1,6}\s*[smhdw]\s*$/, 'expected an age like 30d, 12h, 90m or 2w')
+        .default('30d'),
+      /** How often the leader looks, in seconds. */
+      interval_s: z.number().int().min(1).max(7 * 86_400).default(3600),
+      /** At most this many trees per pass, so one pass never holds the leader long. */
+      max_trees: z.number().int().min(1).max(10_000).default(200),
+    })
+    .prefault({}),
   worktrees: z
     .strictObject({
       ttl_hours: z.number().min(0).default(72),

@@ -53,6 +53,12 @@ export interface EngineEventMap {
   'worktree.not_kept': { reason: string };
   'worktree.branch_kept': Open;
   'worktree.removed': { path: string; reason: string } & Open;
+  /** A task tree deleted by gc: its signed tombstone, on the system chain (store/gc.ts, store/tombstones.ts). */
+  'tree.deleted': { rootId: string; tasks: string[]; chains: [string, number, string][]; endedAt: number; olderThan: string; signature: string };
+  /** A retention pass of the leader that deleted trees (scheduler/retention-sweep.ts). */
+  'retention.swept': { trees: number; tasks: number; events: number; bytes: number; kept: number; olderThan: string; durationMs: number };
+  /** Task trees brought in from another home's export (store/transfer.ts). */
+  'tree.imported': { rootId: string; tasks: number; events: number; from: string | null };
   'branch.removed': { branch: string; tip: string | null; reason: string };
   'copy.created': Open;
   'custody.restored': Open;

@@ -12,6 +12,7 @@ import { claimSpawn, RESPAWN_MS, runnerWanted } from './spawn-gate.js';
 import { recoverOrphans } from './recovery.js';
 import { sweepExpiredRequests } from './request-expiry.js';
 import { sweepPullRequests } from './pull-sweep.js';
+import { sweepRetention } from './retention-sweep.js';
 import { sweepDeadSnapshots } from '../isolation/snapshot-sweep.js';
 import { Scheduler, type RunningTask } from './scheduler.js';
 import { sweepTrees, taskTree, type Tree } from '../platform/proc/sweep.js';
@@ -126,6 +127,7 @@ class Service extends EventEmitter implements SchedulerService {
         try {
           sweepExpiredRequests(this.engine);
           void sweepPullRequests(this.engine)?.catch((err) => this.trouble(err));
+          void sweepRetention(this.engine)?.catch((err) => this.trouble(err));
           if (this.fleet) await this.recoverLostRunners();
           this.anchorIfDue();
           this.fine();

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { EngineEvent, EngineEventMap, EngineEventType } from '../core/event-map.js';
 import { redactValue } from '../core/redact.js';
 import { isPostgres, prep, writeTx, type Db } from './db.js';
+import { coveredByTombstone, readTombstones, type ChainEnd, type SignatureCheck, type Tombstone } from './tombstones.js';
 
 /** One event of the log, typed by its `type` (core/event-map.ts). */
 export type EventRow = EngineEvent;
@@ -168,6 +169,8 @@ export interface AuditResult {
   checked: number;
   /** The first broken link, when not ok. */
   broken?: { seq: number; reason: string };
+  /** Trees gc deleted, by their tombstones (present only when there are some; the newest 20 listed). */
+  tombstones?: { count: number; trees: Tombstone[] };
 }
 
 type Broken = { seq: number; reason: string };
@@ -190,7 +193,7 @@ type Anchored = { pos: number; hash: string; anchor: number };
  * Events written before migration 008 form one legacy chain, verified as before. Everything is read in
  * one snapshot (REPEATABLE READ on PostgreSQL), so runners appending meanwhile never look like tampering.
  */
-export function verifyAudit(db: Db): AuditResult {
+export function verifyAudit(db: Db, opts: { checkSignature?: SignatureCheck } = {}): AuditResult {
   const outermost = !db.inTransaction;
   return db.transaction(() => {
     if (isPostgres(db) && outermost) db.exec('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY');
@@ -200,10 +203,12 @@ export function verifyAudit(db: Db): AuditResult {
     if (legacy.broken) return { ok: false, checked, broken: legacy.broken };
     const anchors = readAnchors(db);
     if (anchors.broken) return { ok: false, checked, broken: anchors.broken };
-    const chains = verifyChains(db, anchors.anchored);
+    const tombs = readTombstones(db, opts.checkSignature);
+    if (tombs.broken) return { ok: false, checked, broken: tombs.broken };
+    const chains = verifyChains(db, anchors.anchored, tombs.ends);
     checked += chains.checked;
     if (chains.broken) return { ok: false, checked, broken: chains.broken };
-    return { ok: true, checked };
+    return tombs.list.length ? { ok: true, checked, tombstones: { count: tombs.list.length, trees: tombs.list.slice(-20) } } : { ok: true, checked };
   })();
 }
 
@@ -252,7 +257,7 @@ function endChain(chain: string, pos: number, hash: string, lastSeq: number, hea
   return undefined;
 }
 
-function verifyChains(db: Db, anchoredHeads: Map<string, Anchored>): { checked: number; broken?: Broken } {
+function verifyChains(db: Db, anchoredHeads: Map<string, Anchored>, deleted: Map<string, ChainEnd>): { checked: number; broken?: Broken } {
   const heads = new Map((prep(db, 'SELECT chain, pos, seq, hash, anchored_pos FROM chain_heads').all() as Head[]).map((h) => [h.chain, h]));
   const unseen = new Map(anchoredHeads);
   let checked = 0;
@@ -297,6 +302,8 @@ function verifyChains(db: Db, anchoredHeads: Map<string, Anchored>): { checked: 
   const b = finish();
   if (b) return { checked, broken: b };
   for (const [c, a] of unseen) {
+    // A tree gc deleted: its signed tombstone names where this chain ended.
+    if (coveredByTombstone(deleted, c, a)) continue;
     return { checked, broken: { seq: heads.get(c)?.seq ?? 0, reason: `all events of ${chainName(c)} were deleted (anchor ${a.anchor} recorded ${a.pos})` } };
   }
   for (const h of heads.values()) {

@@ -1,5 +1,5 @@
 import { AppError } from '../core/errors.js';
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { redactText } from '../core/redact.js';
@@ -50,6 +50,23 @@ function homeKey(homeRoot: string): Buffer {
   if (key.length !== 32) throw new Error(`${path} is not a 32-byte key`);
   keyCache.set(homeRoot, key);
   return key;
+}
+
+/**
+ * An HMAC-SHA256 signature (hex) of `text` with a key derived from the home's key: records that must
+ * prove they were written by LightWorker itself (gc's tombstones), not by someone who can write the
+ * database but has no access to the home's key file. A fleet's hosts share the key, so any host verifies.
+ */
+export function signWithHomeKey(homeRoot: string, text: string): string {
+  const derived = createHmac('sha256', homeKey(homeRoot)).update('lightworker signing key 1').digest();
+  return createHmac('sha256', derived).update(text).digest('hex');
+}
+
+/** Was `signature` made by signWithHomeKey over `text` with this home's key? */
+export function checkHomeSignature(homeRoot: string, text: string, signature: string): boolean {
+  const want = Buffer.from(signWithHomeKey(homeRoot, text), 'hex');
+  const got = Buffer.from(signature, 'hex');
+  return got.length === want.length && timingSafeEqual(got, want);
 }
 
 function pick(t: SecretFields): SecretFields {

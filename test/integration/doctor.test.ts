@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:http';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../main/core/config.js';
 import { startSchedulerService, type SchedulerService } from '../../main/app.js';
@@ -23,6 +24,20 @@ afterEach(async () => {
 const check = (r: { checks: { name: string }[] }, name: string) => r.checks.find((c) => c.name === name) as any;
 
 describe('doctor', () => {
+  it("reports the home's size by part (database, logs, worktrees, snapshots, artifacts), and what frees it", async () => {
+    mkdirSync(join(h.home, 'artifacts', 'X'), { recursive: true });
+    writeFileSync(join(h.home, 'artifacts', 'X', 'big.log'), Buffer.alloc(3 * 1024 * 1024));
+    mkdirSync(join(h.home, 'worktrees', 'W'), { recursive: true });
+    writeFileSync(join(h.home, 'worktrees', 'W', 'f'), Buffer.alloc(1024 * 1024));
+    const size = check(await h.call('run_doctor'), 'home size');
+    expect(size.ok).toBe(true);
+    expect(size.sizes.artifacts).toBeGreaterThanOrEqual(3 * 1024 * 1024);
+    expect(size.sizes.worktrees).toBeGreaterThanOrEqual(1024 * 1024);
+    expect(size.sizes.database).toBeGreaterThan(0);
+    expect(size.sizes.total).toBeGreaterThanOrEqual(size.sizes.artifacts + size.sizes.worktrees + size.sizes.database);
+    expect(size.detail).toMatch(/^\d+\.\d MiB: database [\d.]+ MiB, logs [\d.]+ MiB, worktrees 1\.0 MiB, snapshots [\d.]+ MiB, artifacts 3\.0 MiB; `lightworker gc --older-than 30d`/);
+  });
+
   it('reports each worker CLI (never running a model) and who leads', async () => {
     let r = await h.call('run_doctor');
     expect(check(r, 'worker mock')).toMatchObject({ ok: true });

@@ -320,8 +320,14 @@ CREATE INDEX pulls_due ON pulls(next_poll_at) WHERE state = 'open';
 CREATE TRIGGER pulls_notify AFTER INSERT OR UPDATE OR DELETE ON pulls FOR EACH STATEMENT EXECUTE FUNCTION lw_notify('{channel}');
 `;
 
+/** Deleting a task cascades to its usage samples: indexed, so gc never scans the table per task (SQLite migration 011). */
+const USAGE_TASK_INDEX = `
+CREATE INDEX IF NOT EXISTS usage_samples_task ON usage_samples(task_id);
+`;
+
 export const PG_MIGRATIONS: { name: string; sql: string }[] = [
   { name: '001-initial', sql: INITIAL },
   { name: '002-client-requests', sql: CLIENT_REQUESTS },
   { name: '003-pulls', sql: PULLS },
+  { name: '004-usage-task-index', sql: USAGE_TASK_INDEX },
 ];
