@@ -29,8 +29,8 @@ export const usePickers = defineStore('pickers', () => {
     if (loaded) return;
     loaded = true;
     const [w, s] = await Promise.allSettled([
-      api().call<{ workers: WorkerChoice[] }>('list_workers', {}),
-      api().call<{ workspaces: { workspace: string }[] }>('list_workspaces', { limit: 20 }),
+      api().call('list_workers', {}),
+      api().call('list_workspaces', { limit: 20 }),
     ]);
     if (w.status === 'fulfilled') workers.value = w.value.workers.map((x) => ({ name: x.name, installed: x.installed, reason: x.reason }));
     if (s.status === 'fulfilled') workspaces.value = [...new Set([...readRecent(), ...s.value.workspaces.map((x) => x.workspace)])];

@@ -20,7 +20,7 @@ export const useRequests = defineStore('requests', () => {
   let reloading: Promise<void> | null = null;
 
   async function load(): Promise<void> {
-    const r = await api().call<{ requests: RequestView[] }>('list_requests', { status: ['pending'], limit: 1000 });
+    const r = await api().call('list_requests', { status: ['pending'], limit: 1000 });
     byTask.value = new Map(r.requests.map((q) => [q.taskId, q]));
     loaded.value = true;
   }
