@@ -49,5 +49,8 @@ export const useRequests = defineStore('requests', () => {
     }
   }
 
-  return { list, loaded, busy, load, answer };
+  /** The pending request of one task, if it has one. */
+  const forTask = (taskId: string): RequestView | undefined => byTask.value.get(taskId);
+
+  return { list, loaded, busy, load, answer, forTask };
 });
