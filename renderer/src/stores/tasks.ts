@@ -35,15 +35,17 @@ export const useTasks = defineStore('tasks', () => {
     return c;
   });
 
-  async function load(): Promise<void> {
+  /** `unfiltered`: every task (the board), not only those the list's status and search ask for. */
+  async function load(opts: { unfiltered?: boolean } = {}): Promise<void> {
     loading.value = true;
     error.value = null;
+    const filtered = !opts.unfiltered;
     try {
       const r = await api().call('list_tasks', {
         limit: 500,
         detail: true,
-        ...(statuses.value.length ? { status: statuses.value } : {}),
-        ...(search.value ? { search: search.value } : {}),
+        ...(filtered && statuses.value.length ? { status: statuses.value } : {}),
+        ...(filtered && search.value ? { search: search.value } : {}),
       });
       byId.value = new Map(r.tasks.filter(isFullTask).map((t) => [t.id, t]));
       void loadWorkspaces();
