@@ -88,7 +88,7 @@ test('settings save and survive a reload', async ({ page, lw, shot }) => {
   // A bad value is refused with the key named, and nothing changes.
   await page.locator('textarea[name=gateways]').fill(JSON.stringify({ local: { base_url: 'not a url', key_env: 'LOCAL_KEY' } }));
   await page.locator('button[data-action=save-settings]').click();
-  await expect(page.getByTestId('settings-error')).toContainText('gateways.local.base_url');
+  await expect(page.getByTestId('save-error')).toContainText('gateways.local.base_url');
   expect((await lw.call('get_settings')).config.gateways).toEqual({});
   await shot(page, 'settings');
 });
