@@ -31,7 +31,7 @@ export function describeEvent(e: EventRow): string {
       return `Redirected by ${e.payload.by ?? 'someone'}: ${clip(e.payload.objective ?? '')}`;
     case 'task.route': {
       const p = e.payload;
-      return `Route for attempt ${p.attempt}: ${str(p.worker) ?? 'worker'}${str(p.model) ? ` · model ${String(p.model)}` : ''} via ${str(p.gateway) ?? str(p.host) ?? 'its default endpoint'}`;
+      return `Route for attempt ${p.attempt}: ${str(p.worker) ?? 'worker'}${str(p.model) ? ` · model ${String(p.model)}` : ''} via ${str(p.gateway) ?? (str(p.host) && p.host !== 'default' ? String(p.host) : null) ?? 'its default endpoint'}`;
     }
     case 'task.changes': {
       const outside = e.payload.violations?.length ?? 0;
