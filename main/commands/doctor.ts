@@ -11,7 +11,7 @@ import { probeVersionLine } from '../workers/probe.js';
 import { allWorkerNames, resolveAdapter } from '../workers/registry.js';
 import { findOnPath } from '../workers/which.js';
 import { defineCommand, type CommandContext } from './table.js';
-import { workerAuth } from './workers.js';
+import { installHint, workerAuth } from './workers.js';
 import { describeStore, fleetStatus, NO_LEADER, type StoreInfo } from './fleet.js';
 import { quickCheck } from '../store/capabilities.js';
 import { measureHome } from '../isolation/home-size.js';
@@ -144,12 +144,6 @@ function leaderCheck(ctx: CommandContext): DoctorCheck {
   return { name: 'scheduler', ok: true, detail: `led by pid ${lease.pid} on ${lease.hostname ?? '?'} (heartbeat ${Math.max(0, Math.round((now - lease.heartbeatAt) / 100) / 10)} s ago)` };
 }
 
-const INSTALL_HINT: Record<string, string> = {
-  codex: 'npm install -g @openai/codex',
-  'claude-code': 'npm install -g @anthropic-ai/claude-code',
-  opencode: 'npm install -g opencode-ai',
-  vscode: 'npm run vscode:package, install vscode-extension/lightworker-vscode-bridge.vsix in VS Code, open the repository there',
-};
 
 /**
  * Every worker: installed and its version (detection never runs a model, nor a linked agent: see
@@ -167,7 +161,7 @@ async function workerChecks(ctx: CommandContext): Promise<DoctorCheck[]> {
           if (!auth.ok) return { name: `worker ${name}`, ok: false, optional: true, detail: `${detail}: not usable without credentials`, fix: auth.hint ?? undefined };
           return { name: `worker ${name}`, ok: true, detail: auth.hint ? `${detail} (note: ${auth.hint})` : detail };
         }
-        return { name: `worker ${name}`, ok: false, optional: true, detail: info.reason ?? 'not installed', fix: INSTALL_HINT[name] ?? 'install it, or fix its command with `lightworker workers link`' };
+        return { name: `worker ${name}`, ok: false, optional: true, detail: info.reason ?? 'not installed', fix: installHint(name) };
       } catch (err) {
         return { name: `worker ${name}`, ok: false, optional: true, detail: (err as Error).message };
       }

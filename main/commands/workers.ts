@@ -14,6 +14,29 @@ export interface WorkerListing extends WorkerInfo {
   maxConcurrency: number;
   /** What a task of this worker would authenticate with (checked without running a model). */
   auth: { mode: string; source: string; ok: boolean; hint: string | null };
+  /** Whether a task of this worker can run here now: installed, with credentials. */
+  usable: boolean;
+  /** What makes it usable when it is not (install it, or where its credentials go); null when usable. */
+  fix: string | null;
+}
+
+/** How to install each built-in CLI (doctor and list_workers say it when one is missing). */
+const INSTALL_HINT: Record<string, string> = {
+  codex: 'npm install -g @openai/codex',
+  'claude-code': 'npm install -g @anthropic-ai/claude-code',
+  opencode: 'npm install -g opencode-ai',
+  vscode: 'npm run vscode:package, install vscode-extension/lightworker-vscode-bridge.vsix in VS Code, open the repository there',
+};
+
+/** How to get a worker that is not installed. */
+export function installHint(name: string): string {
+  return INSTALL_HINT[name] ?? 'install it, or fix its command with `lightworker workers link`';
+}
+
+/** The fix for a worker that is missing, else for one without credentials (null: nothing to fix). */
+export function workerFix(name: string, installed: boolean, auth: WorkerListing['auth']): string | null {
+  if (!installed) return installHint(name);
+  return auth.ok ? null : (auth.hint ?? 'give it credentials: see `lightworker doctor`');
 }
 
 /** Which wire API each built-in worker speaks to a gateway (undefined: any). */
@@ -55,6 +78,8 @@ export const listWorkers = defineCommand({
           ...info,
           authenticated: info.authenticated ?? (BUILTIN_ADAPTERS.has(name) ? auth.ok : null),
           auth,
+          usable: info.installed && auth.ok,
+          fix: workerFix(name, info.installed, auth),
           builtin: BUILTIN_ADAPTERS.has(name),
           maxConcurrency: adapter.maxConcurrency,
         };

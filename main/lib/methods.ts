@@ -10,8 +10,8 @@ export function methodName<S extends string>(command: S): MethodName<S> {
   return command.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase()) as MethodName<S>;
 }
 
-/** The arguments of a command's method: its zod schema's input, optional when `{}` is a valid input. */
-type MethodArgs<C extends AnyCommand> = object extends z.input<C['input']> ? [input?: z.input<C['input']>] : [input: z.input<C['input']>];
+/** The arguments of a command's method: its zod schema's input, optional when `{}` is a valid input (`Record<never, never>` is `{}`; `object` would not fit a strict empty schema's `Record<string, never>`). */
+type MethodArgs<C extends AnyCommand> = Record<never, never> extends z.input<C['input']> ? [input?: z.input<C['input']>] : [input: z.input<C['input']>];
 
 /**
  * One method per command of the table, named and typed from the command's own definition (literal name,

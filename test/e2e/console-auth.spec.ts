@@ -79,8 +79,10 @@ test.describe('after serve restarts', () => {
     const page = await context.newPage();
     await page.goto(`${own.loginUrl}#/doctor`);
     await expect(page.getByTestId('live')).toHaveText(/live/);
-    // Cut the event stream off so only the action can notice the restart.
+    // Cut the event stream off and leave the session probe unanswered, so only the action can notice the
+    // restart (once the page has noticed, the buttons that need the server are disabled instead).
     await page.route('**/api/events*', (route) => route.abort());
+    await page.route('**/api/session', () => undefined);
     await own.restart();
     await page.locator('button[data-action=run-doctor]').click();
     await expect(page.getByText('The server restarted — open the new URL printed by `lightworker serve`').first()).toBeVisible();

@@ -18,7 +18,7 @@ async function sessions(lw: Lw, id: string): Promise<string[]> {
   return events.map((e: { payload: { sessionId: string } }) => e.payload.sessionId);
 }
 
-test('the inbox shows a question with its context; one click on an option answers it and the task continues in its session', async ({ page, lw, shot }) => {
+test('the inbox shows a question with its context; an option, then Send, answers it and the task continues in its session', async ({ page, lw, shot }) => {
   const id = await asking(lw, 'asks a question', { summary: 'need input', files_changed: [], notes: null, escalation: { type: 'question', text: 'Greeting in English or French?', options: ['English', 'French'], command: null, scope: null, reason: 'the objective does not say' } });
   const before = (await lw.call('get_task', { id })).task.sessionId;
   await page.goto(`${lw.url}#/inbox`);
@@ -29,6 +29,7 @@ test('the inbox shows a question with its context; one click on an option answer
   await expect(page.getByTestId('inbox-count')).toBeVisible();
   await shot(page, 'inbox-question');
   await card.getByRole('button', { name: 'French' }).click();
+  await card.locator('button[data-action=send]').click();
   await expect(card).toHaveCount(0);
   await expect.poll(async () => (await lw.call('get_task', { id })).task.status, { timeout: 30_000 }).toBe('completed');
   const { requests } = await lw.call('list_requests', { task_id: id, status: ['answered'] });

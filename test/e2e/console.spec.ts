@@ -88,7 +88,7 @@ test('settings save and survive a reload', async ({ page, lw, shot }) => {
   // A bad value is refused with the key named, and nothing changes.
   await page.locator('textarea[name=gateways]').fill(JSON.stringify({ local: { base_url: 'not a url', key_env: 'LOCAL_KEY' } }));
   await page.locator('button[data-action=save-settings]').click();
-  await expect(page.getByTestId('settings-error')).toContainText('gateways.local.base_url');
+  await expect(page.getByTestId('save-error')).toContainText('gateways.local.base_url');
   expect((await lw.call('get_settings')).config.gateways).toEqual({});
   await shot(page, 'settings');
 });
@@ -127,7 +127,7 @@ test('Cache Lab renders', async ({ page, lw, shot }) => {
     test.skip(true, 'get_cache_metrics is not in the command table yet (the page says so)');
   }
   // Samples come from the usage the mock worker reported in the tasks above.
-  await expect(page.locator('.stat').first()).toBeVisible();
+  await expect(page.getByTestId('cache-summary')).toContainText('came from the cache');
   await expect(page.locator('.chart-box canvas')).toBeVisible();
   await shot(page, 'cache-lab');
 });

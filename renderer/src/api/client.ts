@@ -1,4 +1,5 @@
 import type { EventRow } from './types.js';
+import type { CallCommand } from './commands.js';
 import { createHttpClient } from './http-client.js';
 import { createIpcClient } from './ipc-client.js';
 
@@ -25,7 +26,8 @@ export const SIGNED_OUT_MESSAGE = 'The server restarted — open the new URL pri
 
 export interface ApiClient {
   kind: 'ipc' | 'http';
-  call<T = unknown>(name: string, input?: unknown): Promise<T>;
+  /** One command of the table: its name, input and result typed by the library's command methods. */
+  call: CallCommand;
   /** Every engine event from now on; returns an unsubscribe function. */
   subscribe(onEvent: (e: EventRow) => void, onState: (s: LiveState) => void): () => void;
   /** Requests from outside the page (a notification click, the tray) to show a route. */

@@ -1,5 +1,6 @@
 import { ApiError, SIGNED_OUT_MESSAGE, type ApiClient, type LiveState } from './client.js';
 import type { Reply } from './bridge.js';
+import { typedCall } from './commands.js';
 import type { EventRow } from './types.js';
 
 /**
@@ -29,7 +30,7 @@ export function createHttpClient(): ApiClient {
   };
   return {
     kind: 'http',
-    async call<T>(name: string, input: unknown = {}): Promise<T> {
+    call: typedCall(async (name, input) => {
       if (signedOut) throw new ApiError('forbidden', SIGNED_OUT_MESSAGE);
       let res: Response;
       try {
@@ -53,8 +54,8 @@ export function createHttpClient(): ApiClient {
         throw new ApiError('internal', `${name}: HTTP ${res.status} without a JSON body`);
       }
       if (!body.ok) throw new ApiError(body.error?.code ?? 'internal', body.error?.message ?? `${name} failed`);
-      return body.data as T;
-    },
+      return body.data;
+    }),
     subscribe(onEvent: (e: EventRow) => void, onState: (s: LiveState) => void): () => void {
       onState(signedOut ? 'signed_out' : 'connecting');
       const source = new EventSource('./api/events');

@@ -10,8 +10,17 @@ export type { WorkspaceUse } from '../../../main/store/tasks.js';
 export type { RouteRecord } from '../../../main/workers/route-record.js';
 
 import type { Task } from '../../../main/tasks/types.js';
-/** A task as the commands return it. */
-export type TaskView = Task & { waitingOn?: string[] };
+import type { PresentedTask } from '../../../main/commands/tasks.js';
+import type { TaskSummary } from '../../../main/tasks/summary.js';
+/** A task as the commands return it in full (get_task, list_tasks with `detail`). */
+export type TaskView = PresentedTask;
+export type { TaskSummary };
+export type { NeedsInput } from '../../../main/tasks/summary.js';
+
+/** list_tasks answers full records with `detail: true`, summaries without: this tells one from the other. */
+export function isFullTask(t: TaskView | TaskSummary): t is TaskView {
+  return 'objective' in t;
+}
 
 import type { TaskRequest } from '../../../main/store/requests.js';
 /** A request as list_requests returns it: with the facts of its task a person needs to answer. */

@@ -1,7 +1,7 @@
 import { defineStore } from 'pinia';
 import { computed, ref } from 'vue';
 import { api } from '../api/client.js';
-import type { TaskView } from '../api/types.js';
+import { isFullTask, type TaskView } from '../api/types.js';
 import { useLive } from './live.js';
 import { keyedDebounce } from './refresh.js';
 import { useNotices } from './notices.js';
@@ -14,15 +14,15 @@ export const useApprovals = defineStore('approvals', () => {
   const list = computed(() => [...byId.value.values()].sort((a, b) => (a.id < b.id ? -1 : 1)));
 
   async function load(): Promise<void> {
-    const r = await api().call<{ tasks: TaskView[] }>('list_tasks', { status: ['awaiting_approval'], limit: 1000, detail: true });
-    byId.value = new Map(r.tasks.map((t) => [t.id, t]));
+    const r = await api().call('list_tasks', { status: ['awaiting_approval'], limit: 1000, detail: true });
+    byId.value = new Map(r.tasks.filter(isFullTask).map((t) => [t.id, t]));
     loaded.value = true;
   }
 
   const refetch = keyedDebounce(60, async (id) => {
     const next = new Map(byId.value);
     try {
-      const { task } = await api().call<{ task: TaskView }>('get_task', { id });
+      const { task } = await api().call('get_task', { id });
       if (task.status === 'awaiting_approval') next.set(id, task);
       else next.delete(id);
     } catch {

@@ -1,7 +1,7 @@
 import { defineStore } from 'pinia';
 import { ref } from 'vue';
 import { api } from '../api/client.js';
-import type { EventRow, TaskView } from '../api/types.js';
+import type { EventRow } from '../api/types.js';
 import { useLive } from './live.js';
 import { useRoute } from './route.js';
 import { useSettings } from './settings.js';
@@ -54,7 +54,7 @@ export const useBrowserNotify = defineStore('browser-notify', () => {
 
   async function nameOf(id: string): Promise<string> {
     try {
-      return (await api().call<{ task: TaskView }>('get_task', { id })).task.name;
+      return (await api().call('get_task', { id })).task.name;
     } catch {
       return id;
     }

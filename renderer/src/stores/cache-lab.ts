@@ -1,14 +1,14 @@
 import { defineStore } from 'pinia';
 import { ref } from 'vue';
 import { api, isUnknownCommand } from '../api/client.js';
-import { readCacheMetrics, type CacheView } from './cache-metrics.js';
+import { readCacheMetrics, type CacheMetrics, type CacheView } from './cache-metrics.js';
 import { useLive } from './live.js';
 import { keyedDebounce } from './refresh.js';
 
 /** Cache Lab: hit rates overall, per cohort and over time, from get_cache_metrics. */
 export const useCacheLab = defineStore('cache-lab', () => {
   const view = ref<CacheView | null>(null);
-  const raw = ref<unknown>(null);
+  const raw = ref<CacheMetrics | null>(null);
   const unavailable = ref(false);
   const error = ref<string | null>(null);
   const loading = ref(false);
@@ -16,8 +16,9 @@ export const useCacheLab = defineStore('cache-lab', () => {
   async function load(): Promise<void> {
     loading.value = true;
     try {
-      raw.value = await api().call('get_cache_metrics', {});
-      view.value = readCacheMetrics(raw.value);
+      const metrics = await api().call('get_cache_metrics', {});
+      raw.value = metrics;
+      view.value = readCacheMetrics(metrics);
       unavailable.value = false;
       error.value = null;
     } catch (err) {

@@ -1,58 +1,104 @@
-/**
- * get_cache_metrics is owned by the Cache Lab engineer; this reads its reply tolerantly (camelCase or
- * snake_case, rates as 0–1) so the page keeps working while that shape settles.
- */
+import type { CommandResult } from '../api/commands.js';
+
+/** get_cache_metrics as the engine answers it. */
+export type CacheMetrics = CommandResult<'get_cache_metrics'>;
+type Cohort = CacheMetrics['cohorts'][number];
+type Aggregate = CacheMetrics['overall'];
+
 export interface HitPoint {
   label: string;
   rate: number;
 }
+
+/** One cohort as a person reads it: every figure with its unit. */
+export interface CohortLine {
+  cohort: string;
+  who: string;
+  status: string;
+  hitRate: string;
+  warm: string;
+  stillNeeded: string;
+  route: string;
+  tokens: string;
+  note: string | null;
+}
+
 export interface CacheView {
-  summary: { label: string; value: string }[];
+  /** Sentences: the hit rate overall, warm and cold, and how many samples the window holds. */
+  summary: { key: string; text: string }[];
+  /** The target in one sentence (what it asks, where it stands, what is still missing). */
+  target: string;
+  targetRate: number;
   series: HitPoint[];
-  cohorts: Record<string, unknown>[];
-  target: Record<string, unknown> | null;
+  cohorts: CohortLine[];
 }
 
-type Obj = Record<string, unknown>;
-const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
-const pick = (o: Obj, ...keys: string[]): unknown => keys.map((k) => o[k]).find((v) => v !== undefined);
+const count = (n: number) => n.toLocaleString('en-US');
+const plural = (n: number, one: string, many = `${one}s`) => `${count(n)} ${n === 1 ? one : many}`;
 
-function rateOf(o: Obj): number | null {
-  const r = num(pick(o, 'hitRate', 'hit_rate', 'rate'));
-  if (r !== null) return r;
-  const cached = num(pick(o, 'cachedTokens', 'cached_tokens', 'cached'));
-  const input = num(pick(o, 'inputTokens', 'input_tokens', 'input'));
-  return cached !== null && input ? cached / input : null;
-}
-
+/** A rate in 0..1 as a percentage; always with its unit, so 0 reads "0.0%" like any other rate. */
 export function percent(r: number | null): string {
   return r === null ? '—' : `${(r * 100).toFixed(1)}%`;
 }
 
-export function readCacheMetrics(data: unknown): CacheView {
-  const d = (data ?? {}) as Obj;
-  const summary: CacheView['summary'] = [];
-  for (const key of ['overall', 'cold', 'warm']) {
-    const v = d[key];
-    const r = typeof v === 'number' ? v : v && typeof v === 'object' ? rateOf(v as Obj) : null;
-    if (r !== null) summary.push({ label: `${key} hit rate`, value: percent(r) });
+function aggregateSentence(what: string, a: Aggregate): string {
+  if (!a.samples) return `${what}: no samples yet.`;
+  if (a.hitRate === null) return `${what}: ${plural(a.samples, 'sample')}, none reported input tokens.`;
+  return `${what}: ${percent(a.hitRate)} of ${plural(a.inputTokens, 'input token')} came from the cache, over ${plural(a.samples, 'sample')}.`;
+}
+
+const STATUS: Record<CacheMetrics['target']['status'], string> = {
+  insufficient_samples: 'not enough samples yet',
+  unverified_route: 'route not verified',
+  below_target: 'below target',
+  achieved: 'target reached',
+};
+
+const ROUTE: Record<Cohort['route'], string> = {
+  verified: 'verified (the worker reported the model it ran)',
+  not_exposed: 'from configuration (the worker does not report its model)',
+  unverified: 'not verified (another or no model reported)',
+  none: 'no route recorded',
+};
+
+function targetSentence(m: CacheMetrics): string {
+  const t = m.target;
+  const ask = `Target: ${percent(t.rate)} of input tokens from the cache, judged on ${plural(t.minSamples, 'warm sample')} within ${plural(t.windowMinutes, 'minute')}`;
+  const where = t.cohort ? ` (best cohort ${t.cohort})` : '';
+  switch (t.status) {
+    case 'insufficient_samples':
+      return `${ask}: not judged yet, ${plural(t.remainingSamples, 'more warm sample')} needed${where}.`;
+    case 'unverified_route':
+      return `${ask}: cannot be certified${where}, because the route that served it is not verified.`;
+    case 'below_target':
+      return `${ask}: below target${where}.`;
+    case 'achieved':
+      return `${ask}: reached${where}.`;
   }
-  if (!summary.length && rateOf(d) !== null) summary.push({ label: 'hit rate', value: percent(rateOf(d)) });
-  for (const key of ['samples', 'sampleCount', 'sample_count', 'remaining', 'remainingSamples', 'remaining_samples']) {
-    const v = num(d[key]);
-    if (v !== null) summary.push({ label: key.replace(/_/g, ' ').replace(/([A-Z])/g, ' $1').toLowerCase(), value: String(v) });
-  }
-  const rawSeries = pick(d, 'series', 'timeline', 'history', 'buckets') ?? (Array.isArray(d.samples) ? d.samples : []);
+}
+
+function cohortLine(c: Cohort): CohortLine {
+  return {
+    cohort: c.cohort,
+    who: c.model ? `${c.worker} · ${c.model}` : c.worker,
+    status: STATUS[c.status],
+    hitRate: c.hitRate === null ? 'no warm samples yet' : percent(c.hitRate),
+    warm: `${plural(c.warmSamples, 'warm sample')} of ${plural(c.samples, 'sample')} (${count(c.coldSamples)} cold)`,
+    stillNeeded: c.remainingSamples ? `${plural(c.remainingSamples, 'more warm sample')} needed` : 'enough samples',
+    route: ROUTE[c.route],
+    tokens: `${count(c.inputTokens)} input tokens, ${count(c.cachedTokens)} cached`,
+    note: c.note,
+  };
+}
+
+export function readCacheMetrics(m: CacheMetrics): CacheView {
+  const summary = [
+    { key: 'overall', text: aggregateSentence('All turns', m.overall) },
+    { key: 'warm', text: aggregateSentence('Warm turns (a turn of the same cohort ran just before)', m.warm) },
+    { key: 'cold', text: aggregateSentence('Cold turns (the first of their cohort)', m.cold) },
+    { key: 'samples', text: `${plural(m.samples, 'usage sample')} in the last ${plural(m.window.minutes, 'minute')}${m.remainingSamples ? `; ${plural(m.remainingSamples, 'more warm sample')} before the target can be judged` : ''}.` },
+  ];
   const series: HitPoint[] = [];
-  if (Array.isArray(rawSeries)) {
-    for (const p of rawSeries as Obj[]) {
-      const rate = rateOf(p);
-      const t = pick(p, 'ts', 't', 'time', 'at', 'bucket', 'start');
-      if (rate === null) continue;
-      series.push({ label: typeof t === 'number' ? new Date(t).toLocaleTimeString() : String(t ?? series.length + 1), rate });
-    }
-  }
-  const cohorts = Array.isArray(d.cohorts) ? (d.cohorts as Obj[]) : [];
-  const target = (pick(d, 'target', 'targetStatus', 'target_status') as Obj | undefined) ?? null;
-  return { summary, series, cohorts, target: target && typeof target === 'object' ? target : null };
+  for (const p of m.series) if (p.hitRate !== null) series.push({ label: new Date(p.ts).toLocaleTimeString(), rate: p.hitRate });
+  return { summary, target: targetSentence(m), targetRate: m.target.rate, series, cohorts: m.cohorts.map(cohortLine) };
 }

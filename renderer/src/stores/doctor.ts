@@ -14,7 +14,7 @@ export const useDoctor = defineStore('doctor', () => {
   async function run(): Promise<void> {
     running.value = true;
     try {
-      const r = await api().call<{ ok: boolean; checks: DoctorCheck[] }>('run_doctor');
+      const r = await api().call('run_doctor');
       checks.value = r.checks;
       ok.value = r.ok;
       ranAt.value = Date.now();

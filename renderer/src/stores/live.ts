@@ -1,5 +1,5 @@
 import { defineStore } from 'pinia';
-import { ref } from 'vue';
+import { computed, ref } from 'vue';
 import { api, type LiveState } from '../api/client.js';
 import type { EventRow } from '../api/types.js';
 
@@ -32,5 +32,7 @@ export const useLive = defineStore('live', () => {
     listeners.add(fn);
     return () => listeners.delete(fn);
   }
-  return { state, lastSeq, start, listen };
+  /** False while the server is gone (stopped, or restarted with a new token): controls that need it are disabled. */
+  const reachable = computed(() => state.value !== 'offline' && state.value !== 'signed_out');
+  return { state, lastSeq, reachable, start, listen };
 });

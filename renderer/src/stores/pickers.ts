@@ -6,6 +6,11 @@ export interface WorkerChoice {
   name: string;
   installed: boolean;
   reason: string | null;
+  /** Installed and with credentials: a task of it can run here. */
+  usable: boolean;
+  /** Why it cannot run, in two words, and what fixes it (null when usable). */
+  why: string | null;
+  fix: string | null;
 }
 
 const RECENT_KEY = 'lightworker.workspaces';
@@ -29,10 +34,17 @@ export const usePickers = defineStore('pickers', () => {
     if (loaded) return;
     loaded = true;
     const [w, s] = await Promise.allSettled([
-      api().call<{ workers: WorkerChoice[] }>('list_workers', {}),
-      api().call<{ workspaces: { workspace: string }[] }>('list_workspaces', { limit: 20 }),
+      api().call('list_workers', {}),
+      api().call('list_workspaces', { limit: 20 }),
     ]);
-    if (w.status === 'fulfilled') workers.value = w.value.workers.map((x) => ({ name: x.name, installed: x.installed, reason: x.reason }));
+    if (w.status === 'fulfilled') workers.value = w.value.workers.map((x) => ({
+        name: x.name,
+        installed: x.installed,
+        reason: x.reason,
+        usable: x.usable,
+        why: x.usable ? null : x.installed ? 'no credentials' : 'not installed',
+        fix: x.fix,
+      }));
     if (s.status === 'fulfilled') workspaces.value = [...new Set([...readRecent(), ...s.value.workspaces.map((x) => x.workspace)])];
   }
 

@@ -27,7 +27,7 @@ export const useRelatedTasks = defineStore('related-tasks', () => {
     const got = await Promise.all(
       want.map(async (id): Promise<RelatedTask> => {
         try {
-          const { task } = await api().call<{ task: TaskView }>('get_task', { id });
+          const { task } = await api().call('get_task', { id });
           return { id, name: task.name, kind: task.kind, status: task.status };
         } catch (err) {
           return { id, missing: (err as Error).message };

@@ -20,7 +20,7 @@ export const useRequests = defineStore('requests', () => {
   let reloading: Promise<void> | null = null;
 
   async function load(): Promise<void> {
-    const r = await api().call<{ requests: RequestView[] }>('list_requests', { status: ['pending'], limit: 1000 });
+    const r = await api().call('list_requests', { status: ['pending'], limit: 1000 });
     byTask.value = new Map(r.requests.map((q) => [q.taskId, q]));
     loaded.value = true;
   }
@@ -49,5 +49,8 @@ export const useRequests = defineStore('requests', () => {
     }
   }
 
-  return { list, loaded, busy, load, answer };
+  /** The pending request of one task, if it has one. */
+  const forTask = (taskId: string): RequestView | undefined => byTask.value.get(taskId);
+
+  return { list, loaded, busy, load, answer, forTask };
 });

@@ -2,7 +2,7 @@ import { defineStore } from 'pinia';
 import { computed, ref } from 'vue';
 import { api } from '../api/client.js';
 
-export type Page = 'tasks' | 'task' | 'inbox' | 'new' | 'cache' | 'settings' | 'doctor';
+export type Page = 'tasks' | 'board' | 'task' | 'inbox' | 'new' | 'cache' | 'settings' | 'doctor';
 export const PAGES: { page: Page; label: string; hash: string }[] = [
   { page: 'tasks', label: 'Tasks', hash: '#/tasks' },
   { page: 'inbox', label: 'Approvals', hash: '#/inbox' },
@@ -19,6 +19,8 @@ export const useRoute = defineStore('route', () => {
   const page = computed<Page>(() => {
     const [first, second] = parts.value;
     if (first === 'tasks' && second) return 'task';
+    // The board is the list's other view: reached from the list, not a page of its own in the side bar.
+    if (first === 'board') return 'board';
     return (PAGES.find((p) => p.hash === `#/${first}`)?.page ?? 'tasks') as Page;
   });
   const taskId = computed(() => (parts.value[0] === 'tasks' ? (parts.value[1] ?? null) : null));

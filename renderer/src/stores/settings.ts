@@ -1,5 +1,6 @@
 import { defineStore } from 'pinia';
 import { ref } from 'vue';
+import type { CommandArgs } from '../api/commands.js';
 import { api, isUnknownCommand } from '../api/client.js';
 import type { Config } from '../api/types.js';
 
@@ -29,7 +30,7 @@ export const useSettings = defineStore('settings', () => {
 
   async function load(): Promise<void> {
     try {
-      const r = await api().call<{ config: Config; path: string; prices?: { effective: Record<string, Price>; builtin: Record<string, Price> } }>('get_settings');
+      const r = await api().call('get_settings');
       config.value = r.config;
       prices.value = r.prices ?? null;
       path.value = r.path;
@@ -40,10 +41,10 @@ export const useSettings = defineStore('settings', () => {
   }
 
   /** Save some sections; the server validates the whole result and names a bad key. */
-  async function save(sections: Partial<Record<keyof Config, unknown>>): Promise<boolean> {
+  async function save(sections: CommandArgs<'update_settings'>[0]['settings']): Promise<boolean> {
     saving.value = true;
     try {
-      const r = await api().call<{ config: Config }>('update_settings', { settings: sections });
+      const r = await api().call('update_settings', { settings: sections });
       config.value = r.config;
       error.value = null;
       savedAt.value = Date.now();

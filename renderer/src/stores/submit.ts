@@ -1,6 +1,7 @@
 import { defineStore } from 'pinia';
 import { ref } from 'vue';
 import { api, isUnknownCommand } from '../api/client.js';
+import type { GoalInput, TaskInput } from '../api/commands.js';
 import type { TaskView } from '../api/types.js';
 import { usePickers } from './pickers.js';
 
@@ -10,18 +11,17 @@ export const useSubmit = defineStore('submit', () => {
   const error = ref<string | null>(null);
   const workspace = ref(localStorage.getItem('lightworker.workspace') ?? '');
 
-  async function send(command: 'orchestrate_goal' | 'delegate_task', input: Record<string, unknown>): Promise<TaskView | null> {
+  /** Run `create` (the command call); the task to open once it went through, else null with `error` set. */
+  async function send(command: 'orchestrate_goal' | 'delegate_task', where: string, create: () => Promise<TaskView>): Promise<TaskView | null> {
     busy.value = true;
     error.value = null;
     try {
-      const r = await api().call<{ task?: TaskView; plan?: TaskView; tasks?: TaskView[] }>(command, input);
+      const task = await create();
       // Remembered only once the engine took it: a mistyped path is not offered again.
-      if (typeof input.workspace === 'string') {
-        localStorage.setItem('lightworker.workspace', input.workspace);
-        workspace.value = input.workspace;
-        usePickers().remember(input.workspace);
-      }
-      return r.task ?? r.plan ?? r.tasks?.[0] ?? null;
+      localStorage.setItem('lightworker.workspace', where);
+      workspace.value = where;
+      usePickers().remember(where);
+      return task;
     } catch (err) {
       // The form speaks of its fields, not of the internal command ("delegate_task: workspace: …").
       error.value = isUnknownCommand(err) ? `${command} is not available yet in this build` : (err as Error).message.replace(`${command}: `, '');
@@ -34,5 +34,8 @@ export const useSubmit = defineStore('submit', () => {
   function clearError(): void {
     error.value = null;
   }
-  return { busy, error, workspace, clearError, submitGoal: (i: Record<string, unknown>) => send('orchestrate_goal', i), submitTask: (i: Record<string, unknown>) => send('delegate_task', i) };
+  // A goal opens its plan task (orchestrate_goal answers the plan as `task`, a team its lead).
+  const submitGoal = (i: GoalInput) => send('orchestrate_goal', i.workspace, async () => (await api().call('orchestrate_goal', i)).task);
+  const submitTask = (i: TaskInput) => send('delegate_task', i.workspace, async () => (await api().call('delegate_task', i)).task);
+  return { busy, error, workspace, clearError, submitGoal, submitTask };
 });

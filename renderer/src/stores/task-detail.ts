@@ -1,5 +1,6 @@
 import { defineStore } from 'pinia';
 import { computed, ref } from 'vue';
+import type { CommandResult } from '../api/commands.js';
 import { api, isUnknownCommand } from '../api/client.js';
 import type { CostSummary, EventRow, PullView, ReviewCommentView, RouteRecord, TaskView, TreeNode } from '../api/types.js';
 import { useLive } from './live.js';
@@ -27,8 +28,8 @@ const DONE: Record<TaskAction, string> = {
 };
 
 /** The notice after an action; accept names the commit and branch it made. */
-function doneMessage(action: TaskAction, r: { commit?: string; branch?: string | null }): string {
-  if (action === 'accept_task' && r.commit) return `Accepted: commit ${r.commit.slice(0, 10)}${r.branch ? ` on ${r.branch}` : ''}`;
+function doneMessage(action: TaskAction, r: CommandResult<TaskAction>): string {
+  if ('commit' in r && r.commit) return `Accepted: commit ${r.commit.slice(0, 10)}${r.branch ? ` on ${r.branch}` : ''}`;
   return DONE[action];
 }
 
@@ -60,7 +61,7 @@ export const useTaskDetail = defineStore('task-detail', () => {
   async function loadTask(): Promise<void> {
     if (!id.value) return;
     try {
-      const r = await api().call<{ task: TaskView; cost?: { task: CostSummary; root: CostSummary }; route?: RouteRecord | null; pull?: PullView }>('get_task', { id: id.value });
+      const r = await api().call('get_task', { id: id.value });
       task.value = r.task;
       pull.value = r.pull ?? null;
       cost.value = r.cost ?? null;
@@ -73,7 +74,7 @@ export const useTaskDetail = defineStore('task-detail', () => {
   async function loadTree(): Promise<void> {
     if (!id.value) return;
     try {
-      tree.value = (await api().call<{ roots: TreeNode[] }>('get_task_tree', { id: id.value })).roots;
+      tree.value = (await api().call('get_task_tree', { id: id.value })).roots;
     } catch {
       tree.value = [];
     }
@@ -81,7 +82,7 @@ export const useTaskDetail = defineStore('task-detail', () => {
   /** The newest events (a long run's log ends where it is now); live ones that raced the load are kept. */
   async function loadEvents(): Promise<void> {
     if (!id.value) return;
-    const r = await api().call<{ events: EventRow[] }>('get_events', { task_id: id.value, limit: EVENT_PAGE, newest: true });
+    const r = await api().call('get_events', { task_id: id.value, limit: EVENT_PAGE, newest: true });
     const last = r.events.at(-1)?.seq ?? 0;
     events.value = [...r.events, ...events.value.filter((e) => e.seq > last)];
     hasEarlier.value = r.events.length === EVENT_PAGE;
@@ -90,7 +91,7 @@ export const useTaskDetail = defineStore('task-detail', () => {
   async function loadEarlier(): Promise<void> {
     const first = events.value[0]?.seq;
     if (!id.value || first === undefined) return;
-    const r = await api().call<{ events: EventRow[] }>('get_events', { task_id: id.value, limit: EVENT_PAGE, newest: true, before: first });
+    const r = await api().call('get_events', { task_id: id.value, limit: EVENT_PAGE, newest: true, before: first });
     events.value = [...r.events, ...events.value];
     hasEarlier.value = r.events.length === EVENT_PAGE;
   }
@@ -108,7 +109,7 @@ export const useTaskDetail = defineStore('task-detail', () => {
   async function loadComments(): Promise<void> {
     if (!id.value) return;
     try {
-      comments.value = (await api().call<{ comments: ReviewCommentView[] }>('list_review_comments', { id: id.value })).comments;
+      comments.value = (await api().call('list_review_comments', { id: id.value })).comments;
     } catch {
       comments.value = [];
     }
@@ -120,7 +121,7 @@ export const useTaskDetail = defineStore('task-detail', () => {
     reviewBusy.value = true;
     try {
       const input = { id: id.value, comments: c ? [{ file: c.file, line: c.line, ...(c.endLine !== c.line ? { end_line: c.endLine } : {}), text: c.text }] : [], send };
-      const r = await api().call<{ task: TaskView; comments: ReviewCommentView[]; sent: number[] }>('review_task', input);
+      const r = await api().call('review_task', input);
       task.value = r.task;
       comments.value = r.comments;
       if (send) useNotices().info(`Review sent: ${r.sent.length} comment${r.sent.length === 1 ? '' : 's'} as attempt ${r.task.attempt}`);
@@ -137,10 +138,10 @@ export const useTaskDetail = defineStore('task-detail', () => {
     reviewBusy.value = true;
     try {
       if (opts) {
-        const r = await api().call<{ pull: PullView }>('open_pull_request', { id: id.value, ...(opts.branch ? { branch: opts.branch } : {}), draft: opts.draft });
+        const r = await api().call('open_pull_request', { id: id.value, ...(opts.branch ? { branch: opts.branch } : {}), draft: opts.draft });
         pull.value = r.pull;
-        useNotices().info(`Opened pull request #${r.pull.number} on ${r.pull.forge}`);
-      } else pull.value = (await api().call<{ pull: PullView }>('get_pull_request', { id: id.value, refresh: true })).pull;
+        if (r.pull) useNotices().info(`Opened pull request #${r.pull.number} on ${r.pull.forge}`);
+      } else pull.value = (await api().call('get_pull_request', { id: id.value, refresh: true })).pull;
     } catch (err) {
       useNotices().error(err);
     } finally {
@@ -179,10 +180,10 @@ export const useTaskDetail = defineStore('task-detail', () => {
     if (!id.value) return;
     busy.value = action;
     try {
-      const r = await api().call<{ task?: TaskView; commit?: string; branch?: string | null }>(action, { id: id.value, ...extra });
-      if (r?.task) task.value = r.task;
+      const r = await api().call(action, { id: id.value, ...extra });
+      task.value = r.task;
       if (action === 'retry_task') await loadTask();
-      useNotices().info(doneMessage(action, r ?? {}));
+      useNotices().info(doneMessage(action, r));
     } catch (err) {
       useNotices().error(isUnknownCommand(err) ? `${action} is not available yet` : err);
     } finally {
@@ -195,7 +196,7 @@ export const useTaskDetail = defineStore('task-detail', () => {
     if (!id.value) return;
     editorBusy.value = true;
     try {
-      const r = await api().call<{ argv: string[]; path: string }>('open_in_editor', { id: id.value });
+      const r = await api().call('open_in_editor', { id: id.value });
       useNotices().info(`Opened ${r.path} in ${r.argv[0].split('/').pop()}`);
     } catch (err) {
       useNotices().error(err);

@@ -1,7 +1,7 @@
 import { defineStore } from 'pinia';
 import { computed, ref } from 'vue';
 import { api, ApiError } from '../api/client.js';
-import type { TaskStatus, TaskView } from '../api/types.js';
+import { isFullTask, type TaskStatus, type TaskView } from '../api/types.js';
 import { useLive } from './live.js';
 import { keyedDebounce } from './refresh.js';
 
@@ -35,17 +35,19 @@ export const useTasks = defineStore('tasks', () => {
     return c;
   });
 
-  async function load(): Promise<void> {
+  /** `unfiltered`: every task (the board), not only those the list's status and search ask for. */
+  async function load(opts: { unfiltered?: boolean } = {}): Promise<void> {
     loading.value = true;
     error.value = null;
+    const filtered = !opts.unfiltered;
     try {
-      const r = await api().call<{ tasks: TaskView[] }>('list_tasks', {
+      const r = await api().call('list_tasks', {
         limit: 500,
         detail: true,
-        ...(statuses.value.length ? { status: statuses.value } : {}),
-        ...(search.value ? { search: search.value } : {}),
+        ...(filtered && statuses.value.length ? { status: statuses.value } : {}),
+        ...(filtered && search.value ? { search: search.value } : {}),
       });
-      byId.value = new Map(r.tasks.map((t) => [t.id, t]));
+      byId.value = new Map(r.tasks.filter(isFullTask).map((t) => [t.id, t]));
       void loadWorkspaces();
     } catch (err) {
       error.value = (err as Error).message;
@@ -56,7 +58,7 @@ export const useTasks = defineStore('tasks', () => {
 
   async function loadWorkspaces(): Promise<void> {
     try {
-      const r = await api().call<{ workspaces: { workspace: string }[] }>('list_workspaces', {});
+      const r = await api().call('list_workspaces', {});
       workspaces.value = r.workspaces.map((w) => w.workspace);
     } catch {
       workspaces.value = [...new Set([...byId.value.values()].map((t) => t.workspace))];
@@ -65,7 +67,7 @@ export const useTasks = defineStore('tasks', () => {
 
   const refetch = keyedDebounce(60, async (id) => {
     try {
-      const r = await api().call<{ task: TaskView }>('get_task', { id });
+      const r = await api().call('get_task', { id });
       const next = new Map(byId.value);
       next.set(id, r.task);
       byId.value = next;
