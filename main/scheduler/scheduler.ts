@@ -181,7 +181,9 @@ export class Scheduler extends EventEmitter {
       } catch {
         // The store is gone (the reason for killing now, often): the attempt's marker still finds its processes.
       }
-      trees.push(taskTree(this.engine.home.root, { id: r.id, attempt: t?.attempt ?? r.attempt, pid: t?.pid ?? null, pidStart: t?.pidStart ?? null }));
+      // Only this runner's own attempt: once the task is another's (orphaned, retried elsewhere), its pid is not ours.
+      const ours = t !== null && t.attempt === r.attempt && t.runnerId === this.runnerId;
+      trees.push(taskTree(this.engine.home.root, { id: r.id, attempt: r.attempt, pid: ours ? t!.pid : null, pidStart: ours ? t!.pidStart : null }));
     }
     return trees;
   }
@@ -268,6 +270,11 @@ export class Scheduler extends EventEmitter {
         ? this.engine.write(() => claimFleetTask(this.engine.db, pick as FleetCandidate, this.fleet!, this.runnerId, fleetLimitsOf(this.engine.config), now))
         : this.engine.write(() => claimTask(this.engine.db, pick.id, this.runnerId, now)) ? 'claimed' : 'taken';
       if (claimed === 'fleet_full') break;
+      if (claimed === 'lost') {
+        // The fleet counts this runner lost: claim nothing; the service stops what runs and joins again.
+        this.emit('runner.lost');
+        break;
+      }
       if (claimed !== 'claimed') continue;
       this.lastDispatch.set(pick.rootId, ++this.dispatchSeq);
       this.affinity = pick.cohort && pick.cohort === this.affinity.cohort ? { cohort: pick.cohort, streak: this.affinity.streak + 1 } : { cohort: pick.cohort, streak: 1 };

@@ -51,6 +51,19 @@ describe('task state machine', () => {
     expect(getTask(h.engine.db, id)!.status).toBe('running');
   });
 
+  it('fences a runner to the attempt it claimed: once the task is another attempt or another runner’s, its moves are refused and change nothing', async () => {
+    const id = await newTask();
+    const db = h.engine.db;
+    db.prepare(`UPDATE tasks SET status = 'running', attempt = 1, runner_id = 'runner-a' WHERE id = ?`).run(id);
+    // The fleet orphaned attempt 1 and a retry put attempt 2 on runner b.
+    db.prepare(`UPDATE tasks SET status = 'running', attempt = 2, runner_id = 'runner-b' WHERE id = ?`).run(id);
+    const stale = { attempt: 1, runnerId: 'runner-a' };
+    expect(() => h.engine.write(() => transition(db, id, 'running', 'orphaned', { fence: stale }))).toThrow(expect.objectContaining({ code: 'conflict', message: expect.stringMatching(/attempt 1 of runner runner-a is no longer current/) }));
+    expect(() => h.engine.write(() => transition(db, id, 'running', 'failed', { fence: { attempt: 2, runnerId: 'runner-a' } }))).toThrow(expect.objectContaining({ code: 'conflict' }));
+    expect(getTask(db, id)).toMatchObject({ status: 'running', attempt: 2, runnerId: 'runner-b' });
+    expect(h.engine.write(() => transition(db, id, 'running', 'verifying', { fence: { attempt: 2, runnerId: 'runner-b' } })).status).toBe('verifying');
+  });
+
   it('lets exactly one of two connections win a concurrent compare-and-set', async () => {
     const id = await newTask();
     const a = h.connect();
