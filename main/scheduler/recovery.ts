@@ -7,6 +7,7 @@ import { transition } from '../tasks/state.js';
 import type { Task } from '../tasks/types.js';
 import { getTask } from '../store/tasks.js';
 import { closeAttempt, inFlightTasksNotOf, inFlightTasksOf } from '../store/attempts.js';
+import { lostTasksOnHost, reapExpiredRunners } from './fleet.js';
 
 /**
  * On takeover: every task some other runner owned (starting, running, verifying) lost its runner.
@@ -48,4 +49,21 @@ export async function recoverOrphans(engine: StoreWriter, holder: string, graceM
     }
   });
   return orphaned;
+}
+
+/**
+ * Runners whose lease expired are lost: mark them and orphan their tasks. Process trees are swept only
+ * for runners on this host (a PID means nothing on another host; the lost runner's spawner helper killed
+ * its trees before the lease expired, platform/proc/self-fence.ts, and the runner sweeps again when it wakes).
+ */
+export async function recoverLostRunners(engine: StoreWriter, holder: string, host: string): Promise<void> {
+  const lost = reapExpiredRunners(engine, host);
+  if (lost.length) await recoverOrphans(engine, holder, engine.config.scheduler.kill_grace_ms, lost, host);
+}
+
+/** What lost runners of this host left running (nobody on another host can kill it). */
+export async function sweepLostOnHost(engine: StoreWriter, host: string): Promise<void> {
+  const tasks = lostTasksOnHost(engine.db, host);
+  if (!tasks.length) return;
+  await sweepTrees(tasks.map((t) => taskTree(engine.home.root, t)), engine.config.scheduler.kill_grace_ms);
 }

@@ -4,21 +4,22 @@ import { newToken } from '../core/ids.js';
 import type { LeaderEngine } from '../store/engine-handle.js';
 import { storeCapabilities } from '../store/capabilities.js';
 import { anchorChains, anchorDue, latestSeq } from '../store/events.js';
-import { fleetIdentity, lostTasksOnHost, reapExpiredRunners, registerRunner, renewRunner, stopRunner, type FleetIdentity } from './fleet.js';
+import { fleetIdentity, registerRunner, renewRunner, stopRunner, type FleetIdentity } from './fleet.js';
 import { releaseLease, renewLease, tryAcquireLease } from './lease.js';
 import { readServiceStatus } from './service-status.js';
 import { claimableWork } from '../store/work-counts.js';
 import { claimSpawn, RESPAWN_MS, runnerWanted } from './spawn-gate.js';
-import { recoverOrphans } from './recovery.js';
+import { recoverLostRunners, recoverOrphans, sweepLostOnHost } from './recovery.js';
 import { sweepExpiredRequests } from './request-expiry.js';
 import { sweepPullRequests } from './pull-sweep.js';
 import { sweepRetention } from './retention-sweep.js';
 import { sweepDeadSnapshots } from '../isolation/snapshot-sweep.js';
 import { Scheduler, type RunningTask } from './scheduler.js';
-import { sweepTrees, taskTree, type Tree } from '../platform/proc/sweep.js';
+import type { Tree } from '../platform/proc/sweep.js';
 import { requireLeaderHooks, type LeaderHooks } from './leader-hooks.js';
 import { storeDamagedError, storeFaultOf } from '../store/store-faults.js';
 import { StoreHealth } from './store-health.js';
+import { fenceMarginMs, onSelfFence, setLeaseDeadline } from '../platform/proc/self-fence.js';
 import type { SchedulerService, SchedulerStatus, ServiceOptions } from './service-types.js';
 
 export type { RunningTask, SchedulerService, SchedulerStatus, ServiceOptions };
@@ -80,7 +81,27 @@ class Service extends EventEmitter implements SchedulerService {
     this.health = new StoreHealth(engine);
     engine.watch();
     engine.events.on('change', this.onChange);
+    if (this.fleet) this.offSelfFence = onSelfFence((killed) => void this.selfFenced(killed).catch((err) => this.trouble(err)));
     this.schedule();
+  }
+
+  private offSelfFence: (() => void) | null = null;
+  /** Our workers must be dead before our lease can expire, even if this process cannot run (platform/proc/self-fence.ts). */
+  private armFence(since: number): void {
+    if (this.fleet) setLeaseDeadline(since + this.ttl - fenceMarginMs(this.ttl));
+  }
+
+  /** The spawner helper killed our trees (no renewal in time): stop as a lost runner would, and join again. */
+  private async selfFenced(killed: number): Promise<void> {
+    if (!this.scheduler || this.stopped) return;
+    if (this.listenerCount('trouble')) this.emit('trouble', `lightworker: this runner could not renew its lease in time; its ${killed} worker process(es) were killed before the lease could expire, and it joins the fleet again`);
+    const old = this.holder;
+    await this.loseLeadership();
+    try {
+      this.engine.write(() => stopRunner(this.engine.db, old));
+    } catch {
+      // the store is away: the fleet marks the old id lost when its lease expires
+    }
   }
 
   /** When our last heartbeat was written; whether the last beat failed (the store busy). */
@@ -116,7 +137,8 @@ class Service extends EventEmitter implements SchedulerService {
       let ok = false;
       try {
         [this.beatAt, this.beatFailed] = [Date.now(), false];
-        ok = this.fleet ? renewRunner(this.engine.db, this.holder, this.ttl) : renewLease(this.engine.db, this.holder, this.ttl);
+        ok = this.fleet ? renewRunner(this.engine.db, this.holder, this.ttl, this.beatAt) : renewLease(this.engine.db, this.holder, this.ttl);
+        if (ok) this.armFence(this.beatAt);
       } catch (err) {
         this.beatFailed = true;
         this.trouble(err); // database busy: try again in a moment; the lease has slack
@@ -128,7 +150,7 @@ class Service extends EventEmitter implements SchedulerService {
           sweepExpiredRequests(this.engine);
           void sweepPullRequests(this.engine)?.catch((err) => this.trouble(err));
           void sweepRetention(this.engine)?.catch((err) => this.trouble(err));
-          if (this.fleet) await this.recoverLostRunners();
+          if (this.fleet) await recoverLostRunners(this.engine, this.holder, this.fleet.host);
           this.anchorIfDue();
           this.fine();
         } catch (err) {
@@ -156,11 +178,12 @@ class Service extends EventEmitter implements SchedulerService {
     }
     if (!won) return;
     this.beatAt = Date.now();
+    this.armFence(this.joinedAt);
     this.becoming = true;
     try {
       if (this.fleet) {
-        await this.sweepLostOnHost(this.fleet.host);
-        await this.recoverLostRunners();
+        await sweepLostOnHost(this.engine, this.fleet.host);
+        await recoverLostRunners(this.engine, this.holder, this.fleet.host);
       } else await recoverOrphans(this.engine, this.holder, this.engine.config.scheduler.kill_grace_ms);
       // Read-only snapshots the dead runner held; off the path to leading (prune removes them otherwise).
       setImmediate(() => {
@@ -270,31 +293,17 @@ class Service extends EventEmitter implements SchedulerService {
     this.anchoredAtSeq = seq;
   }
 
+  private joinedAt = 0;
+
   /** Register as a runner of the fleet (a fresh runner id after a lost lease: the old one's tasks are orphaned). */
   private joinFleet(me: FleetIdentity): boolean {
     if (this.leaseLost) {
       this.holder = newHolder();
       this.leaseLost = false;
     }
-    this.engine.write(() => registerRunner(this.engine.db, this.holder, me, this.engine.config.scheduler.max_concurrency, this.ttl));
+    this.joinedAt = Date.now();
+    this.engine.write(() => registerRunner(this.engine.db, this.holder, me, this.engine.config.scheduler.max_concurrency, this.ttl, this.joinedAt));
     return true;
-  }
-
-  /**
-   * Runners whose lease expired are lost: mark them and orphan their tasks. Process trees are swept only
-   * for runners on this host (a PID means nothing on another host; the lost runner kills its own trees
-   * when it finds its lease gone).
-   */
-  private async recoverLostRunners(): Promise<void> {
-    const lost = reapExpiredRunners(this.engine, this.fleet!.host);
-    if (lost.length) await recoverOrphans(this.engine, this.holder, this.engine.config.scheduler.kill_grace_ms, lost, this.fleet!.host);
-  }
-
-  /** What lost runners of this host left running (nobody on another host can kill it). */
-  private async sweepLostOnHost(host: string): Promise<void> {
-    const tasks = lostTasksOnHost(this.engine.db, host);
-    if (!tasks.length) return;
-    await sweepTrees(tasks.map((t) => taskTree(this.engine.home.root, t)), this.engine.config.scheduler.kill_grace_ms);
   }
 
   private release(): void {
@@ -329,6 +338,7 @@ class Service extends EventEmitter implements SchedulerService {
     this.scheduler = null;
     this.engine.setWriteBeat(null);
     this.leaseLost = true;
+    if (this.fleet) setLeaseDeadline(null);
     // Someone else leads now and will orphan our tasks (in a fleet: did already); kill what we started so nothing runs twice.
     await s?.stop('leader_lost');
     this.emit('standby');
@@ -372,6 +382,7 @@ class Service extends EventEmitter implements SchedulerService {
   private async stopOnce(opts: { killNow?: boolean; trees?: Tree[] }): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
+    this.offSelfFence?.();
     this.engine.events.off('change', this.onChange);
     const s = this.scheduler;
     this.scheduler = null;
