@@ -1,3 +1,4 @@
+import { move } from '../tasks/state.js';
 import { EventEmitter } from 'node:events';
 import { taskCachelab } from '../cachelab/task-cachelab.js';
 import { sweepTrees, taskTree, type Tree } from '../platform/proc/sweep.js';
@@ -221,11 +222,26 @@ export class Scheduler extends EventEmitter {
 
   private reactTo(e: EventRow): void {
     if (e.type === 'task.cancel_requested' && e.taskId) {
-      this.running.get(e.taskId)?.controller.abort('cancel');
+      const run = this.running.get(e.taskId);
+      if (run) run.controller.abort('cancel');
+      else this.endUnrun(e.taskId);
       return;
     }
     if (e.type === 'task.status' && e.taskId && TERMINAL.has(e.payload.to as TaskStatus)) this.hooks.team.onEnded(this.engine, e.taskId);
     if (e.type === 'task.created' || e.type === 'task.status') this.wake();
+  }
+
+  /**
+   * A cancel request for a task this runner owns but no longer runs (its run ended and the end could not
+   * be written, the store full or away): nothing else would end it, so it is cancelled here, fenced to
+   * the attempt this runner claimed.
+   */
+  private endUnrun(id: string): void {
+    const t = getTask(this.engine.db, id);
+    if (!t || t.runnerId !== this.runnerId || !['starting', 'running', 'verifying'].includes(t.status)) return;
+    this.engine.write(() =>
+      move(this.engine.db, id, t.status, 'cancelled', { reason: 'cancelled on request (its run had ended unrecorded)', fields: { errorCode: 'cancelled', errorMessage: 'cancelled on request', pid: null }, fence: { attempt: t.attempt, runnerId: this.runnerId } }),
+    );
   }
 
   /** Workers that cannot take work now: rate-limit pauses and per-worker concurrency. */

@@ -42,7 +42,10 @@ export function selfFenced(killed: number): void {
   for (const fn of listeners) fn(killed);
 }
 
-/** How long before its lease's expiry a runner's deadline falls: room for the kill and for clock error. */
+/**
+ * How long before its lease's expiry a runner's deadline falls: room for the kill (a SIGKILL, milliseconds)
+ * and for the hosts' clock error; no more, since a runner whose renewal is merely late is fenced too.
+ */
 export function fenceMarginMs(ttlMs: number): number {
-  return Math.max(100, Math.floor(ttlMs / 4));
+  return Math.min(1000, Math.max(100, Math.floor(ttlMs / 10)));
 }
