@@ -44,7 +44,8 @@ export interface FleetHostOptions {
   hosts: string[];
   /** Per host: the server port to use instead of the real one (a proxy). */
   portOf?: (host: string) => number | undefined;
-  leaseTtlMs?: number;
+  /** Per host: its lease (default 1500 ms). A runner that must stay healthy on a loaded machine gets a longer one. */
+  leaseOf?: (host: string) => number | undefined;
   extra?: string;
 }
 
@@ -66,7 +67,7 @@ export function makeFleetHosts(dir: string, url: string, opts: FleetHostOptions)
     const storeHere = port ? store.replace(`:${realPort}/`, `:${port}/`) : store;
     writeFileSync(
       join(home, 'config.toml'),
-      `${storeHere}[fleet]\nhost_id = "${name}"\nrepos = { "api" = "${clone}" }\nlease_ttl_ms = ${opts.leaseTtlMs ?? 1500}\n` +
+      `${storeHere}[fleet]\nhost_id = "${name}"\nrepos = { "api" = "${clone}" }\nlease_ttl_ms = ${opts.leaseOf?.(name) ?? 1500}\n` +
         `[scheduler]\nmax_concurrency = 4\nper_root = 64\nper_repository = 16\nkill_grace_ms = 300\n${opts.extra ?? ''}`,
     );
     homes[name] = home;

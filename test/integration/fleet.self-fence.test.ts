@@ -21,7 +21,10 @@ let proxy: TcpProxy;
 beforeAll(async () => {
   t = tempDir('lw-selffence-');
   proxy = await startTcpProxy({ host: '127.0.0.1', port: Number(new URL(url).port) });
-  fleet = makeFleetHosts(t.dir, url, { hosts: ['host-a', 'host-b'], portOf: (h) => (h === 'host-a' ? proxy.port : undefined) });
+  fleet = makeFleetHosts(t.dir, url, { hosts: ['host-a', 'host-b'], portOf: (h) => (h === 'host-a' ? proxy.port : undefined),
+    // b must stay healthy while a is faulted, on a machine loaded by other tests: a longer lease.
+    leaseOf: (h) => (h === 'host-b' ? 8000 : undefined),
+  });
 });
 
 afterAll(async () => {

@@ -2,6 +2,9 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { transition, TRANSITIONS } from '../../main/tasks/state.js';
 import { STATUSES, type TaskStatus } from '../../main/tasks/types.js';
 import { getTask } from '../../main/store/tasks.js';
+import { isPostgres } from '../../main/store/db.js';
+import { fleetIdentity, registerRunner } from '../../main/scheduler/fleet.js';
+import { tryAcquireLease } from '../../main/scheduler/lease.js';
 import { makeHome, type TestHome } from '../helpers/env.js';
 
 let h: TestHome;
@@ -118,15 +121,25 @@ describe('task state machine', () => {
     expect(getTask(h.engine.db, b)!.status).toBe('queued');
   });
 
-  it('cancels an unstarted task at once and only requests cancel for a running one', async () => {
+  it('cancels an unstarted task at once, only requests cancel for one its live runner runs, and ends one whose runner is gone', async () => {
     const a = await newTask();
     expect((await h.call('cancel_task', { id: a })).task.status).toBe('cancelled');
     const b = await newTask();
     force(b, 'running');
+    // Its runner is alive: a fleet runner with a valid lease, or the leader of this home.
+    const db = h.engine.db;
+    if (isPostgres(db)) h.engine.write(() => registerRunner(db, 'live-runner', fleetIdentity(h.engine.config), 4, 60_000));
+    else expect(tryAcquireLease(db, 'live-runner', 60_000)).toBe(true);
+    db.prepare(`UPDATE tasks SET runner_id = 'live-runner' WHERE id = ?`).run(b);
     const r = await h.call('cancel_task', { id: b });
     expect(r.task.status).toBe('running');
     expect(r.task.cancelRequested).toBe(true);
     await expect(h.call('cancel_task', { id: a })).rejects.toMatchObject({ code: 'illegal_transition' });
+    // Its runner is gone (no such runner, nobody leads as it): nobody would act on a request, so it ends now.
+    const c = await newTask();
+    force(c, 'running');
+    db.prepare(`UPDATE tasks SET runner_id = 'gone-runner' WHERE id = ?`).run(c);
+    expect((await h.call('cancel_task', { id: c })).task.status).toBe('cancelled');
   });
 
   it('decides queued vs awaiting_approval by mode and kind', async () => {
