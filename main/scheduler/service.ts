@@ -19,7 +19,7 @@ import type { Tree } from '../platform/proc/sweep.js';
 import { requireLeaderHooks, type LeaderHooks } from './leader-hooks.js';
 import { storeDamagedError, storeFaultOf } from '../store/store-faults.js';
 import { StoreHealth } from './store-health.js';
-import { fenceMarginMs, onSelfFence, setLeaseDeadline } from '../platform/proc/self-fence.js';
+import { RunnerFence } from './runner-fence.js';
 import type { SchedulerService, SchedulerStatus, ServiceOptions } from './service-types.js';
 
 export type { RunningTask, SchedulerService, SchedulerStatus, ServiceOptions };
@@ -81,21 +81,19 @@ class Service extends EventEmitter implements SchedulerService {
     this.health = new StoreHealth(engine);
     engine.watch();
     engine.events.on('change', this.onChange);
-    if (this.fleet) this.offSelfFence = onSelfFence((killed) => void this.selfFenced(killed).catch((err) => this.trouble(err)));
+    // Our workers must be dead before our lease can expire, even if this process cannot run.
+    this.fence = this.fleet ? new RunnerFence(this.ttl, (r, message) => void this.selfFenced(r.killed === null, message).catch((err) => this.trouble(err))) : null;
     this.schedule();
   }
 
-  private offSelfFence: (() => void) | null = null;
-  /** Our workers must be dead before our lease can expire, even if this process cannot run (platform/proc/self-fence.ts). */
-  private armFence(since: number): void {
-    if (this.fleet) setLeaseDeadline(since + this.ttl - fenceMarginMs(this.ttl));
-  }
+  private readonly fence: RunnerFence | null;
 
-  /** The spawner helper killed our trees (no renewal in time): stop as a lost runner would, and join again. */
-  private async selfFenced(killed: number): Promise<void> {
+  /** Our trees were killed (no renewal in time; `killOwn`: by us, no helper): stop as a lost runner would, and join again. */
+  private async selfFenced(killOwn: boolean, message: string): Promise<void> {
     if (!this.scheduler || this.stopped) return;
-    if (this.listenerCount('trouble')) this.emit('trouble', `lightworker: this runner could not renew its lease in time; its ${killed} worker process(es) were killed before the lease could expire, and it joins the fleet again`);
+    if (this.listenerCount('trouble')) this.emit('trouble', message);
     const old = this.holder;
+    if (killOwn) await this.scheduler.killNow();
     await this.loseLeadership();
     try {
       this.engine.write(() => stopRunner(this.engine.db, old));
@@ -138,7 +136,7 @@ class Service extends EventEmitter implements SchedulerService {
       try {
         [this.beatAt, this.beatFailed] = [Date.now(), false];
         ok = this.fleet ? renewRunner(this.engine.db, this.holder, this.ttl, this.beatAt) : renewLease(this.engine.db, this.holder, this.ttl);
-        if (ok) this.armFence(this.beatAt);
+        if (ok) this.fence?.renewed(this.beatAt);
       } catch (err) {
         this.beatFailed = true;
         this.trouble(err); // database busy: try again in a moment; the lease has slack
@@ -178,7 +176,7 @@ class Service extends EventEmitter implements SchedulerService {
     }
     if (!won) return;
     this.beatAt = Date.now();
-    this.armFence(this.joinedAt);
+    this.fence?.renewed(this.joinedAt);
     this.becoming = true;
     try {
       if (this.fleet) {
@@ -338,7 +336,7 @@ class Service extends EventEmitter implements SchedulerService {
     this.scheduler = null;
     this.engine.setWriteBeat(null);
     this.leaseLost = true;
-    if (this.fleet) setLeaseDeadline(null);
+    this.fence?.clear();
     // Someone else leads now and will orphan our tasks (in a fleet: did already); kill what we started so nothing runs twice.
     await s?.stop('leader_lost');
     this.emit('standby');
@@ -382,7 +380,6 @@ class Service extends EventEmitter implements SchedulerService {
   private async stopOnce(opts: { killNow?: boolean; trees?: Tree[] }): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
-    this.offSelfFence?.();
     this.engine.events.off('change', this.onChange);
     const s = this.scheduler;
     this.scheduler = null;
@@ -397,5 +394,6 @@ class Service extends EventEmitter implements SchedulerService {
       }
       this.release();
     }
+    this.fence?.close();
   }
 }

@@ -42,19 +42,31 @@ async function stopRunner(name: string): Promise<void> {
 }
 
 /** One long task running on a's runner (b stopped meanwhile, then started again), with its first attempt. */
-async function taskOnA(): Promise<{ id: string; attempt: number }> {
+async function taskOnA(): Promise<{ id: string; attempt: number; runnerId: string }> {
   await stopRunner('host-b');
   if (!fleet.runners['host-a'] || fleet.runners['host-a'].exitCode !== null || fleet.runners['host-a'].signalCode !== null) fleet.start('host-a');
   const [id] = await fleet.submit(1, { sleep_ms: 6000 });
   await until(() => fleet.status(id).status === 'running' && fleet.beats().some((b) => b.task === id), 30_000, () => `the task to run on a: ${JSON.stringify(fleet.status(id))}`);
   expect(fleet.hostOfRunner(fleet.status(id).runnerId)).toBe('host-a');
   fleet.start('host-b');
-  return { id, attempt: fleet.status(id).attempt };
+  const { attempt, runnerId } = fleet.status(id);
+  return { id, attempt, runnerId: runnerId! };
+}
+
+/**
+ * The first attempt's worker beat for the last time before its runner's lease expired (by the expiry the
+ * runner itself wrote): it was dead before any other runner could find the lease gone.
+ */
+function diedBeforeExpiry(id: string, attempt: number, runnerId: string): void {
+  const row = fleet.laptop.db.prepare('SELECT expires_at AS "expiresAt" FROM runners WHERE id = ?').get(runnerId) as { expiresAt: number };
+  const last = Math.max(...fleet.beats().filter((b) => b.task === id && b.attempt === attempt).map((b) => b.at));
+  expect(last, `the first attempt's last beat, ms before the lease expiry: ${row.expiresAt - last}`).toBeLessThan(row.expiresAt);
 }
 
 /** The fleet orphans a's task; a resume runs it on b to its end. Returns the overlaps the beats show. */
-async function resumeOnB(id: string, attempt: number): Promise<{ task: string; ms: number }[]> {
+async function resumeOnB(id: string, attempt: number, runnerId: string): Promise<{ task: string; ms: number }[]> {
   await until(() => fleet.status(id).status === 'orphaned', 30_000, () => `a's task to be orphaned: ${JSON.stringify(fleet.status(id))}`);
+  diedBeforeExpiry(id, attempt, runnerId);
   await fleet.call('retry_task', { id, strategy: 'resume' });
   await until(() => fleet.beats().some((b) => b.task === id && b.attempt === attempt + 1), 30_000, () => `the resumed attempt to run on b: ${JSON.stringify(fleet.status(id))}`);
   expect(fleet.hostOfRunner(fleet.status(id).runnerId)).toBe('host-b');
@@ -63,17 +75,19 @@ async function resumeOnB(id: string, attempt: number): Promise<{ task: string; m
 
 async function resumedCompletes(id: string, attempt: number): Promise<void> {
   await until(() => fleet.status(id).status === 'completed', 40_000, () => `the resumed attempt to complete: ${JSON.stringify(fleet.status(id))}`);
+  // b, healthy all along (busy only with the machine's load), was never fenced.
+  expect(fleet.stderr['host-b']()).not.toContain('could not renew its lease');
   expect(fleet.status(id).attempt).toBe(attempt + 1);
   expect(fleet.overlaps().filter((o) => o.task === id)).toEqual([]);
 }
 
 describe('a runner that cannot renew its lease stops its workers before the lease can expire', () => {
   it('frozen (SIGSTOP) past its lease: its worker is dead before the fleet orphans the task; no two attempts overlap', async () => {
-    const { id, attempt } = await taskOnA();
+    const { id, attempt, runnerId } = await taskOnA();
     const a = fleet.runners['host-a'];
     a.kill('SIGSTOP');
     try {
-      expect(await resumeOnB(id, attempt)).toEqual([]);
+      expect(await resumeOnB(id, attempt, runnerId)).toEqual([]);
     } finally {
       a.kill('SIGCONT');
     }
@@ -81,11 +95,11 @@ describe('a runner that cannot renew its lease stops its workers before the leas
   }, 120_000);
 
   it('its connection cut: the same, and it joins the fleet again once the server is back', async () => {
-    const { id, attempt } = await taskOnA();
+    const { id, attempt, runnerId } = await taskOnA();
     const before = fleet.runnerOf('host-a')!.id;
     await proxy.cut();
     try {
-      expect(await resumeOnB(id, attempt)).toEqual([]);
+      expect(await resumeOnB(id, attempt, runnerId)).toEqual([]);
     } finally {
       await proxy.restore();
     }
@@ -94,10 +108,10 @@ describe('a runner that cannot renew its lease stops its workers before the leas
   }, 120_000);
 
   it('its server silent (a black hole: every call blocks its event loop): the same', async () => {
-    const { id, attempt } = await taskOnA();
+    const { id, attempt, runnerId } = await taskOnA();
     proxy.blackhole();
     try {
-      expect(await resumeOnB(id, attempt)).toEqual([]);
+      expect(await resumeOnB(id, attempt, runnerId)).toEqual([]);
     } finally {
       await proxy.restore();
     }

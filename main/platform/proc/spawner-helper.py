@@ -7,11 +7,12 @@
 #
 # Protocol, both ways over stdin/stdout: frames of [u32 LE length of what follows][u8 type][u32 LE id][payload].
 #   leader -> helper: 1 spawn (JSON {c, a, cwd, env, detached, stdin, ident, cg}), 2 stdin bytes, 3 stdin end,
-#                     4 release (close the child's pipes, forget it), 5 lease deadline (JSON {ms}: from now, or null)
+#                     4 release (close the child's pipes, forget it), 5 lease deadline (JSON {ms, mono}: ms from
+#                     mono, the leader's CLOCK_MONOTONIC in ms; ms null: none)
 #   helper -> leader: 0 ready (JSON {cgroup, subreaper}), 10 spawned (JSON {pid, start, mark, cg}), 11 spawn error
 #                     (UTF-8 message), 12 stdout bytes, 13 stderr bytes, 14 exit (JSON [code, signal]), 15 close
-#                     (JSON [code, signal]), 16 fenced (JSON {killed}: the lease deadline passed without a renewal;
-#                     every tree was killed)
+#                     (JSON [code, signal]), 16 fenced (JSON {killed, lateMs}: the lease deadline passed without a
+#                     renewal; every tree was killed, lateMs after it)
 # `ident` asks for the identity a sweep needs: `start` (the start time from /proc/PID/stat) and `mark` (where
 # PID allocation stood before the fork, as fork-common.mjs's markPids says it for a direct spawn).
 # While its leader lives it signals nothing but at a lease deadline (self-fence.ts): otherwise the leader (or a
@@ -45,6 +46,7 @@ children = {}  # id -> Child the leader still hears about
 by_pid = {}  # pid -> Child not reaped yet (released ones included)
 out = []
 deadline = None  # the runner's lease deadline on clock(): its trees must be dead by then (self-fence.ts)
+FENCE_POLL_S = 0.25
 
 
 def clock():
@@ -55,40 +57,25 @@ def clock():
         return time.monotonic()
 
 
-def kill_quietly(fn, *args):
-    try:
-        fn(*args)
-    except OSError:
-        pass
+def arm(req):
+    """The runner's deadline, `ms` from when it sent it (`mono`: its CLOCK_MONOTONIC in ms, the clock of
+    time.monotonic() here): a frame read late on a loaded host must not push the deadline later."""
+    global deadline
+    ms = req.get('ms')
+    if ms is None:
+        deadline = None
+        return
+    late = time.monotonic() * 1000.0 - req['mono'] if isinstance(req.get('mono'), (int, float)) else 0.0
+    deadline = clock() + max(0.0, ms - (late if 0 <= late <= 60000 else 0.0)) / 1000.0
 
 
 def fence():
     """The deadline passed: SIGKILL every tree this helper holds, and below it (as a subreaper, all of it)."""
     global deadline
+    late = (clock() - deadline) * 1000.0
     deadline = None
-    victims = set()
-    for child in list(by_pid.values()):
-        if child.exit is not None:
-            continue
-        victims.add(child.proc.pid)
-        if child.cg:
-            try:
-                with open(child.cg + '/cgroup.kill', 'w') as f:
-                    f.write('1')
-            except OSError:
-                pass
-        kill_quietly(os.killpg, child.proc.pid, signal.SIGKILL)
-        kill_quietly(os.kill, child.proc.pid, signal.SIGKILL)
-    if contain.SUBREAPER and LINUX:
-        for _ in range(50):
-            below = contain.descendants()
-            if not below:
-                break
-            victims |= below
-            for p in below:
-                kill_quietly(os.kill, p, signal.SIGKILL)
-            time.sleep(0.002)
-    send(16, 0, json.dumps({'killed': len(victims)}))
+    killed = contain.kill_trees([c for c in by_pid.values() if c.exit is None])
+    send(16, 0, json.dumps({'killed': killed, 'lateMs': round(late)}))
     flush()
     reap()
 
@@ -304,13 +291,10 @@ def pump_stdin(child):
 
 
 def handle(typ, cid, payload):
-    global deadline
     if typ == 1:
         return start(cid, json.loads(payload.decode('utf-8')))
     if typ == 5:
-        ms = json.loads(payload.decode('utf-8')).get('ms')
-        deadline = None if ms is None else clock() + max(0, ms) / 1000.0
-        return
+        return arm(json.loads(payload.decode('utf-8')))
     child = children.get(cid)
     if child is None:
         return
@@ -374,7 +358,8 @@ def main():
     while True:
         if deadline is not None and clock() >= deadline:
             fence()
-        timeout = None if deadline is None else max(0, deadline - clock())
+        # At most FENCE_POLL_S: select() sleeps on a clock that stops while the machine is suspended.
+        timeout = None if deadline is None else min(FENCE_POLL_S, max(0, deadline - clock()))
         for key, _ in sel.select(timeout):
             kind, child = key.data
             if kind == 'leader':

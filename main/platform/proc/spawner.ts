@@ -297,10 +297,10 @@ class Helper {
       const queued = this.queued;
       this.queued = [];
       for (const b of queued) this.proc.stdin!.write(b);
-      attachDeadlineSink((ms) => this.write(frame(T_DEADLINE, 0, JSON.stringify({ ms }))));
+      attachDeadlineSink((ms, mono) => this.write(frame(T_DEADLINE, 0, JSON.stringify({ ms, mono }))));
       return;
     }
-    if (type === T_FENCED) return selfFenced((JSON.parse(payload.toString('utf8')) as { killed: number }).killed);
+    if (type === T_FENCED) return selfFenced(JSON.parse(payload.toString('utf8')) as { killed: number; lateMs: number });
     const child = this.live.get(id);
     if (!child || child.direct) return;
     switch (type) {
