@@ -276,9 +276,9 @@ async function runWorkerTurn(ctx: RunContext, adapter: WorkerAdapter, turn: Work
         recordAttemptProcess(engine.db, id, fence, pid, startTime);
       });
     },
-    onEvents: (events) => persistEvents(engine, id, withRunDir(events)),
+    onEvents: (events) => persistEvents(engine, turn.task, withRunDir(events)),
   });
-  const keepTrailing = () => deferTurnRecords(later, engine, id, withRunDir(result.trailing), outputTruncation(output, dropped, result.rawLogDropped, engine.config.output.max_events));
+  const keepTrailing = () => deferTurnRecords(later, engine, turn.task, withRunDir(result.trailing), outputTruncation(output, dropped, result.rawLogDropped, engine.config.output.max_events));
   if (result.aborted) {
     keepTrailing();
     throw abortError(result.aborted);

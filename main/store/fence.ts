@@ -27,3 +27,19 @@ export function recordAttemptProcess(db: Db, id: string, fence: Fence, pid: numb
 export function endFencedAttempt(db: Db, id: string, fence: Fence, status: string, errorCode: string | null, now = Date.now()): void {
   prep(db, 'UPDATE attempts SET status = ?, error_code = ?, ended_at = ? WHERE task_id = ? AND attempt = ? AND runner_id = ?').run(status, errorCode, now, id, fence.attempt, fence.runnerId);
 }
+
+/**
+ * Set fields of a task on behalf of the run that holds `task` (as read when its attempt started): fenced
+ * to that attempt and runner where a runner claimed it, so a stale run's late write (a verify command's
+ * pid, a session id, a worktree path) never lands on a newer attempt; false when it did not land.
+ */
+export function updateRunFields(db: Db, task: { id: string; attempt: number; runnerId: string | null }, fields: TaskFieldUpdate): boolean {
+  if (task.runnerId === null) return updateFencedless(db, task.id, fields);
+  return updateFencedFields(db, task.id, { attempt: task.attempt, runnerId: task.runnerId }, fields);
+}
+
+function updateFencedless(db: Db, id: string, fields: TaskFieldUpdate): boolean {
+  const { sets, values } = toColumnValues(fields);
+  if (!sets.length) return true;
+  return prep(db, `UPDATE tasks SET ${sets.join(', ')}, updated_at = ? WHERE id = ?`).run(...values, Date.now(), id).changes === 1;
+}

@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { transition, TRANSITIONS } from '../../main/tasks/state.js';
 import { STATUSES, type TaskStatus } from '../../main/tasks/types.js';
 import { getTask } from '../../main/store/tasks.js';
+import { updateRunFields } from '../../main/store/fence.js';
 import { isPostgres } from '../../main/store/db.js';
 import { fleetIdentity, registerRunner } from '../../main/scheduler/fleet.js';
 import { tryAcquireLease } from '../../main/scheduler/lease.js';
@@ -65,6 +66,17 @@ describe('task state machine', () => {
     expect(() => h.engine.write(() => transition(db, id, 'running', 'failed', { fence: { attempt: 2, runnerId: 'runner-a' } }))).toThrow(expect.objectContaining({ code: 'conflict' }));
     expect(getTask(db, id)).toMatchObject({ status: 'running', attempt: 2, runnerId: 'runner-b' });
     expect(h.engine.write(() => transition(db, id, 'running', 'verifying', { fence: { attempt: 2, runnerId: 'runner-b' } })).status).toBe('verifying');
+  });
+
+  it('fences the fields a run writes besides its moves (a verify command’s pid, the session id, the worktree path) to its attempt', async () => {
+    const id = await newTask();
+    const db = h.engine.db;
+    db.prepare(`UPDATE tasks SET status = 'running', attempt = 2, runner_id = 'runner-b', pid = 4242, session_id = 'session-b' WHERE id = ?`).run(id);
+    const staleRun = { id, attempt: 1, runnerId: 'runner-a' };
+    expect(h.engine.write(() => updateRunFields(db, staleRun, { pid: 99, sessionId: 'session-a', worktreePath: '/elsewhere' }))).toBe(false);
+    expect(getTask(db, id)).toMatchObject({ pid: 4242, sessionId: 'session-b', worktreePath: null });
+    expect(h.engine.write(() => updateRunFields(db, { id, attempt: 2, runnerId: 'runner-b' }, { pid: 7 }))).toBe(true);
+    expect(getTask(db, id)!.pid).toBe(7);
   });
 
   it('lets exactly one of two connections win a concurrent compare-and-set', async () => {
