@@ -65,7 +65,7 @@ function diedBeforeExpiry(id: string, attempt: number, runnerId: string): void {
 
 /** The fleet orphans a's task; a resume runs it on b to its end. Returns the overlaps the beats show. */
 async function resumeOnB(id: string, attempt: number, runnerId: string): Promise<{ task: string; ms: number }[]> {
-  await until(() => fleet.status(id).status === 'orphaned', 30_000, () => `a's task to be orphaned: ${JSON.stringify(fleet.status(id))}`);
+  await until(() => fleet.status(id).status === 'orphaned', 30_000, () => `a's task to be orphaned: ${JSON.stringify(fleet.status(id))}; runners ${JSON.stringify(fleet.laptop.db.prepare('SELECT id, host, state, expires_at AS "expiresAt" FROM runners ORDER BY started_at').all())} at ${Date.now()}\nb: ${fleet.stderr['host-b']()}\na: ${fleet.stderr['host-a']()}`);
   diedBeforeExpiry(id, attempt, runnerId);
   await fleet.call('retry_task', { id, strategy: 'resume' });
   await until(() => fleet.beats().some((b) => b.task === id && b.attempt === attempt + 1), 30_000, () => `the resumed attempt to run on b: ${JSON.stringify(fleet.status(id))}`);
