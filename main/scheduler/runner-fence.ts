@@ -1,4 +1,6 @@
 import { fenceMarginMs, onSelfFence, setLeaseDeadline, type FenceReport } from '../platform/proc/self-fence.js';
+import type { Db } from '../store/db.js';
+import { renewRunner } from './fleet.js';
 
 /**
  * A fleet runner's self-fence (platform/proc/self-fence.ts): after each renewal that landed, its workers
@@ -20,6 +22,20 @@ export class RunnerFence {
   /** A renewal (or the registration) that began at `since` (epoch ms, the time it wrote as its own) landed. */
   renewed(since: number): void {
     if (this.off) setLeaseDeadline(since + this.ttlMs - fenceMarginMs(this.ttlMs));
+  }
+
+  /**
+   * The renewal inside one of the runner's own write transactions, once one is due (ttl/4 since `lastAt`):
+   * a runner busy with claims and task ends, its event loop rarely free for the beat's timer, still renews.
+   * Returns what to do once that transaction committed (only then is the fence moved, and `onRenewed` told).
+   */
+  renewInWrite(db: Db, holder: string, lastAt: number, onRenewed: (at: number) => void): (() => void) | void {
+    const now = Date.now();
+    if (now - lastAt < Math.max(100, Math.floor(this.ttlMs / 4)) || !renewRunner(db, holder, this.ttlMs, now)) return;
+    return () => {
+      onRenewed(now);
+      this.renewed(now);
+    };
   }
 
   /** No lease to guard any more (lost, or stopped and released). */

@@ -31,7 +31,7 @@ const ANCHOR_EVERY_MS = 10_000;
  * Run the scheduler for this home: lead if nobody does (a lease row with heartbeat), else stand by and
  * take over once the leader's lease expires or its process is provably dead. On takeover, tasks of the
  * old leader are recovered as orphaned (their process trees killed) before anything new is claimed.
- * Emits 'status' whenever role or counts change, 'leader' / 'standby' on role changes, 'task.ended'
+ * Emits 'status' whenever role or counts change, 'leader' / 'standby' on role changes ('lease.lost' first when the lease was lost while leading), 'task.ended'
  * (id, status) after each run of this process, 'drained' once a drain() left nothing running, 'trouble'
  * (message) when beats keep failing (the store unreachable) and 'recovered' when one works again, 'fatal'
  * (error) when the store is closed for good (its connection thread stopped answering) or damaged (the
@@ -198,7 +198,7 @@ class Service extends EventEmitter implements SchedulerService {
         return;
       }
       this.scheduler = new Scheduler(this.engine, this.holder, this.hooks, this.fleet);
-      if (!this.fleet) this.engine.setWriteBeat(() => this.beatInWrite());
+      this.engine.setWriteBeat(() => (this.fence ? this.fence.renewInWrite(this.engine.db, this.holder, this.beatAt, (at) => (this.beatAt = Math.max(this.beatAt, at))) : this.beatInWrite()));
       this.scheduler.on('drained', () => this.emit('drained'));
       this.scheduler.on('task.ended', (id: string, status: string) => this.emit('task.ended', id, status));
       this.scheduler.on('store.fault', (err: unknown) => this.trouble(err));
@@ -336,6 +336,7 @@ class Service extends EventEmitter implements SchedulerService {
     this.scheduler = null;
     this.engine.setWriteBeat(null);
     this.leaseLost = true;
+    this.emit('lease.lost');
     this.fence?.clear();
     // Someone else leads now and will orphan our tasks (in a fleet: did already); kill what we started so nothing runs twice.
     await s?.stop('leader_lost');
