@@ -81,11 +81,11 @@ class Service extends EventEmitter implements SchedulerService {
     this.health = new StoreHealth(engine);
     engine.watch();
     engine.events.on('change', this.onChange);
-    // Our workers must be dead before our lease can expire, even if this process cannot run.
     this.fence = this.fleet ? new RunnerFence(this.ttl, (r, message) => void this.selfFenced(r.killed === null, message).catch((err) => this.trouble(err))) : null;
     this.schedule();
   }
 
+  /** Our workers must be dead before our lease can expire, even if this process cannot run (fleet only). */
   private readonly fence: RunnerFence | null;
 
   /** Our trees were killed (no renewal in time; `killOwn`: by us, no helper): stop as a lost runner would, and join again. */
@@ -95,11 +95,8 @@ class Service extends EventEmitter implements SchedulerService {
     const old = this.holder;
     if (killOwn) await this.scheduler.killNow();
     await this.loseLeadership();
-    try {
-      this.engine.write(() => stopRunner(this.engine.db, old));
-    } catch {
-      // the store is away: the fleet marks the old id lost when its lease expires
-    }
+    // The store away: the fleet marks the old id lost when its lease expires.
+    await Promise.resolve().then(() => this.engine.write(() => stopRunner(this.engine.db, old))).catch(() => undefined);
   }
 
   /** When our last heartbeat was written; whether the last beat failed (the store busy). */
@@ -291,8 +288,8 @@ class Service extends EventEmitter implements SchedulerService {
     this.anchoredAtSeq = seq;
   }
 
+  /** When we last registered (our lease's start until the first renewal). */
   private joinedAt = 0;
-
   /** Register as a runner of the fleet (a fresh runner id after a lost lease: the old one's tasks are orphaned). */
   private joinFleet(me: FleetIdentity): boolean {
     if (this.leaseLost) {
