@@ -130,23 +130,27 @@ export class Engine implements LeaderEngine {
   /** Run `fn` as one IMMEDIATE transaction, then publish what it appended. */
   write<T>(fn: () => T): T {
     const beat = this.beat;
+    let afterCommit: (() => void) | void = undefined;
     const out = writeTx(this.db, beat ? () => {
       const r = fn();
-      beat();
+      afterCommit = beat();
       return r;
     } : fn);
+    // Only once it committed (a retried transaction beats again; the last one's counts).
+    (afterCommit as (() => void) | void)?.();
     this.notify();
     return out;
   }
 
-  private beat: (() => void) | null = null;
+  private beat: (() => (() => void) | void) | null = null;
 
   /**
    * Run `beat` at the end of every `write` transaction of this engine (null: stop). A leader renews its lease
    * there: holding the write lock anyway, the renewal costs one UPDATE, and a leader that waits its turn for
    * the lock claim after claim still beats each time it gets it, not only when its event loop is free.
+   * What `beat` returns runs after the transaction committed.
    */
-  setWriteBeat(beat: (() => void) | null): void {
+  setWriteBeat(beat: (() => (() => void) | void) | null): void {
     this.beat = beat;
   }
 

@@ -157,6 +157,10 @@ export function registerSchedulerCommands(program: Command): void {
         announce();
         svc.on('leader', announce);
         svc.on('standby', announce);
+        // A lease lost while leading (the store stopped answering, or this process froze): what it ran was
+        // orphaned, so reaching idle afterwards is no success (exit 1, never 0).
+        let lostLease = false;
+        svc.on('lease.lost', () => (lostLease = true));
         const exitCode = await new Promise<number>((resolve) => {
           let settled = false;
           const finish = (code: number) => {
@@ -204,8 +208,9 @@ export function registerSchedulerCommands(program: Command): void {
         // After a fatal store error the stop already failed to record what it ended: that was said above.
         const stopFailed = await svc.stop().then(() => null, (e: unknown) => e);
         if (stopFailed && exitCode === 0) throw stopFailed;
+        if (exitCode === 0 && lostLease) say('this runner lost its lease while leading (the store stopped answering, or it was frozen): what it ran was orphaned; exiting 1 (lightworker retry <id> --strategy resume continues a task)');
         stopStatus();
-        process.exitCode = exitCode;
+        process.exitCode = exitCode === 0 && lostLease ? 1 : exitCode;
       });
     });
 

@@ -5,7 +5,7 @@ import { AppError } from '../core/errors.js';
 import type { EngineContext } from '../tasks/engine-context.js';
 import { processStartTime } from '../platform/proc/process.js';
 import { appendEvent } from '../store/events.js';
-import { updateTaskFields } from '../store/tasks.js';
+import { updateRunFields } from '../store/fence.js';
 import type { Task } from '../tasks/types.js';
 import { LW_AUTHOR } from '../platform/git/branches.js';
 import { git, gitBytes, gitTry } from '../platform/git/git-exec.js';
@@ -162,7 +162,7 @@ export async function prepareCopy(engine: EngineContext, task: Task): Promise<Pr
   }
   const ok = engine.write(() => {
     if (!markReady(engine.db, task.id, Date.now(), manifest.baseCommit)) return false;
-    updateTaskFields(engine.db, task.id, { worktreePath: path, branch });
+    updateRunFields(engine.db, task, { worktreePath: path, branch });
     appendEvent(engine.db, task.id, 'copy.created', {
       from: folder,
       path,

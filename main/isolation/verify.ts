@@ -3,7 +3,7 @@ import { dirname, join } from 'node:path';
 import { redactText } from '../core/redact.js';
 import type { EngineContext } from '../tasks/engine-context.js';
 import { appendEvent, listEvents } from '../store/events.js';
-import { updateTaskFields } from '../store/tasks.js';
+import { updateRunFields } from '../store/fence.js';
 import type { Task, VerifyCommand } from '../tasks/types.js';
 import { treeMarkerEnv } from '../platform/proc/marker.js';
 import { commandEnv, runBounded } from '../platform/proc/bounded-run.js';
@@ -61,7 +61,7 @@ export async function verifyIn(
       graceMs: Math.min(engine.config.scheduler.kill_grace_ms, 5000),
       tailBytes: VERIFY_TAIL_BYTES,
       // Recorded on the task like a worker's pid: a leader that takes over kills it if we die.
-      onSpawn: (pid, pidStart) => engine.write(() => updateTaskFields(engine.db, task.id, { pid, pidStart })),
+      onSpawn: (pid, pidStart) => engine.write(() => updateRunFields(engine.db, task, { pid, pidStart })),
     });
     const outputTail = redactText(r.spawnError ? `${r.tail}\ncould not start: ${r.spawnError}` : r.tail);
     const exitCode = r.timedOut || r.aborted ? null : r.exitCode;

@@ -5,7 +5,7 @@ import type { EngineContext } from '../tasks/engine-context.js';
 import { appendEvent } from '../store/events.js';
 import { unsealTask } from '../tasks/secrets.js';
 import type { Task } from '../tasks/types.js';
-import { updateTaskFields } from '../store/tasks.js';
+import { updateRunFields } from '../store/fence.js';
 import { branchTip, commitAuthor } from '../platform/git/branches.js';
 import { latestEventPayload } from '../store/task-history.js';
 import { getAllocation, markReady } from '../store/worktrees.js';
@@ -244,7 +244,7 @@ async function keepWorktree(engine: EngineContext, task: Task, repo: string): Pr
     await createPrivateRepo(repo, alloc.path, alloc.branch, tip, await commitAuthor(repo, engine.config.git.author));
     engine.write(() => {
       markReady(engine.db, task.id);
-      updateTaskFields(engine.db, task.id, { worktreePath: alloc.path, branch: alloc.branch });
+      updateRunFields(engine.db, task, { worktreePath: alloc.path, branch: alloc.branch });
     });
     reattached = true;
   }

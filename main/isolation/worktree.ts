@@ -4,7 +4,7 @@ import { AppError } from '../core/errors.js';
 import type { EngineContext } from '../tasks/engine-context.js';
 import { processStartTime } from '../platform/proc/process.js';
 import { appendEvent } from '../store/events.js';
-import { updateTaskFields } from '../store/tasks.js';
+import { updateRunFields } from '../store/fence.js';
 import type { Task } from '../tasks/types.js';
 import { branchTip, commitAll, commitAuthor, isBranchContained } from '../platform/git/branches.js';
 import { git, gitTry, resolveCommit } from '../platform/git/git-exec.js';
@@ -133,7 +133,7 @@ export async function allocateWorktree(
     timings.lockedMs = performance.now() - t0;
     const ok = engine.write(() => {
       if (!markReady(engine.db, task.id)) return false;
-      updateTaskFields(engine.db, task.id, { worktreePath: plan.path, branch: plan.branch });
+      updateRunFields(engine.db, task, { worktreePath: plan.path, branch: plan.branch });
       return true;
     });
     if (!ok) throw new AppError('conflict', `task ${task.id}: its worktree allocation was swept while being created`);

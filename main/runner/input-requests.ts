@@ -49,7 +49,8 @@ export function checkTurnForInput(engine: EngineContext, turn: WorkerTurn, resul
 export function stopForInput(engine: EngineContext, task: Task, request: TaskRequest): void {
   engine.write(() => {
     const cur = getTask(engine.db, task.id);
-    if (cur?.status !== 'running') return;
+    // Only while the task is still this attempt of this runner (a stale runner's end changes nothing).
+    if (cur?.status !== 'running' || cur.attempt !== task.attempt || cur.runnerId !== task.runnerId) return;
     enterWaiting(engine.db, task.id, request);
     closeAttempt(engine.db, task.id, task.attempt, 'waiting_input', Date.now());
   });

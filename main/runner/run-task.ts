@@ -5,13 +5,14 @@ import { finishWorkspace, inspectChanges, prepareWorkspace, runVerification, typ
 import { describeConflicts, integrateSources } from '../isolation/integrate.js';
 import { teamTagOf } from '../tasks/contract/team-tag.js';
 import { pendingRedirect, takeRedirect } from '../tasks/controls.js';
+import { endFencedAttempt, recordAttemptProcess, updateFencedFields } from '../store/fence.js';
 import { appendEvent } from '../store/events.js';
-import { getTask, getTaskState, updateTaskFields } from '../store/tasks.js';
+import { getTask, getTaskState } from '../store/tasks.js';
 import { unsealTask } from '../tasks/secrets.js';
 import { resumeRequestOf } from '../tasks/ops.js';
 import { autoRepairsOf } from '../tasks/auto-repair.js';
 import { sandboxFor } from '../tasks/route-rule.js';
-import { move, transition } from '../tasks/state.js';
+import { move, transition, type Fence } from '../tasks/state.js';
 import type { Task, TaskStatus } from '../tasks/types.js';
 import type { NormalizedEvent, WorkerAdapter, WorkerTurn } from '../workers/adapter.js';
 import { minimalEnv } from '../workers/env.js';
@@ -32,7 +33,6 @@ import { deferTurnRecords, Deferred, landEndWrite, outputTruncation, persistEven
 import { storeFaultOf, storeFullError } from '../store/store-faults.js';
 import { checkTurnForInput, MAX_DENIALS_PER_ATTEMPT, permissionServerFor, runBudget, stopForInput, WaitForInput } from './input-requests.js';
 import { mkdirPrivate } from '../core/private-home.js';
-import { closeAttempt, markAttemptRunning } from '../store/attempts.js';
 
 export interface RunContext {
   engine: EngineContext;
@@ -145,7 +145,7 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
     // into the completing transaction: three commits less. Meanwhile the task still reads `running`.
     const direct = task.verify.length > 0 || task.kind === 'plan';
     for (;;) {
-      const toVerifying = () => move(engine.db, task.id, 'running', 'verifying', { reason: 'worker finished' });
+      const toVerifying = () => move(engine.db, task.id, 'running', 'verifying', { reason: 'worker finished', fence: fenceOf(ctx, task) });
       if (direct) later.write(engine, toVerifying);
       else later.add(toVerifying, { record: false });
       const changes = await inspectChanges(engine, task, ws, direct ? undefined : later.add);
@@ -166,7 +166,7 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
         throw new StopTask('failed', 'verification_failed', `verification failed${repairsLeft <= 0 ? '' : ' and the worker has no session to repair in'}:\n${failures.slice(-2000)}`);
       }
       repairsLeft--;
-      engine.write(() => move(engine.db, task.id, 'verifying', 'running', { reason: 'auto-repair: verification failed', event: { repairsLeft } }));
+      engine.write(() => move(engine.db, task.id, 'verifying', 'running', { reason: 'auto-repair: verification failed', event: { repairsLeft }, fence: fenceOf(ctx, task) }));
       turn = await runWorkerTurn(ctx, adapter, { ...sessionTurn, prompt: buildRepairPrompt(failures.slice(-8000)), resumeSessionId: turn.sessionId }, 'running', later, output);
     }
 
@@ -177,8 +177,9 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
       move(engine.db, task.id, 'verifying', 'completed', {
         reason: parsed.schemaValid ? 'verified' : `verified; result not schema-valid (${parsed.problem})`,
         fields: { result: parsed.result, schemaValid: parsed.schemaValid, pid: null },
+        fence: fenceOf(ctx, task),
       });
-      endAttempt(engine, task, 'completed', null);
+      endAttempt(ctx, task, 'completed', null);
       if (task.kind === 'plan' && ctx.onPlan) ctx.onPlan(getTask(engine.db, task.id)!, parsed.result);
     }));
     return 'completed';
@@ -204,15 +205,19 @@ function failureText(verify: VerifyReport): string {
 /** `reverify`: the attempt runs no worker turn, only the change inspection and the verify commands. */
 async function reverifyOnly(ctx: RunContext, task: Task, ws: PreparedWorkspace, how = { reason: 'reverify: verification only, no worker turn', result: undefined as unknown }): Promise<TaskStatus> {
   const { engine } = ctx;
-  engine.write(() => transition(engine.db, task.id, 'starting', 'verifying', { reason: how.reason }));
+  engine.write(() => transition(engine.db, task.id, 'starting', 'verifying', { reason: how.reason, fence: fenceOf(ctx, task) }));
   const changes = await inspectChanges(engine, task, ws);
   if (!changes.ok) throw new StopTask('failed', 'boundary_violation', `changes outside the task's boundary: ${changes.violations.join(', ')}`);
   const verify = await runVerification(engine, task, ws, ctx.signal);
   checkAbort(ctx);
   if (!verify.ok) throw new StopTask('failed', 'verification_failed', `verification failed:\n${failureText(verify).slice(-2000)}`);
   engine.write(() => {
-    transition(engine.db, task.id, 'verifying', 'completed', { reason: how.result !== undefined ? 'verified' : 'reverified', fields: { pid: null, ...(how.result !== undefined ? { result: how.result, schemaValid: true } : {}) } });
-    endAttempt(engine, task, 'completed', null);
+    transition(engine.db, task.id, 'verifying', 'completed', {
+      reason: how.result !== undefined ? 'verified' : 'reverified',
+      fields: { pid: null, ...(how.result !== undefined ? { result: how.result, schemaValid: true } : {}) },
+      fence: fenceOf(ctx, task),
+    });
+    endAttempt(ctx, task, 'completed', null);
   });
   return 'completed';
 }
@@ -265,21 +270,22 @@ async function runWorkerTurn(ctx: RunContext, adapter: WorkerAdapter, turn: Work
     deferTrailing: true,
     onSpawn: (pid, startTime) => {
       later.write(engine, () => {
-        if (from === 'starting') move(engine.db, id, 'starting', 'running', { reason: 'worker spawned', fields: { pid, pidStart: startTime }, event: { pid } });
-        else updateTaskFields(engine.db, id, { pid, pidStart: startTime });
-        markAttemptRunning(engine.db, id, turn.task.attempt, pid, startTime);
+        const fence = fenceOf(ctx, turn.task);
+        if (from === 'starting') move(engine.db, id, 'starting', 'running', { reason: 'worker spawned', fields: { pid, pidStart: startTime }, event: { pid }, fence });
+        else updateFencedFields(engine.db, id, fence, { pid, pidStart: startTime });
+        recordAttemptProcess(engine.db, id, fence, pid, startTime);
       });
     },
-    onEvents: (events) => persistEvents(engine, id, withRunDir(events)),
+    onEvents: (events) => persistEvents(engine, turn.task, withRunDir(events)),
   });
-  const keepTrailing = () => deferTurnRecords(later, engine, id, withRunDir(result.trailing), outputTruncation(output, dropped, result.rawLogDropped, engine.config.output.max_events));
+  const keepTrailing = () => deferTurnRecords(later, engine, turn.task, withRunDir(result.trailing), outputTruncation(output, dropped, result.rawLogDropped, engine.config.output.max_events));
   if (result.aborted) {
     keepTrailing();
     throw abortError(result.aborted);
   }
   if (from === 'starting' && getTaskState(engine.db, id)?.status === 'starting') {
     // The worker ended before its spawn was recorded as running (very fast process); record it now.
-    later.write(engine, () => move(engine.db, id, 'starting', 'running', { reason: 'worker spawned' }));
+    later.write(engine, () => move(engine.db, id, 'starting', 'running', { reason: 'worker spawned', fence: fenceOf(ctx, turn.task) }));
   }
   keepTrailing();
   const denied = checkTurnForInput(engine, turn, result, later.writer(engine));
@@ -320,8 +326,13 @@ function checkAbort(ctx: RunContext): void {
   if (ctx.signal.aborted) throw abortError(String(ctx.signal.reason));
 }
 
-function endAttempt(engine: EngineContext, task: Task, status: string, errorCode: TaskErrorCode | null): void {
-  closeAttempt(engine.db, task.id, task.attempt, status, Date.now(), errorCode);
+/** The fencing token of this run: the attempt it claimed, as this runner (see tasks/state.ts Fence). */
+function fenceOf(ctx: RunContext, task: Task): Fence {
+  return { attempt: task.attempt, runnerId: ctx.runnerId };
+}
+
+function endAttempt(ctx: RunContext, task: Task, status: string, errorCode: TaskErrorCode | null): void {
+  endFencedAttempt(ctx.engine.db, task.id, fenceOf(ctx, task), status, errorCode);
 }
 
 function endWrites(ctx: RunContext, taskId: string): EndWriteContext {
@@ -343,8 +354,8 @@ async function finishWithError(ctx: RunContext, task: Task, err: unknown): Promi
       const cur = getTask(engine.db, task.id);
       if (!cur || !['starting', 'running', 'verifying'].includes(cur.status)) return;
       if (code === 'shutdown') message = message.replace('<id>', task.id);
-      transition(engine.db, task.id, cur.status, status, { reason: message.split('\n')[0].slice(0, 300), fields: { errorCode: code, errorMessage: message, pid: null } });
-      endAttempt(engine, task, status, code);
+      transition(engine.db, task.id, cur.status, status, { reason: message.split('\n')[0].slice(0, 300), fields: { errorCode: code, errorMessage: message, pid: null }, fence: fenceOf(ctx, task) });
+      endAttempt(ctx, task, status, code);
     }));
   } catch (e) {
     // Someone else moved the task (e.g. orphaned after a takeover); their state stands.

@@ -1,7 +1,8 @@
 import { isAppError } from '../core/errors.js';
 import type { EngineContext } from '../tasks/engine-context.js';
 import { appendEvent } from '../store/events.js';
-import { updateTaskFields } from '../store/tasks.js';
+import { updateRunFields } from '../store/fence.js';
+import type { Task } from '../tasks/types.js';
 import { storeFaultOf } from '../store/store-faults.js';
 import type { NormalizedEvent, ThreadUsage } from '../workers/adapter.js';
 import type { DroppedOutput, OutputBudget } from './output-budget.js';
@@ -83,19 +84,20 @@ export function threadUsageOf(engine: EngineContext, taskId: string, session: st
   return t && typeof t.input === 'number' ? t : null;
 }
 
-export function persistEvents(engine: EngineContext, id: string, events: NormalizedEvent[]): void {
-  engine.write(() => writeEvents(engine, id, events));
+export function persistEvents(engine: EngineContext, task: Task, events: NormalizedEvent[]): void {
+  engine.write(() => writeEvents(engine, task, events));
 }
 
-/** A turn's events and the token counts they carry, in the caller's transaction. */
-export function writeEvents(engine: EngineContext, id: string, events: NormalizedEvent[]): void {
+/** A turn's events and the token counts they carry, in the caller's transaction (its session id fenced to its attempt). */
+export function writeEvents(engine: EngineContext, task: Task, events: NormalizedEvent[]): void {
+  const id = task.id;
   let input = 0;
   let cached = 0;
   let output = 0;
   let cost: number | null = null;
   for (const e of events) {
     appendEvent(engine.db, id, e.type, eventPayload(e));
-    if (e.type === 'worker.started' && e.sessionId) updateTaskFields(engine.db, id, { sessionId: e.sessionId });
+    if (e.type === 'worker.started' && e.sessionId) updateRunFields(engine.db, task, { sessionId: e.sessionId });
     if (e.type === 'worker.usage') {
       input += e.inputTokens;
       cached += e.cachedTokens;
@@ -163,9 +165,9 @@ function waitUnlessStopped(ms: number, stopped: AbortSignal | undefined): Promis
 }
 
 /** A turn's events still held when it ended, then what its output lost (one event), deferred to the next write. */
-export function deferTurnRecords(later: Deferred, engine: EngineContext, id: string, trailing: NormalizedEvent[], truncated: Record<string, unknown> | null): void {
-  if (trailing.length) later.add(() => writeEvents(engine, id, trailing));
-  if (truncated) later.add(() => appendEvent(engine.db, id, 'worker.output_truncated', truncated));
+export function deferTurnRecords(later: Deferred, engine: EngineContext, task: Task, trailing: NormalizedEvent[], truncated: Record<string, unknown> | null): void {
+  if (trailing.length) later.add(() => writeEvents(engine, task, trailing));
+  if (truncated) later.add(() => appendEvent(engine.db, task.id, 'worker.output_truncated', truncated));
 }
 
 /** The `worker.output_truncated` payload for a turn that lost output (events past the cap, raw log middle), or null. */

@@ -7,6 +7,7 @@ import { appendEvent } from '../store/events.js';
 import { isSameProcess, processStartTime } from '../platform/proc/process.js';
 import { canonicalPath, hostId, remoteIdentity } from '../tasks/repo-identity.js';
 import { claimTask, type Candidate, type ClaimLimits } from './claim.js';
+import { runnerMayClaim } from '../store/fleet-claims.js';
 
 /**
  * A fleet: every host runs `lightworker run` against one PostgreSQL. There is no
@@ -127,7 +128,8 @@ export function listFleetCandidates(db: Db, me: FleetIdentity, limits: ClaimLimi
   return prep(db, FLEET_CANDIDATES_SQL).all(me.host, JSON.stringify([...me.repos.keys()]), JSON.stringify(excludeWorkers), limits.perRoot, limits.perRepository, max) as FleetCandidate[];
 }
 
-export type FleetClaim = 'claimed' | 'taken' | 'fleet_full';
+/** `lost`: this runner is no longer active or its lease ran out (it claims nothing until it joins again). */
+export type FleetClaim = 'claimed' | 'taken' | 'fleet_full' | 'lost';
 
 /**
  * Claim one task for this runner, in the caller's write transaction. Claims are serialized across the
@@ -139,6 +141,7 @@ export type FleetClaim = 'claimed' | 'taken' | 'fleet_full';
 export function claimFleetTask(db: Db, c: FleetCandidate, me: FleetIdentity, runnerId: string, limits: ClaimLimits & { fleet: number }, now = Date.now()): FleetClaim {
   const began = performance.now();
   prep(db, "SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.claim')) AS locked").get();
+  if (!runnerMayClaim(db, runnerId, Date.now())) return 'lost';
   const row = prep(db, `SELECT id FROM tasks WHERE id = ? AND status = 'queued' FOR UPDATE SKIP LOCKED`).get(c.id);
   if (!row) return 'taken';
   const counts = prep(

@@ -7,6 +7,8 @@ import { transition } from '../tasks/state.js';
 import type { Task } from '../tasks/types.js';
 import { getTask } from '../store/tasks.js';
 import { closeAttempt, inFlightTasksNotOf, inFlightTasksOf } from '../store/attempts.js';
+import { strandedOwners } from '../store/task-owners.js';
+import { lostTasksOnHost, reapExpiredRunners } from './fleet.js';
 
 /**
  * On takeover: every task some other runner owned (starting, running, verifying) lost its runner.
@@ -48,4 +50,26 @@ export async function recoverOrphans(engine: StoreWriter, holder: string, graceM
     }
   });
   return orphaned;
+}
+
+/**
+ * Runners whose lease expired are lost: mark them and orphan their tasks, and the tasks of runners that
+ * stopped or were lost without their tasks ending. Process trees are swept only
+ * for runners on this host (a PID means nothing on another host; the lost runner's spawner helper killed
+ * its trees before the lease expired, platform/proc/self-fence.ts, and the runner sweeps again when it wakes).
+ */
+export async function recoverLostRunners(engine: StoreWriter, holder: string, host: string): Promise<void> {
+  const lost = reapExpiredRunners(engine, host);
+  // And tasks still active under a runner that stopped, was lost before, or left no row: nothing else ends them.
+  const known = new Set(lost.map((r) => r.id));
+  const stranded = strandedOwners(engine.db).filter((r) => !known.has(r.id) && r.id !== holder).map((r) => ({ id: r.id, host: r.host ?? '' }));
+  const all = [...lost, ...stranded];
+  if (all.length) await recoverOrphans(engine, holder, engine.config.scheduler.kill_grace_ms, all, host);
+}
+
+/** What lost runners of this host left running (nobody on another host can kill it). */
+export async function sweepLostOnHost(engine: StoreWriter, host: string): Promise<void> {
+  const tasks = lostTasksOnHost(engine.db, host);
+  if (!tasks.length) return;
+  await sweepTrees(tasks.map((t) => taskTree(engine.home.root, t)), engine.config.scheduler.kill_grace_ms);
 }

@@ -1,3 +1,4 @@
+import { move } from '../tasks/state.js';
 import { EventEmitter } from 'node:events';
 import { taskCachelab } from '../cachelab/task-cachelab.js';
 import { sweepTrees, taskTree, type Tree } from '../platform/proc/sweep.js';
@@ -181,7 +182,9 @@ export class Scheduler extends EventEmitter {
       } catch {
         // The store is gone (the reason for killing now, often): the attempt's marker still finds its processes.
       }
-      trees.push(taskTree(this.engine.home.root, { id: r.id, attempt: t?.attempt ?? r.attempt, pid: t?.pid ?? null, pidStart: t?.pidStart ?? null }));
+      // Only this runner's own attempt: once the task is another's (orphaned, retried elsewhere), its pid is not ours.
+      const ours = t !== null && t.attempt === r.attempt && t.runnerId === this.runnerId;
+      trees.push(taskTree(this.engine.home.root, { id: r.id, attempt: r.attempt, pid: ours ? t!.pid : null, pidStart: ours ? t!.pidStart : null }));
     }
     return trees;
   }
@@ -219,11 +222,26 @@ export class Scheduler extends EventEmitter {
 
   private reactTo(e: EventRow): void {
     if (e.type === 'task.cancel_requested' && e.taskId) {
-      this.running.get(e.taskId)?.controller.abort('cancel');
+      const run = this.running.get(e.taskId);
+      if (run) run.controller.abort('cancel');
+      else this.endUnrun(e.taskId);
       return;
     }
     if (e.type === 'task.status' && e.taskId && TERMINAL.has(e.payload.to as TaskStatus)) this.hooks.team.onEnded(this.engine, e.taskId);
     if (e.type === 'task.created' || e.type === 'task.status') this.wake();
+  }
+
+  /**
+   * A cancel request for a task this runner owns but no longer runs (its run ended and the end could not
+   * be written, the store full or away): nothing else would end it, so it is cancelled here, fenced to
+   * the attempt this runner claimed.
+   */
+  private endUnrun(id: string): void {
+    const t = getTask(this.engine.db, id);
+    if (!t || t.runnerId !== this.runnerId || !['starting', 'running', 'verifying'].includes(t.status)) return;
+    this.engine.write(() =>
+      move(this.engine.db, id, t.status, 'cancelled', { reason: 'cancelled on request (its run had ended unrecorded)', fields: { errorCode: 'cancelled', errorMessage: 'cancelled on request', pid: null }, fence: { attempt: t.attempt, runnerId: this.runnerId } }),
+    );
   }
 
   /** Workers that cannot take work now: rate-limit pauses and per-worker concurrency. */
@@ -268,6 +286,11 @@ export class Scheduler extends EventEmitter {
         ? this.engine.write(() => claimFleetTask(this.engine.db, pick as FleetCandidate, this.fleet!, this.runnerId, fleetLimitsOf(this.engine.config), now))
         : this.engine.write(() => claimTask(this.engine.db, pick.id, this.runnerId, now)) ? 'claimed' : 'taken';
       if (claimed === 'fleet_full') break;
+      if (claimed === 'lost') {
+        // The fleet counts this runner lost: claim nothing; the service stops what runs and joins again.
+        this.emit('runner.lost');
+        break;
+      }
       if (claimed !== 'claimed') continue;
       this.lastDispatch.set(pick.rootId, ++this.dispatchSeq);
       this.affinity = pick.cohort && pick.cohort === this.affinity.cohort ? { cohort: pick.cohort, streak: this.affinity.streak + 1 } : { cohort: pick.cohort, streak: 1 };

@@ -4,21 +4,22 @@ import { newToken } from '../core/ids.js';
 import type { LeaderEngine } from '../store/engine-handle.js';
 import { storeCapabilities } from '../store/capabilities.js';
 import { anchorChains, anchorDue, latestSeq } from '../store/events.js';
-import { fleetIdentity, lostTasksOnHost, reapExpiredRunners, registerRunner, renewRunner, stopRunner, type FleetIdentity } from './fleet.js';
+import { fleetIdentity, registerRunner, renewRunner, stopRunner, type FleetIdentity } from './fleet.js';
 import { releaseLease, renewLease, tryAcquireLease } from './lease.js';
 import { readServiceStatus } from './service-status.js';
 import { claimableWork } from '../store/work-counts.js';
 import { claimSpawn, RESPAWN_MS, runnerWanted } from './spawn-gate.js';
-import { recoverOrphans } from './recovery.js';
+import { recoverLostRunners, recoverOrphans, sweepLostOnHost } from './recovery.js';
 import { sweepExpiredRequests } from './request-expiry.js';
 import { sweepPullRequests } from './pull-sweep.js';
 import { sweepRetention } from './retention-sweep.js';
 import { sweepDeadSnapshots } from '../isolation/snapshot-sweep.js';
 import { Scheduler, type RunningTask } from './scheduler.js';
-import { sweepTrees, taskTree, type Tree } from '../platform/proc/sweep.js';
+import type { Tree } from '../platform/proc/sweep.js';
 import { requireLeaderHooks, type LeaderHooks } from './leader-hooks.js';
 import { storeDamagedError, storeFaultOf } from '../store/store-faults.js';
 import { StoreHealth } from './store-health.js';
+import { RunnerFence } from './runner-fence.js';
 import type { SchedulerService, SchedulerStatus, ServiceOptions } from './service-types.js';
 
 export type { RunningTask, SchedulerService, SchedulerStatus, ServiceOptions };
@@ -30,7 +31,7 @@ const ANCHOR_EVERY_MS = 10_000;
  * Run the scheduler for this home: lead if nobody does (a lease row with heartbeat), else stand by and
  * take over once the leader's lease expires or its process is provably dead. On takeover, tasks of the
  * old leader are recovered as orphaned (their process trees killed) before anything new is claimed.
- * Emits 'status' whenever role or counts change, 'leader' / 'standby' on role changes, 'task.ended'
+ * Emits 'status' whenever role or counts change, 'leader' / 'standby' on role changes ('lease.lost' first when the lease was lost while leading), 'task.ended'
  * (id, status) after each run of this process, 'drained' once a drain() left nothing running, 'trouble'
  * (message) when beats keep failing (the store unreachable) and 'recovered' when one works again, 'fatal'
  * (error) when the store is closed for good (its connection thread stopped answering) or damaged (the
@@ -80,7 +81,22 @@ class Service extends EventEmitter implements SchedulerService {
     this.health = new StoreHealth(engine);
     engine.watch();
     engine.events.on('change', this.onChange);
+    this.fence = this.fleet ? new RunnerFence(this.ttl, (r, message) => void this.selfFenced(r.killed === null, message).catch((err) => this.trouble(err))) : null;
     this.schedule();
+  }
+
+  /** Our workers must be dead before our lease can expire, even if this process cannot run (fleet only). */
+  private readonly fence: RunnerFence | null;
+
+  /** Our trees were killed (no renewal in time; `killOwn`: by us, no helper): stop as a lost runner would, and join again. */
+  private async selfFenced(killOwn: boolean, message: string): Promise<void> {
+    if (!this.scheduler || this.stopped) return;
+    if (this.listenerCount('trouble')) this.emit('trouble', message);
+    const old = this.holder;
+    if (killOwn) await this.scheduler.killNow();
+    await this.loseLeadership();
+    // The store away: the fleet marks the old id lost when its lease expires.
+    await Promise.resolve().then(() => this.engine.write(() => stopRunner(this.engine.db, old))).catch(() => undefined);
   }
 
   /** When our last heartbeat was written; whether the last beat failed (the store busy). */
@@ -116,7 +132,8 @@ class Service extends EventEmitter implements SchedulerService {
       let ok = false;
       try {
         [this.beatAt, this.beatFailed] = [Date.now(), false];
-        ok = this.fleet ? renewRunner(this.engine.db, this.holder, this.ttl) : renewLease(this.engine.db, this.holder, this.ttl);
+        ok = this.fleet ? renewRunner(this.engine.db, this.holder, this.ttl, this.beatAt) : renewLease(this.engine.db, this.holder, this.ttl);
+        if (ok) this.fence?.renewed(this.beatAt);
       } catch (err) {
         this.beatFailed = true;
         this.trouble(err); // database busy: try again in a moment; the lease has slack
@@ -128,7 +145,7 @@ class Service extends EventEmitter implements SchedulerService {
           sweepExpiredRequests(this.engine);
           void sweepPullRequests(this.engine)?.catch((err) => this.trouble(err));
           void sweepRetention(this.engine)?.catch((err) => this.trouble(err));
-          if (this.fleet) await this.recoverLostRunners();
+          if (this.fleet) await recoverLostRunners(this.engine, this.holder, this.fleet.host);
           this.anchorIfDue();
           this.fine();
         } catch (err) {
@@ -156,11 +173,12 @@ class Service extends EventEmitter implements SchedulerService {
     }
     if (!won) return;
     this.beatAt = Date.now();
+    this.fence?.renewed(this.joinedAt);
     this.becoming = true;
     try {
       if (this.fleet) {
-        await this.sweepLostOnHost(this.fleet.host);
-        await this.recoverLostRunners();
+        await sweepLostOnHost(this.engine, this.fleet.host);
+        await recoverLostRunners(this.engine, this.holder, this.fleet.host);
       } else await recoverOrphans(this.engine, this.holder, this.engine.config.scheduler.kill_grace_ms);
       // Read-only snapshots the dead runner held; off the path to leading (prune removes them otherwise).
       setImmediate(() => {
@@ -177,10 +195,11 @@ class Service extends EventEmitter implements SchedulerService {
         return;
       }
       this.scheduler = new Scheduler(this.engine, this.holder, this.hooks, this.fleet);
-      if (!this.fleet) this.engine.setWriteBeat(() => this.beatInWrite());
+      this.engine.setWriteBeat(() => (this.fence ? this.fence.renewInWrite(this.engine.db, this.holder, this.beatAt, (at) => (this.beatAt = Math.max(this.beatAt, at))) : this.beatInWrite()));
       this.scheduler.on('drained', () => this.emit('drained'));
       this.scheduler.on('task.ended', (id: string, status: string) => this.emit('task.ended', id, status));
       this.scheduler.on('store.fault', (err: unknown) => this.trouble(err));
+      this.scheduler.on('runner.lost', () => setImmediate(() => void this.loseLeadership().catch((err) => this.trouble(err))));
       if (this.health.full) this.scheduler.holdClaims(this.health.full.error.message);
       this.scheduler.start();
       if (this.opts.paused) this.scheduler.pause();
@@ -269,31 +288,17 @@ class Service extends EventEmitter implements SchedulerService {
     this.anchoredAtSeq = seq;
   }
 
+  /** When we last registered (our lease's start until the first renewal). */
+  private joinedAt = 0;
   /** Register as a runner of the fleet (a fresh runner id after a lost lease: the old one's tasks are orphaned). */
   private joinFleet(me: FleetIdentity): boolean {
     if (this.leaseLost) {
       this.holder = newHolder();
       this.leaseLost = false;
     }
-    this.engine.write(() => registerRunner(this.engine.db, this.holder, me, this.engine.config.scheduler.max_concurrency, this.ttl));
+    this.joinedAt = Date.now();
+    this.engine.write(() => registerRunner(this.engine.db, this.holder, me, this.engine.config.scheduler.max_concurrency, this.ttl, this.joinedAt));
     return true;
-  }
-
-  /**
-   * Runners whose lease expired are lost: mark them and orphan their tasks. Process trees are swept only
-   * for runners on this host (a PID means nothing on another host; the lost runner kills its own trees
-   * when it finds its lease gone).
-   */
-  private async recoverLostRunners(): Promise<void> {
-    const lost = reapExpiredRunners(this.engine, this.fleet!.host);
-    if (lost.length) await recoverOrphans(this.engine, this.holder, this.engine.config.scheduler.kill_grace_ms, lost, this.fleet!.host);
-  }
-
-  /** What lost runners of this host left running (nobody on another host can kill it). */
-  private async sweepLostOnHost(host: string): Promise<void> {
-    const tasks = lostTasksOnHost(this.engine.db, host);
-    if (!tasks.length) return;
-    await sweepTrees(tasks.map((t) => taskTree(this.engine.home.root, t)), this.engine.config.scheduler.kill_grace_ms);
   }
 
   private release(): void {
@@ -328,6 +333,8 @@ class Service extends EventEmitter implements SchedulerService {
     this.scheduler = null;
     this.engine.setWriteBeat(null);
     this.leaseLost = true;
+    this.emit('lease.lost');
+    this.fence?.clear();
     // Someone else leads now and will orphan our tasks (in a fleet: did already); kill what we started so nothing runs twice.
     await s?.stop('leader_lost');
     this.emit('standby');
@@ -385,5 +392,6 @@ class Service extends EventEmitter implements SchedulerService {
       }
       this.release();
     }
+    this.fence?.close();
   }
 }

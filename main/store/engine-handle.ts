@@ -40,7 +40,8 @@ export interface EngineHandle extends StoreWriter {
 export interface LeaderEngine extends EngineHandle {
   /** The SQLite file the store was opened from (device, inode), for the leader's look at it; null on PostgreSQL. */
   readonly storeFile: StoreFileId | null;
-  setWriteBeat(beat: (() => void) | null): void;
+  /** `beat` runs at the end of each write transaction; what it returns, after that transaction committed. */
+  setWriteBeat(beat: (() => (() => void) | void) | null): void;
   /** Close the store for good because of `fault` (damage found): every later call of this process is told `fault`. */
   closeStoreFor(fault: Error): void;
 }

@@ -248,6 +248,10 @@ function endChain(chain: string, pos: number, hash: string, lastSeq: number, hea
   if (anchored && anchored.pos > pos) {
     return { seq: head?.seq ?? lastSeq, reason: `events ${pos + 1}..${anchored.pos} of ${chainName(chain)}, anchored by anchor ${anchored.anchor}, were deleted` };
   }
+  if (head && head.pos === pos && head.hash === hash && head.seq !== lastSeq) {
+    // The hash covers the position, not seq: a renumbered event is seen by its head (and by the order below).
+    return { seq: lastSeq, reason: `the newest event of ${chainName(chain)} is numbered ${lastSeq}, but its head records event ${head.seq} (sequence numbers were changed)` };
+  }
   if (!head || head.pos !== pos || head.hash !== hash) {
     return { seq: head ? head.seq : lastSeq, reason: `events after position ${pos} of ${chainName(chain)} were deleted from the end of its chain${head ? ` (its head is event ${head.seq}, position ${head.pos})` : ' (no head recorded)'}` };
   }
@@ -281,8 +285,11 @@ function verifyChains(db: Db, anchoredHeads: Map<string, Anchored>, deleted: Map
         chain = r.chain;
         pos = 0;
         prevHash = GENESIS_HASH;
+        lastSeq = 0;
       }
       const c = r.chain!;
+      // One chain's events are written in order (its head row is locked for each), so seq grows with the position.
+      if (r.seq <= lastSeq) return { checked, broken: { seq: r.seq, reason: `event ${r.seq} (position ${r.chain_pos} of ${chainName(c)}) is numbered before event ${lastSeq} at position ${pos} (sequence numbers were swapped)` } };
       if (r.chain_pos !== pos + 1) return { checked, broken: { seq: r.seq, reason: `event ${pos + 1} of ${chainName(c)} is missing (next present is event ${r.seq}, position ${r.chain_pos})` } };
       if (r.prev_hash !== prevHash) return { checked, broken: { seq: r.seq, reason: `event ${r.seq} does not link to the previous event of ${chainName(c)}` } };
       if (hashChained(r.prev_hash, c, pos + 1, r.type, r.ts, r.payload) !== r.hash || (r.task_id ?? '') !== c) {

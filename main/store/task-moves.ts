@@ -1,3 +1,4 @@
+import type { Fence } from './fence.js';
 import { prep, type Db } from './db.js';
 import type { TaskFieldUpdate } from './tasks.js';
 import { toColumnValues } from './tasks.js';
@@ -12,13 +13,14 @@ import { toColumnValues } from './tasks.js';
  * Move the task to `to` if it is in one of `froms` now, setting `fields` too; false when it was not
  * (someone else moved it first).
  */
-export function compareAndSetStatus(db: Db, id: string, froms: readonly string[], to: string, fields: TaskFieldUpdate, now: number): boolean {
+export function compareAndSetStatus(db: Db, id: string, froms: readonly string[], to: string, fields: TaskFieldUpdate, now: number, fence?: Fence): boolean {
   const { sets, values } = toColumnValues(fields);
+  // Fenced (a runner's own move): only while the task is still the attempt that runner claimed (store/fence.ts).
   const res = prep(
     db,
     `UPDATE tasks SET status = ?, ${sets.length ? sets.join(', ') + ', ' : ''}updated_at = ?
-       WHERE id = ? AND status IN (${froms.map(() => '?').join(',')})`,
-  ).run(to, ...values, now, id, ...froms);
+       WHERE id = ? AND status IN (${froms.map(() => '?').join(',')})${fence ? ' AND attempt = ? AND runner_id = ?' : ''}`,
+  ).run(to, ...values, now, id, ...froms, ...(fence ? [fence.attempt, fence.runnerId] : []));
   return res.changes === 1;
 }
 

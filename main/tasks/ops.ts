@@ -7,6 +7,7 @@ import { appendEvent } from '../store/events.js';
 import type { Db } from '../store/db.js';
 import { closeRequest, pendingRequestOf } from '../store/requests.js';
 import { requireTask, updateTaskFields, type TaskFieldUpdate } from '../store/tasks.js';
+import { ownerGone } from '../store/task-owners.js';
 import { needsApproval } from './create.js';
 import { releaseDependents, transition } from './state.js';
 import { ACTIVE, type Authority, type Task, type TaskStatus } from './types.js';
@@ -25,7 +26,8 @@ export function approveTask(db: Db, id: string, by: string): Task {
 
 /**
  * Cancel a task. A task that has not started is cancelled at once; a running one gets a cancel request
- * that its leader acts on (kill the process tree, then `cancelled`). Returns the task after the change.
+ * that its leader acts on (kill the process tree, then `cancelled`), or, when its runner is gone, is
+ * cancelled at once too. Returns the task after the change.
  */
 export function cancelTask(db: Db, id: string, by: string, reason?: string): Task {
   const t = requireTask(db, id);
@@ -41,6 +43,9 @@ export function cancelTask(db: Db, id: string, by: string, reason?: string): Tas
       updateTaskFields(db, id, { cancelRequested: true });
       appendEvent(db, id, 'task.cancel_requested', { by, ...(reason ? { reason } : {}) });
     }
+    // Nobody runs it any more (its runner stopped or was lost, or another leader leads): ended here, now.
+    // A live owner still gets the request above and kills what it runs; its own end then finds it ended.
+    if (ownerGone(db, t.runnerId)) return transition(db, id, t.status, 'cancelled', { reason: `${why} (its runner ${t.runnerId ?? 'none'} is gone)`, fields: { errorCode: 'cancelled', errorMessage: why, pid: null } });
     return requireTask(db, id);
   }
   throw new AppError('illegal_transition', `task ${id} is ${t.status}; it can no longer be cancelled`, { status: t.status });

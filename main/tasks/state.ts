@@ -2,9 +2,12 @@ import { AppError } from '../core/errors.js';
 import { redactText } from '../core/redact.js';
 import { appendEvent } from '../store/events.js';
 import type { Db } from '../store/db.js';
+import type { Fence } from '../store/fence.js';
 import { dependentsOf, requireTask, type TaskFieldUpdate } from '../store/tasks.js';
 import { FAILED_ENDS, type Task, type TaskStatus } from './types.js';
 import { blockWaitingTask, compareAndSetStatus, tasksBlockedBy } from '../store/task-moves.js';
+
+export type { Fence };
 
 /** The legal edges of the task lifecycle (docs/architecture.md draws it). Anything else is an illegal transition. */
 export const TRANSITIONS: Readonly<Record<TaskStatus, readonly TaskStatus[]>> = {
@@ -45,6 +48,12 @@ export interface TransitionOptions {
   fields?: TaskFieldUpdate;
   /** Extra payload for the event. */
   event?: Record<string, unknown>;
+  /**
+   * The runner's fencing token: the move applies only while the task is still this attempt of this
+   * runner. A runner that lost its lease (frozen, cut off) and wakes after the task was orphaned and
+   * retried elsewhere can then never end, or move, the newer attempt.
+   */
+  fence?: Fence;
 }
 
 /**
@@ -67,9 +76,16 @@ export function move(db: Db, id: string, from: TaskStatus | readonly TaskStatus[
   const now = Date.now();
   const fields: TaskFieldUpdate = { ...opts.fields };
   if (FAILED_ENDS.has(to) || to === 'completed' || to === 'accepted') fields.endedAt ??= now;
-  if (!compareAndSetStatus(db, id, froms, to, fields, now)) {
-    // The caller's view was stale: someone else moved the task first.
+  const fence = opts.fence;
+  if (!compareAndSetStatus(db, id, froms, to, fields, now, fence)) {
+    // The caller's view was stale: someone else moved the task first (or, fenced, it is another attempt now).
     const current = requireTask(db, id);
+    if (fence && (current.attempt !== fence.attempt || current.runnerId !== fence.runnerId)) {
+      throw new AppError('conflict', `task ${id}: attempt ${fence.attempt} of runner ${fence.runnerId} is no longer current (attempt ${current.attempt} of runner ${current.runnerId ?? 'none'} is)`, {
+        status: current.status,
+        fenced: true,
+      });
+    }
     throw new AppError('conflict', `task ${id} is ${current.status}, expected ${froms.join(' or ')}`, { status: current.status, expected: froms });
   }
   appendEvent(db, id, 'task.status', { from: froms.length === 1 ? froms[0] : froms, to, ...(opts.reason ? { reason: opts.reason } : {}), ...opts.event }, now);

@@ -37,6 +37,13 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 if (step.ignore_sigterm) process.on('SIGTERM', () => {});
 if (step.prompt_log) appendFileSync(step.prompt_log, JSON.stringify({ session, resumed: followup, prompt }) + '\n');
+if (step.beat_log) {
+  // A side log of when this attempt was alive: a line every 50 ms (task, attempt, pid, wall clock). Two
+  // attempts of one task overlapped when one's beats reach past the other's first.
+  const beat = () => appendFileSync(step.beat_log, `${process.env.LIGHTWORKER_TASK_ID ?? '?'} ${process.env.LIGHTWORKER_ATTEMPT ?? '?'} ${process.pid} ${Date.now()}\n`);
+  beat();
+  setInterval(beat, 50).unref();
+}
 if (step.append_log) appendFileSync(step.append_log, `${process.env.LIGHTWORKER_TASK_ID ?? '?'} ${process.env.LIGHTWORKER_ATTEMPT ?? '?'} ${process.pid}\n`);
 
 emit({ type: 'start', session, model: step.model ?? 'mock-model', followup });

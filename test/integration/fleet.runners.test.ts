@@ -44,7 +44,7 @@ function makeHost(name: string, repos: string[], origins: Record<string, string>
   const repoLines = Object.entries(clones[name]).map(([r, p]) => `"${r}" = "${p}"`).join(', ');
   writeFileSync(
     join(home, 'config.toml'),
-    `${store}[fleet]\nhost_id = "${name}"\nrepos = { ${repoLines} }\nlease_ttl_ms = 1500\n` +
+    `${store}[fleet]\nhost_id = "${name}"\nrepos = { ${repoLines} }\nlease_ttl_ms = 4000\n` +
       // per_repository 6 < the 8 slots of a and b together: the limit must hold across hosts.
       `[scheduler]\nmax_concurrency = 4\nper_root = 64\nper_repository = 6\nkill_grace_ms = 500\n`,
   );
@@ -258,7 +258,7 @@ describe('a fleet of runners on one PostgreSQL', () => {
     expect(Object.values(statuses(onA)).every((s) => s === 'orphaned')).toBe(true);
   }, 180_000);
 
-  it('a runner cut off longer than its lease (SIGSTOP) is lost; when it wakes it finds out, kills its own workers and joins again as a new runner', async () => {
+  it('a runner cut off longer than its lease (SIGSTOP) has its workers killed by its spawner helper before its lease expires, is lost, and joins again as a new runner when it wakes', async () => {
     const ids = await submit('api', 6, { sleep_ms: 30_000, escape: true });
     await until(() => Object.values(statuses(ids)).filter((s) => s === 'running').length === 6, 30_000, () => `six long tasks to run on a and b\n${fleetState(ids)}`);
     const placed = placements(ids);
@@ -270,13 +270,12 @@ describe('a fleet of runners on one PostgreSQL', () => {
     runners['host-b'].kill('SIGSTOP');
     try {
       await until(() => onB.every((id) => statuses([id])[id] === 'orphaned'), 20_000, "b's tasks to be orphaned while it is stopped");
-      // Nobody else can kill b's workers: they still run.
-      expect(pidsB.every((p) => isAlive(p))).toBe(true);
+      // Nobody else can kill b's workers, but b's spawner helper did, before b's lease could expire (self-fencing).
+      expect(pidsB.filter((p) => isAlive(p))).toEqual([]);
     } finally {
       runners['host-b'].kill('SIGCONT');
     }
-    // b wakes, finds its lease gone, kills what it started, and registers again.
-    await until(() => pidsB.every((p) => !isAlive(p)), 20_000, 'b to kill its own workers after losing its lease');
+    // b wakes, finds its lease gone, and registers again.
     await until(() => (laptop.db.prepare(`SELECT COUNT(*) AS n FROM runners WHERE host = 'host-b' AND state = 'active' AND id != ?`).get(runnerB) as { n: number }).n === 1, 20_000, 'b to join again');
     expect(Object.values(statuses(onB)).every((s) => s === 'orphaned')).toBe(true);
     const rest = ids.filter((id) => !onB.includes(id));

@@ -109,4 +109,24 @@ describe('a runner that loses its PostgreSQL', () => {
     next.child.kill('SIGTERM');
     await exited(next.child);
   }, 150_000);
+  it('run --until-idle whose lease was lost to an outage (its task orphaned) exits 1, never 0, once idle', async () => {
+    const long = await submit({ sleep_ms: 60_000 });
+    const child = startCli(['run', '--until-idle'], { home: runnerHome });
+    children.push(child);
+    const stderr = captureStderr(child);
+    await until(() => status(long) === 'running' && workerPids().length > 0 && isAlive(workerPids().at(-1)!), 30_000, () => `the long task to run\n${stderr()}`);
+    const pid = workerPids().at(-1)!;
+    await proxy.cut();
+    try {
+      // Its spawner helper kills the worker before the lease can expire (self-fencing).
+      await until(() => !isAlive(pid), 30_000, () => `the worker to be killed\n${stderr()}`);
+    } finally {
+      await proxy.restore();
+    }
+    // Back: it joins again, finds its old task stranded and orphans it; nothing is left to run.
+    const code = await Promise.race([exited(child), new Promise((r) => setTimeout(() => r('still running'), 60_000))]);
+    expect(status(long)).toBe('orphaned');
+    expect(code, stderr()).toBe(1);
+    expect(stderr()).toMatch(/lost its lease while leading/);
+  }, 150_000);
 });

@@ -83,6 +83,11 @@ function rewriteChain(chain: string, fromPos: number): void {
   db().prepare('UPDATE chain_heads SET hash = ? WHERE chain = ?').run(prev, chain);
 }
 
+/** Change events' sequence numbers, each [from, to] in turn (a temporary number frees one for a swap). */
+function renumber(moves: [number, number][]): void {
+  for (const [from, to] of moves) db().prepare('UPDATE events SET seq = ? WHERE seq = ?').run(to, from);
+}
+
 async function broken(): Promise<{ seq: number; reason: string }> {
   const r = await h.call('audit_verify');
   expect(r.ok).toBe(false);
@@ -113,6 +118,21 @@ describe('audit verify: a chain per task, anchored', () => {
     const next = at(a, 4).seq;
     db().prepare('DELETE FROM events WHERE chain = ? AND chain_pos = 3').run(a);
     expect(await broken()).toEqual({ seq: next, reason: `event 3 of task ${a} is missing (next present is event ${next}, position 4)` });
+  });
+
+  it('finds two events of a chain whose sequence numbers were swapped (the order the log reads in)', async () => {
+    const [s2, s3, s4] = [at(a, 2).seq, at(a, 3).seq, at(a, 4).seq];
+    renumber([[s2, -1], [s4, s2], [-1, s4]]);
+    // Position 2 now holds the later number: position 3 reads as written before it.
+    expect(await broken()).toEqual({ seq: s3, reason: `event ${s3} (position 3 of task ${a}) is numbered before event ${s4} at position 2 (sequence numbers were swapped)` });
+  });
+
+  it("finds a chain's newest event swapped with a later event of another chain (its head row records the number)", async () => {
+    note(b, 2);
+    const [s5, last] = [at(a, 5).seq, at(b, 3).seq];
+    renumber([[s5, -1], [last, s5], [-1, last]]);
+    const r = await broken();
+    expect(r.reason).toMatch(/sequence numbers were (swapped|changed)/);
   });
 
   it("finds a task chain's tail deleted", async () => {

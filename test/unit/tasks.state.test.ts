@@ -2,6 +2,10 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { transition, TRANSITIONS } from '../../main/tasks/state.js';
 import { STATUSES, type TaskStatus } from '../../main/tasks/types.js';
 import { getTask } from '../../main/store/tasks.js';
+import { updateRunFields } from '../../main/store/fence.js';
+import { isPostgres } from '../../main/store/db.js';
+import { fleetIdentity, registerRunner } from '../../main/scheduler/fleet.js';
+import { tryAcquireLease } from '../../main/scheduler/lease.js';
 import { makeHome, type TestHome } from '../helpers/env.js';
 
 let h: TestHome;
@@ -49,6 +53,30 @@ describe('task state machine', () => {
     force(id, 'running');
     expect(() => h.engine.write(() => transition(h.engine.db, id, 'queued', 'starting'))).toThrow(expect.objectContaining({ code: 'conflict' }));
     expect(getTask(h.engine.db, id)!.status).toBe('running');
+  });
+
+  it('fences a runner to the attempt it claimed: once the task is another attempt or another runner’s, its moves are refused and change nothing', async () => {
+    const id = await newTask();
+    const db = h.engine.db;
+    db.prepare(`UPDATE tasks SET status = 'running', attempt = 1, runner_id = 'runner-a' WHERE id = ?`).run(id);
+    // The fleet orphaned attempt 1 and a retry put attempt 2 on runner b.
+    db.prepare(`UPDATE tasks SET status = 'running', attempt = 2, runner_id = 'runner-b' WHERE id = ?`).run(id);
+    const stale = { attempt: 1, runnerId: 'runner-a' };
+    expect(() => h.engine.write(() => transition(db, id, 'running', 'orphaned', { fence: stale }))).toThrow(expect.objectContaining({ code: 'conflict', message: expect.stringMatching(/attempt 1 of runner runner-a is no longer current/) }));
+    expect(() => h.engine.write(() => transition(db, id, 'running', 'failed', { fence: { attempt: 2, runnerId: 'runner-a' } }))).toThrow(expect.objectContaining({ code: 'conflict' }));
+    expect(getTask(db, id)).toMatchObject({ status: 'running', attempt: 2, runnerId: 'runner-b' });
+    expect(h.engine.write(() => transition(db, id, 'running', 'verifying', { fence: { attempt: 2, runnerId: 'runner-b' } })).status).toBe('verifying');
+  });
+
+  it('fences the fields a run writes besides its moves (a verify command’s pid, the session id, the worktree path) to its attempt', async () => {
+    const id = await newTask();
+    const db = h.engine.db;
+    db.prepare(`UPDATE tasks SET status = 'running', attempt = 2, runner_id = 'runner-b', pid = 4242, session_id = 'session-b' WHERE id = ?`).run(id);
+    const staleRun = { id, attempt: 1, runnerId: 'runner-a' };
+    expect(h.engine.write(() => updateRunFields(db, staleRun, { pid: 99, sessionId: 'session-a', worktreePath: '/elsewhere' }))).toBe(false);
+    expect(getTask(db, id)).toMatchObject({ pid: 4242, sessionId: 'session-b', worktreePath: null });
+    expect(h.engine.write(() => updateRunFields(db, { id, attempt: 2, runnerId: 'runner-b' }, { pid: 7 }))).toBe(true);
+    expect(getTask(db, id)!.pid).toBe(7);
   });
 
   it('lets exactly one of two connections win a concurrent compare-and-set', async () => {
@@ -105,15 +133,25 @@ describe('task state machine', () => {
     expect(getTask(h.engine.db, b)!.status).toBe('queued');
   });
 
-  it('cancels an unstarted task at once and only requests cancel for a running one', async () => {
+  it('cancels an unstarted task at once, only requests cancel for one its live runner runs, and ends one whose runner is gone', async () => {
     const a = await newTask();
     expect((await h.call('cancel_task', { id: a })).task.status).toBe('cancelled');
     const b = await newTask();
     force(b, 'running');
+    // Its runner is alive: a fleet runner with a valid lease, or the leader of this home.
+    const db = h.engine.db;
+    if (isPostgres(db)) h.engine.write(() => registerRunner(db, 'live-runner', fleetIdentity(h.engine.config), 4, 60_000));
+    else expect(tryAcquireLease(db, 'live-runner', 60_000)).toBe(true);
+    db.prepare(`UPDATE tasks SET runner_id = 'live-runner' WHERE id = ?`).run(b);
     const r = await h.call('cancel_task', { id: b });
     expect(r.task.status).toBe('running');
     expect(r.task.cancelRequested).toBe(true);
     await expect(h.call('cancel_task', { id: a })).rejects.toMatchObject({ code: 'illegal_transition' });
+    // Its runner is gone (no such runner, nobody leads as it): nobody would act on a request, so it ends now.
+    const c = await newTask();
+    force(c, 'running');
+    db.prepare(`UPDATE tasks SET runner_id = 'gone-runner' WHERE id = ?`).run(c);
+    expect((await h.call('cancel_task', { id: c })).task.status).toBe('cancelled');
   });
 
   it('decides queued vs awaiting_approval by mode and kind', async () => {

@@ -7,13 +7,16 @@
 #
 # Protocol, both ways over stdin/stdout: frames of [u32 LE length of what follows][u8 type][u32 LE id][payload].
 #   leader -> helper: 1 spawn (JSON {c, a, cwd, env, detached, stdin, ident, cg}), 2 stdin bytes, 3 stdin end,
-#                     4 release (close the child's pipes, forget it)
+#                     4 release (close the child's pipes, forget it), 5 lease deadline (JSON {ms, mono}: ms from
+#                     mono, the leader's CLOCK_MONOTONIC in ms; ms null: none)
 #   helper -> leader: 0 ready (JSON {cgroup, subreaper}), 10 spawned (JSON {pid, start, mark, cg}), 11 spawn error
 #                     (UTF-8 message), 12 stdout bytes, 13 stderr bytes, 14 exit (JSON [code, signal]), 15 close
-#                     (JSON [code, signal])
+#                     (JSON [code, signal]), 16 fenced (JSON {killed, lateMs}: the lease deadline passed without a
+#                     renewal; every tree was killed, lateMs after it)
 # `ident` asks for the identity a sweep needs: `start` (the start time from /proc/PID/stat) and `mark` (where
 # PID allocation stood before the fork, as fork-common.mjs's markPids says it for a direct spawn).
-# While its leader lives it signals nothing: the leader (or a standby) sweeps trees by process group and marker.
+# While its leader lives it signals nothing but at a lease deadline (self-fence.ts): otherwise the leader (or a
+# standby) sweeps trees by process group and marker.
 # It exits when its stdin ends: a leader that exits or is killed (even with SIGKILL) leaves no helper behind.
 #
 # Containment (Linux): it is a child subreaper (prctl), so a process its trees orphan (setsid, double fork,
@@ -30,6 +33,7 @@ import signal
 import struct
 import subprocess
 import sys
+import time
 
 # The containment (cgroup, subreaper) lives beside this file; -I keeps this folder off sys.path.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -41,6 +45,39 @@ sel = selectors.DefaultSelector()
 children = {}  # id -> Child the leader still hears about
 by_pid = {}  # pid -> Child not reaped yet (released ones included)
 out = []
+deadline = None  # the runner's lease deadline on clock(): its trees must be dead by then (self-fence.ts)
+FENCE_POLL_S = 0.25
+
+
+def clock():
+    # Monotonic, and counting a suspended machine where it can: a lid closed past the lease is a lease lost.
+    try:
+        return time.clock_gettime(time.CLOCK_BOOTTIME)
+    except (AttributeError, OSError):
+        return time.monotonic()
+
+
+def arm(req):
+    """The runner's deadline, `ms` from when it sent it (`mono`: its CLOCK_MONOTONIC in ms, the clock of
+    time.monotonic() here): a frame read late on a loaded host must not push the deadline later."""
+    global deadline
+    ms = req.get('ms')
+    if ms is None:
+        deadline = None
+        return
+    late = time.monotonic() * 1000.0 - req['mono'] if isinstance(req.get('mono'), (int, float)) else 0.0
+    deadline = clock() + max(0.0, ms - (late if 0 <= late <= 60000 else 0.0)) / 1000.0
+
+
+def fence():
+    """The deadline passed: SIGKILL every tree this helper holds, and below it (as a subreaper, all of it)."""
+    global deadline
+    late = (clock() - deadline) * 1000.0
+    deadline = None
+    killed = contain.kill_trees([c for c in by_pid.values() if c.exit is None])
+    send(16, 0, json.dumps({'killed': killed, 'lateMs': round(late)}))
+    flush()
+    reap()
 
 
 def send(typ, cid, payload=b''):
@@ -111,6 +148,7 @@ class Child:
         self.stdin_buf = b''
         self.stdin_end = False
         self.stdin_watched = False
+        self.cg = None  # its cgroup directory, where it was started in one
 
 
 def popen(req):
@@ -137,6 +175,7 @@ def start(cid, req):
     except (ValueError, TypeError) as e:
         return send(11, cid, 'spawn %s %s' % (req['c'], e))
     child = Child(cid, proc)
+    child.cg = directory
     children[cid] = child
     by_pid[proc.pid] = child
     started = start_time(proc.pid) if req.get('ident') and LINUX else None
@@ -254,6 +293,8 @@ def pump_stdin(child):
 def handle(typ, cid, payload):
     if typ == 1:
         return start(cid, json.loads(payload.decode('utf-8')))
+    if typ == 5:
+        return arm(json.loads(payload.decode('utf-8')))
     child = children.get(cid)
     if child is None:
         return
@@ -315,7 +356,11 @@ def main():
     send(0, 0, json.dumps({'cgroup': contain.CGROUP, 'subreaper': contain.SUBREAPER}))
     flush()
     while True:
-        for key, _ in sel.select():
+        if deadline is not None and clock() >= deadline:
+            fence()
+        # At most FENCE_POLL_S: select() sleeps on a clock that stops while the machine is suspended.
+        timeout = None if deadline is None else min(FENCE_POLL_S, max(0, deadline - clock()))
+        for key, _ in sel.select(timeout):
             kind, child = key.data
             if kind == 'leader':
                 on_leader()

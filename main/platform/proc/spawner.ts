@@ -3,6 +3,7 @@ import { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
 import { Readable, Writable } from 'node:stream';
 import { spawnOptions } from './fork-common.mjs';
+import { attachDeadlineSink, selfFenced, T_DEADLINE, T_FENCED } from './self-fence.js';
 import { helperCommand, readyPayload, type Containment, type HelperCommand } from './spawner-kinds.js';
 import { markPids, processStartTime, type PidMark } from './process.js';
 
@@ -296,8 +297,10 @@ class Helper {
       const queued = this.queued;
       this.queued = [];
       for (const b of queued) this.proc.stdin!.write(b);
+      attachDeadlineSink((ms, mono) => this.write(frame(T_DEADLINE, 0, JSON.stringify({ ms, mono }))));
       return;
     }
+    if (type === T_FENCED) return selfFenced(JSON.parse(payload.toString('utf8')) as { killed: number; lateMs: number });
     const child = this.live.get(id);
     if (!child || child.direct) return;
     switch (type) {
@@ -340,6 +343,7 @@ class Helper {
   private die(why: string): void {
     if (this.dead) return;
     this.dead = true;
+    attachDeadlineSink(null);
     process.stderr.write(`lightworker: the spawner helper ${why}; starting processes directly from now on\n`);
     for (const child of [...this.live.values()]) {
       this.live.delete(child.id);

@@ -158,5 +158,38 @@ def kill_descendants(reap):
         reap()
 
 
+def kill_quietly(fn, *args):
+    try:
+        fn(*args)
+    except OSError:
+        pass
+
+
+def kill_trees(children):
+    """A runner's lease deadline passed (self-fencing): SIGKILL each live child's cgroup, group and itself,
+    then, as a subreaper, whatever is still below this process. Returns how many processes were signalled."""
+    victims = set()
+    for child in children:
+        victims.add(child.proc.pid)
+        if child.cg:
+            try:
+                with open(child.cg + '/cgroup.kill', 'w') as f:
+                    f.write('1')
+            except OSError:
+                pass
+        kill_quietly(os.killpg, child.proc.pid, signal.SIGKILL)
+        kill_quietly(os.kill, child.proc.pid, signal.SIGKILL)
+    if SUBREAPER and LINUX:
+        for _ in range(50):
+            below = descendants()
+            if not below:
+                break
+            victims |= below
+            for p in below:
+                kill_quietly(os.kill, p, signal.SIGKILL)
+            time.sleep(0.002)
+    return len(victims)
+
+
 SUBREAPER = set_subreaper()
 CGROUP = probe_cgroup()

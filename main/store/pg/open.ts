@@ -60,6 +60,14 @@ const CONNECT_TIMEOUT_MS = 10_000;
 const CALL_TIMEOUT_MS = 120_000;
 
 /**
+ * A transaction idle this long is ended by the server. The engine's transactions are synchronous (statement
+ * after statement, no waiting inside), so only a runner that froze (SIGSTOP, a closed lid) or lost its
+ * network mid-transaction gets there; without this its row locks — its runner row, a task's row, the claim
+ * lock — held every other runner's reaping and claims until the server's TCP keepalive (hours).
+ */
+const IDLE_TX_TIMEOUT_MS = 5000;
+
+/**
  * How long one store call may block before the store counts as gone for this process (its runner then
  * stops and says so): LIGHTWORKER_PG_CALL_TIMEOUT_MS, else 120 s. Bad values are refused, naming the variable.
  */
@@ -83,7 +91,7 @@ export function openPgDb(target: StoreTarget, homeRoot?: string): PgDb {
   const timeoutMs = callTimeoutMs();
   const bridge = new PgBridge({
     // The schema in the application name: a DBA (or a test) tells one fleet's connections from another's.
-    cfg: { connectionString: target.url, application_name: `lightworker/${target.schema}`, connectionTimeoutMillis: CONNECT_TIMEOUT_MS },
+    cfg: { connectionString: target.url, application_name: `lightworker/${target.schema}`, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, idle_in_transaction_session_timeout: IDLE_TX_TIMEOUT_MS },
     schemaIdent: `"${target.schema}"`,
     channelIdent: `"${channel}"`,
     timeoutMs,
