@@ -8,6 +8,7 @@ import { getPull } from '../store/pulls.js';
 import { createTasks, type CreateContext } from '../tasks/create.js';
 import { allWorkerNames } from '../workers/registry.js';
 import { costOfRoot, costOfTask, effectivePrices, type CostSummary } from '../tasks/cost.js';
+import { budgetView } from '../tasks/budget-spend.js';
 import { approveTask, cancelTask, RETRY_STRATEGIES, retryTask, waitingOn } from '../tasks/ops.js';
 import { batchInputSchema, TASK_ID, taskInputSchema } from '../tasks/schema.js';
 import { summarizeTask, type NeedsInput, type TaskSummary } from '../tasks/summary.js';
@@ -166,6 +167,7 @@ export const getTask = defineCommand({
       task: presentTask(ctx, task),
       verification: lastVerification(ctx, input.id),
       cost: costOf(ctx, task),
+      budget: budgetView(ctx.engine.db, ctx.engine.config, task),
       route: lastRoute(ctx, input.id),
       ...(custody.length ? { custody } : {}),
       ...(pull ? { pull: { number: pull.number, url: pull.url, forge: pull.forge, branch: pull.branch, base: pull.base, draft: pull.draft, state: pull.state, checks: pull.checks, review: pull.review, headSha: pull.headSha, fixRounds: pull.fixRounds, fixing: pull.fixing, lastError: pull.lastError } } : {}),
