@@ -97,7 +97,7 @@ export class SpendGuard {
 
   #cross(field: BudgetCrossing['field'], limit: number, spent: number): void {
     if (this.crossed) return;
-    this.crossed = { field, limit, spent: field === 'max_cost_usd' ? spent : Math.round(spent) };
+    this.crossed = { field, limit, spent: field === 'max_cost_usd' ? spent : Math.round(spent), at: Date.now() };
     this.#controller.abort('budget');
   }
 }

@@ -103,6 +103,8 @@ export interface BudgetCrossing {
   field: GuardField;
   limit: number;
   spent: number;
+  /** When the run was stopped (ms). */
+  at?: number;
 }
 
 const UNITS: Record<GuardField, string> = { max_tokens: 'tokens', max_cost_usd: 'USD', max_turns: 'turns', max_wall_s: 's' };
