@@ -15,10 +15,10 @@ export class RateLimited extends Error {
 
 /**
  * Put a rate-limited run back in the queue as the same attempt: it does not fail, spends no retry, blocks no
- * dependent, and is claimed again once its worker's pause (set by the scheduler) ends. False when the task
- * was moved by someone else meanwhile.
+ * dependent, and is claimed again once its worker's pause (`inSameWrite`: the scheduler's, in this transaction)
+ * ends. False when the task was moved by someone else meanwhile.
  */
-export function requeueRateLimited(engine: EngineContext, task: Task, err: RateLimited): boolean {
+export function requeueRateLimited(engine: EngineContext, task: Task, err: RateLimited, inSameWrite: () => void = () => undefined): boolean {
   return engine.write(() => {
     const cur = getTask(engine.db, task.id);
     if (!cur || (cur.status !== 'starting' && cur.status !== 'running')) return false;
@@ -27,6 +27,7 @@ export function requeueRateLimited(engine: EngineContext, task: Task, err: RateL
     appendEvent(engine.db, task.id, 'task.rate_limited', { attempt: task.attempt, worker: task.worker, until: err.retryAt ?? 0, message }, now);
     move(engine.db, task.id, cur.status, 'queued', { reason: `rate limited: ${message}`.slice(0, 300), fields: { pid: null, pidStart: null } });
     requeueAttempt(engine.db, task.id, task.attempt);
+    inSameWrite();
     return true;
   });
 }

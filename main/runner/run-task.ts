@@ -46,7 +46,7 @@ export interface RunContext {
   /** Aborted with reason 'timeout' | 'cancel' | 'shutdown' | 'leader_lost'. */
   signal: AbortSignal;
   killGraceMs: number;
-  /** The worker reported a provider rate limit; `retryAt`: the reset its CLI named (ms), else null. */
+  /** The worker reported a provider rate limit; `retryAt`: the reset its CLI named (ms), else null. Runs inside the requeue's transaction. */
   onRateLimit?: (worker: string, retryAt: number | null) => void;
   /** A turn of this worker succeeded (clears rate-limit backoff and closes its breaker). */
   onWorkerOk?: (worker: string) => void;
@@ -205,11 +205,8 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
       return 'waiting_input';
     }
     if (err instanceof RateLimited && !ctx.signal.aborted) {
-      const requeued = await landEndWrite(endWrites(ctx, task.id), () => requeueRateLimited(engine, task, err));
-      if (requeued) {
-        ctx.onRateLimit?.(task.worker, err.retryAt);
-        return 'queued';
-      }
+      // The worker's pause is written with the requeue: no claim can come between them.
+      if (await landEndWrite(endWrites(ctx, task.id), () => requeueRateLimited(engine, task, err, () => ctx.onRateLimit?.(task.worker, err.retryAt)))) return 'queued';
     }
     const crossed = guard.crossed;
     if (crossed && !outer.aborted) {

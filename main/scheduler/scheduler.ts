@@ -309,7 +309,7 @@ export class Scheduler extends EventEmitter {
         runnerId: this.runnerId,
         signal: controller.signal,
         killGraceMs: this.engine.config.scheduler.kill_grace_ms,
-        onRateLimit: (w, retryAt) => this.engine.write(() => pauseForRateLimit(this.engine.db, w, id, retryAt)),
+        onRateLimit: (w, retryAt) => void pauseForRateLimit(this.engine.db, w, id, retryAt),
         onWorkerOk: (w) => noteWorkerOk(this.engine.db, w, (fn) => this.engine.write(fn)),
         onInfraFailure: (w, message) => this.engine.write(() => noteInfraFailure(this.engine.db, this.engine.config, w, message)),
         onPlan: (t, r) => this.hooks.plan(this.engine, t, r),
