@@ -1,4 +1,8 @@
+import type { TaskErrorCode } from '../core/errors.js';
 import type { TurnResult } from './turn.js';
+
+/** Ends that say the worker cannot run at all (no credentials, no CLI); a failed turn is judged by isInfraFailure. */
+export const INFRA_CODES: ReadonlySet<TaskErrorCode> = new Set(['auth_missing', 'worker_missing']);
 
 /** A provider or transport fault, in the words CLIs print for one (HTTP 5xx, overload, a dropped connection). */
 const INFRA_PATTERN = /\b50[0-4]\b|\b52[0-9]\b|internal server error|service unavailable|bad gateway|gateway time-?out|\boverloaded\b|stream (?:error|disconnected)|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EAI_AGAIN|socket hang up|connection (?:refused|reset|closed)|network error|cannot start /i;

@@ -38,7 +38,7 @@ import { SpendGuard } from './spend-guard.js';
 import { stopForBudget } from './budget-stop.js';
 import { RateLimited, requeueRateLimited } from './rate-limited.js';
 import { retryAtOf } from '../workers/rate-limit.js';
-import { isInfraFailure } from './infra-failure.js';
+import { INFRA_CODES, isInfraFailure } from './infra-failure.js';
 
 export interface RunContext {
   engine: EngineContext;
@@ -206,13 +206,11 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
     }
     if (err instanceof RateLimited && !ctx.signal.aborted) {
       // The worker's pause is written with the requeue: no claim can come between them.
-      if (await landEndWrite(endWrites(ctx, task.id), () => requeueRateLimited(engine, task, err, () => ctx.onRateLimit?.(task.worker, err.retryAt)))) return 'queued';
+      if (await landEndWrite(endWrites(ctx, task.id), () => requeueRateLimited(engine, task, err, () => ctx.onRateLimit?.(task.worker, err.retryAt), fenceOf(ctx, task)))) return 'queued';
     }
     const crossed = guard.crossed;
-    if (crossed && !outer.aborted) {
-      const ended = await landEndWrite(endWrites(ctx, task.id), () => stopForBudget(engine, task, crossed, guard.spent, fenceOf(ctx, task)));
-      if (ended) return ended;
-    }
+    const ended = crossed && !outer.aborted ? await landEndWrite(endWrites(ctx, task.id), () => stopForBudget(engine, task, crossed, guard.spent, fenceOf(ctx, task))) : null;
+    if (ended) return ended;
     return await finishWithError(ctx, task, err);
   } finally {
     budget.dispose();
@@ -348,9 +346,6 @@ const ABORT_MESSAGE: Record<string, string> = {
 };
 /** The error code a stop records: a shutdown has its own, so a resume can tell it from a person's cancel. */
 const ABORT_CODE: Record<string, TaskErrorCode> = { timeout: 'timed_out', cancel: 'cancelled', shutdown: 'shutdown', leader_lost: 'orphaned' };
-
-/** Ends that say the worker cannot run at all (no credentials, no CLI); a failed turn is judged by isInfraFailure. */
-const INFRA_CODES: ReadonlySet<TaskErrorCode> = new Set(['auth_missing', 'worker_missing']);
 
 function abortError(reason: string): StopTask {
   const status = ABORT_STATUS[reason] ?? 'cancelled';
