@@ -9,7 +9,7 @@ function requestLines(r: TaskRequest & { task?: { name: string } }): string {
   const head = `${r.taskId}  ${r.kind}${r.status !== 'pending' ? ` (${r.status}${r.decision ? `: ${r.decision}` : ''})` : ''}  ${ago(r.createdAt)}${r.task ? `  ${r.task.name}` : ''}`;
   const body = r.kind === 'permission' ? [`  ${r.tool ?? 'tool'}: ${r.command ?? r.question}`, ...(r.scope ? [`  scope: ${r.scope}`] : []), ...(r.reason ? [`  why: ${r.reason}`] : [])] : [`  ${r.question}`];
   if (r.options.length) body.push(`  options: ${r.options.join(' | ')}`);
-  if (r.status === 'pending') body.push(`  answer: lightworker answer ${r.taskId} ${r.kind === 'permission' ? '--allow | --deny [--remember]' : '"…"'}   (expires ${new Date(r.expiresAt).toISOString()})`);
+  if (r.status === 'pending') body.push(`  answer: lightworker answer ${r.taskId} ${r.kind === 'permission' ? '--allow | --deny [--remember]' : r.kind === 'budget' ? '--allow [new limit] | --deny' : '"…"'}   (expires ${new Date(r.expiresAt).toISOString()})`);
   else if (r.answer) body.push(`  answer: ${r.answer}`);
   return [head, ...body].join('\n');
 }
@@ -80,7 +80,7 @@ export function registerConversationCommands(program: Command): void {
 
   program
     .command('answer')
-    .description("answer a waiting task's question (text) or permission request (--allow / --deny)")
+    .description("answer a waiting task's question (text), permission request (--allow / --deny) or budget (--allow [new limit] raises it, --deny stops)")
     .argument('<id>', 'task id (or a unique prefix of 6+ characters)')
     .argument('[text...]', 'the answer (a question), or a note (a permission)')
     .option('--allow', 'grant the permission it asks for')

@@ -5,6 +5,7 @@ import { AppError } from '../core/errors.js';
 import type { CustodySummary, TreeNode, VerificationSummary } from '../commands/tasks.js';
 import { STATUSES, type Task } from '../tasks/types.js';
 import type { NeedsInput } from '../tasks/summary.js';
+import { formatBudget } from '../tasks/budget-spend.js';
 import { RETRY_STRATEGIES } from '../tasks/ops.js';
 import { formatRoute, type RouteRecord } from '../workers/route-record.js';
 import { collect, splitList, withEngine } from './context.js';
@@ -35,11 +36,11 @@ function taskLine(t: Task): string[] {
   return [t.id, t.status, t.kind, t.worker, ago(t.createdAt), t.name];
 }
 
-export function printTask(t: Task & { waitingOn?: string[]; waitingFor?: string; needs?: NeedsInput }, verification?: VerificationSummary | null, route?: RouteRecord | null, custody: CustodySummary[] = []): void {
+export function printTask(t: Task & { waitingOn?: string[]; waitingFor?: string; needs?: NeedsInput }, verification?: VerificationSummary | null, route?: RouteRecord | null, custody: CustodySummary[] = [], budget?: Parameters<typeof formatBudget>[0]): void {
   const lines = [
     `${t.id}  ${t.status}${t.waitingOn?.length ? ` (waiting on approval of ${t.waitingOn.join(', ')})` : ''}`,
     ...(t.waitingFor ? [`waiting:    ${t.waitingFor}`] : []),
-    ...(t.needs ? [`needs:      ${t.needs.kind} — ${t.needs.asks}  (lightworker answer ${t.id} ${t.needs.kind === 'permission' ? '--allow | --deny' : '"…"'})`] : []),
+    ...(t.needs ? [`needs:      ${t.needs.kind} — ${t.needs.asks}  (lightworker answer ${t.id} ${t.needs.kind === 'permission' ? '--allow | --deny' : t.needs.kind === 'budget' ? '--allow [new limit] | --deny' : '"…"'})`] : []),
     `name:       ${t.name}`,
     `kind:       ${t.kind}   mode: ${t.mode}   worker: ${t.worker}${t.model ? `   model: ${t.model}` : ''}${t.reasoningEffort ? `   effort: ${t.reasoningEffort}` : ''}`,
     `workspace:  ${t.workspace}${t.baseRef ? ` @ ${t.baseRef}` : ''}`,
@@ -51,6 +52,7 @@ export function printTask(t: Task & { waitingOn?: string[]; waitingFor?: string;
   if (t.usage.inputTokens || t.usage.outputTokens) {
     lines.push(`usage:      ${t.usage.inputTokens} in (${t.usage.cachedTokens} cached), ${t.usage.outputTokens} out${t.usage.costUsd !== null ? `, $${t.usage.costUsd.toFixed(4)}` : ''}`);
   }
+  if (budget) lines.push(`budget:     ${formatBudget(budget)}   (spent/limit)`);
   if (t.error) lines.push(`error:      ${t.error.code}: ${t.error.message}`);
   for (const c of custody) {
     const paths = c.restored.map((r) => r.path);
@@ -182,7 +184,7 @@ export function registerTaskCommands(program: Command): void {
       await withEngine(cmd, async (call) => {
         const r = await call('get_task', { id });
         if (o.json) printJson(r);
-        else printTask(r.task, r.verification, r.route, r.custody);
+        else printTask(r.task, r.verification, r.route, r.custody, r.budget);
       });
     });
 
@@ -265,16 +267,33 @@ function readOptionFile(flag: string, path: string): string {
   }
 }
 
-/** `--max-concurrency/--max-attempts/--max-retries`: the budget of the task tree a submit or orchestrate creates. */
+/**
+ * `--max-concurrency/--max-attempts/--max-retries`: the budget of the task tree a submit or orchestrate creates;
+ * `--max-tokens/--max-cost-usd/--max-turns/--max-wall-s`: what each of its tasks may spend (over config [budgets]).
+ */
 export function addBudgetOptions(cmd: Command): Command {
   return cmd
     .option('--max-concurrency <n>', "tasks of this tree running at once (default scheduler.per_root)", parseIntOption('max-concurrency'))
     .option('--max-attempts <n>', 'attempts each task of this tree may make', parseIntOption('max-attempts'))
-    .option('--max-retries <n>', 'retries the whole tree may spend (default limits.retry_budget)', parseIntOption('max-retries'));
+    .option('--max-retries <n>', 'retries the whole tree may spend (default limits.retry_budget)', parseIntOption('max-retries'))
+    .option('--max-tokens <n>', 'tokens (input + output) each task may spend over its attempts (default budgets.max_tokens)', parseIntOption('max-tokens'))
+    .option('--max-cost-usd <usd>', 'USD each task may spend (default budgets.max_cost_usd)', parseNumberOption('max-cost-usd'))
+    .option('--max-turns <n>', 'worker turns each task may take, auto-repairs and follow-ups included (default budgets.max_turns)', parseIntOption('max-turns'))
+    .option('--max-wall-s <seconds>', 'seconds each task may run over its attempts (default budgets.max_wall_s)', parseIntOption('max-wall-s'));
 }
 
+type BudgetOptions = { maxConcurrency?: number; maxAttempts?: number; maxRetries?: number; maxTokens?: number; maxCostUsd?: number; maxTurns?: number; maxWallS?: number };
+
 /** The `budget` input from those options, or undefined when none was given. */
-export function budgetOf(o: { maxConcurrency?: number; maxAttempts?: number; maxRetries?: number }): { concurrency?: number; attempts?: number; retries?: number } | undefined {
-  const b = { concurrency: o.maxConcurrency, attempts: o.maxAttempts, retries: o.maxRetries };
+export function budgetOf(o: BudgetOptions): Record<string, number | undefined> | undefined {
+  const b = { concurrency: o.maxConcurrency, attempts: o.maxAttempts, retries: o.maxRetries, max_tokens: o.maxTokens, max_cost_usd: o.maxCostUsd, max_turns: o.maxTurns, max_wall_s: o.maxWallS };
   return Object.values(b).some((v) => v !== undefined) ? b : undefined;
+}
+
+function parseNumberOption(name: string) {
+  return (v: string) => {
+    const n = Number(v);
+    if (!Number.isFinite(n) || !v.trim()) throw new AppError('invalid_input', `${name}: expected a number, got "${v}"`, { field: name });
+    return n;
+  };
 }

@@ -4,11 +4,11 @@ import type { TeamReport } from '../orchestration/team-report.js';
 import type { Task } from '../tasks/types.js';
 import { collect, splitList, withEngine } from './context.js';
 import { out, printJson, table } from './output.js';
-import { parseIntOption, parseJsonOption } from './tasks.js';
+import { addBudgetOptions, budgetOf, parseIntOption, parseJsonOption } from './tasks.js';
 
 /** Options every strategy that has an objective shares (the member tasks' common fields). */
 function withTaskOptions(c: Command): Command {
-  return c
+  return addBudgetOptions(c)
     .argument('<objective...>', 'what the team should do')
     .option('-w, --workspace <dir>', 'git repository to work in (default: current directory)')
     .option('-n, --name <name>', 'short name of the team')
@@ -45,6 +45,7 @@ function taskFields(words: string[], o: Opts): Record<string, unknown> {
     timeout_s: o.timeout,
     metadata: o.metadata,
     client_request_id: o.requestId,
+    budget: budgetOf(o),
   };
 }
 

@@ -37,7 +37,7 @@ export function registerWorkerCommands(program: Command): void {
             ['worker', 'installed', 'version', 'auth', 'sessions', 'schema', 'sandbox', 'note'],
             r.workers.map((w) => [
               w.name, yesNo(w.installed), w.version ?? (w.versionNote ? 'unknown' : '-'), yesNo(w.authenticated), yesNo(w.capabilities.sessions), yesNo(w.capabilities.structuredOutput),
-              w.capabilities.sandboxModes.join(',') || '-', w.reason ?? [w.acp, w.auth.ok ? w.auth.source : `${w.auth.source}: ${w.auth.hint}`].filter(Boolean).join('; '),
+              w.capabilities.sandboxModes.join(',') || '-', w.paused ?? w.reason ?? [w.acp, w.auth.ok ? w.auth.source : `${w.auth.source}: ${w.auth.hint}`].filter(Boolean).join('; '),
             ]),
           ),
         );

@@ -3,6 +3,7 @@ import { parse as parseToml } from 'smol-toml';
 import { loadConfig } from '../core/config.js';
 import { configProblems } from '../core/config-rules.js';
 import { connect } from 'node:net';
+import { workerWaitReason } from '../scheduler/worker-pauses.js';
 import { z } from 'zod';
 import { isWritable } from '../core/home.js';
 import { storeIdOf } from '../store/identity.js';
@@ -154,6 +155,9 @@ async function workerChecks(ctx: CommandContext): Promise<DoctorCheck[]> {
     allWorkerNames(ctx.engine).map(async (name): Promise<DoctorCheck> => {
       try {
         const info = await resolveAdapter(ctx.engine, name).detect();
+        // Paused by its circuit breaker or a rate limit: said first, it is why its tasks wait.
+        const paused = workerWaitReason(ctx.engine.db, ctx.engine.config, name);
+        if (paused) return { name: `worker ${name}`, ok: false, optional: true, detail: paused, fix: 'it retries by itself at that time; fix the cause (logs of its last failed tasks: lightworker show ID)' };
         if (info.installed) {
           const auth = workerAuth(ctx, name);
           const detail = `${info.version ?? info.versionNote ?? 'installed'}${info.command ? ` (${info.command})` : ''}${info.acp ? `; ${info.acp}` : ''}; auth: ${auth.source}`;

@@ -1,13 +1,14 @@
 import { z } from 'zod';
 import { answerRequest } from '../requests/requests.js';
+import { answerBudgetRequest } from '../requests/budget-request.js';
 import { listRequests, pendingRequestOf } from '../store/requests.js';
 import { requireTask } from '../store/tasks.js';
 import { TASK_ID, noNul } from '../tasks/schema.js';
-import { defineCommand, FACE_LABELS, requirePersonOrAllowed } from './table.js';
+import { authorityOf, defineCommand, FACE_LABELS, requirePersonOrAllowed } from './table.js';
 
 export const answerTaskCommand = defineCommand({
   name: 'answer_task',
-  description: 'Answer a waiting task: text, or allow/deny.',
+  description: 'Answer a waiting task: text, or allow/deny (a budget: allow raises it, text the new limit).',
   input: z.strictObject({
     id: TASK_ID,
     text: noNul(z.string().min(1).max(32_768)).optional(),
@@ -19,6 +20,10 @@ export const answerTaskCommand = defineCommand({
     const pending = pendingRequestOf(ctx.engine.db, input.id);
     // A grant widens what a worker may do: like approvals, only a person gives it unless allowed.
     if (pending?.kind === 'permission' && input.decision === 'allow') requirePersonOrAllowed(ctx, 'granting a permission');
+    // A budget: raised (within the configured ceiling when an agent answers) or stopped.
+    if (pending?.kind === 'budget') {
+      return ctx.engine.write(() => answerBudgetRequest(ctx.engine.db, ctx.engine.config, input.id, { text: input.text ?? '', decision: input.decision, by: FACE_LABELS[ctx.face], authority: authorityOf(ctx) }));
+    }
     return ctx.engine.write(() => answerRequest(ctx.engine.db, ctx.engine.config, input.id, { text: input.text, decision: input.decision, remember: input.remember, by: FACE_LABELS[ctx.face] }));
   },
 });

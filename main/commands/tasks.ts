@@ -8,6 +8,8 @@ import { getPull } from '../store/pulls.js';
 import { createTasks, type CreateContext } from '../tasks/create.js';
 import { allWorkerNames } from '../workers/registry.js';
 import { costOfRoot, costOfTask, effectivePrices, type CostSummary } from '../tasks/cost.js';
+import { budgetView } from '../tasks/budget-spend.js';
+import { workerWaitReason } from '../scheduler/worker-pauses.js';
 import { approveTask, cancelTask, RETRY_STRATEGIES, retryTask, waitingOn } from '../tasks/ops.js';
 import { batchInputSchema, TASK_ID, taskInputSchema } from '../tasks/schema.js';
 import { summarizeTask, type NeedsInput, type TaskSummary } from '../tasks/summary.js';
@@ -27,12 +29,14 @@ export type PresentedTask = Task & { waitingOn?: string[]; waitingFor?: string; 
 
 /**
  * A task as shown to callers: plus `waitingOn` when something upstream needs approval, `waitingFor` when
- * no runner of the fleet can run it, `needs` when it asks a person.
+ * no runner of the fleet can run it or its worker is paused (a rate limit, an open breaker), `needs` when it
+ * asks a person.
  */
 export function presentTask(ctx: CommandContext, t: Task): PresentedTask {
   const w = upstreamApprovals(ctx, t);
   let shown: PresentedTask = w.length ? { ...t, waitingOn: w } : t;
-  const unserved = t.status === 'queued' && storeCapabilities(ctx.engine.db).sharedByHosts ? fleetWaitingFor(ctx.engine.db, t.id) : null;
+  const unserved =
+    t.status !== 'queued' ? null : ((storeCapabilities(ctx.engine.db).sharedByHosts ? fleetWaitingFor(ctx.engine.db, t.id) : null) ?? workerWaitReason(ctx.engine.db, ctx.engine.config, t.worker));
   if (unserved) shown = { ...shown, waitingFor: unserved };
   return t.status === 'waiting_input' || t.status === 'paused' ? withNeeds(ctx.engine, shown) : shown;
 }
@@ -166,6 +170,7 @@ export const getTask = defineCommand({
       task: presentTask(ctx, task),
       verification: lastVerification(ctx, input.id),
       cost: costOf(ctx, task),
+      budget: budgetView(ctx.engine.db, ctx.engine.config, task),
       route: lastRoute(ctx, input.id),
       ...(custody.length ? { custody } : {}),
       ...(pull ? { pull: { number: pull.number, url: pull.url, forge: pull.forge, branch: pull.branch, base: pull.base, draft: pull.draft, state: pull.state, checks: pull.checks, review: pull.review, headSha: pull.headSha, fixRounds: pull.fixRounds, fixing: pull.fixing, lastError: pull.lastError } } : {}),

@@ -7,6 +7,7 @@ import { promptInArgv, promptInArgvWarning, validateLinkedSpec, type LinkedWorke
 import { allWorkerNames, BUILTIN_ADAPTERS, LINKED_PREFIX, resolveAdapter } from '../workers/registry.js';
 import { resolveAuth, workerAuthSettings, type GatewayKey } from '../workers/credentials.js';
 import { addGatewayPreset } from '../workers/gateway-presets.js';
+import { workerWaitReason } from '../scheduler/worker-pauses.js';
 import { defineCommand, requirePersonOrAllowed, type CommandContext } from './table.js';
 
 export interface WorkerListing extends WorkerInfo {
@@ -14,6 +15,8 @@ export interface WorkerListing extends WorkerInfo {
   maxConcurrency: number;
   /** What a task of this worker would authenticate with (checked without running a model). */
   auth: { mode: string; source: string; ok: boolean; hint: string | null };
+  /** Why it takes no new task now (a rate limit, an open or half-open circuit breaker), or null. */
+  paused: string | null;
   /** Whether a task of this worker can run here now: installed, with credentials. */
   usable: boolean;
   /** What makes it usable when it is not (install it, or where its credentials go); null when usable. */
@@ -36,8 +39,7 @@ export function installHint(name: string): string {
 /** The fix for a worker that is missing, else for one without credentials (null: nothing to fix). */
 export function workerFix(name: string, installed: boolean, auth: WorkerListing['auth']): string | null {
   if (!installed) return installHint(name);
-  return auth.ok ? null : (auth.hint ?? 'give it credentials: see `lightworker doctor`');
-}
+  return auth.ok ? null : (auth.hint ?? 'give it credentials: see `lightworker doctor`');}
 
 /** Which wire API each built-in worker speaks to a gateway (undefined: any). */
 const WIRE: Record<string, string> = { codex: 'responses', 'claude-code': 'messages', opencode: 'chat' };
@@ -82,6 +84,7 @@ export const listWorkers = defineCommand({
           fix: workerFix(name, info.installed, auth),
           builtin: BUILTIN_ADAPTERS.has(name),
           maxConcurrency: adapter.maxConcurrency,
+          paused: workerWaitReason(ctx.engine.db, ctx.engine.config, name),
         };
       }),
     );

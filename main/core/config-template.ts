@@ -20,6 +20,22 @@ retry_budget = 3                # retries per task tree
 mcp_mutations_per_minute = 60
 maximum_follow_up_turns = 20    # follow-ups into one task's session
 
+# What one task may spend, counted live from its worker's events over all its attempts (unset: no limit).
+# Each value is also the ceiling for MCP hosts and workers: they may lower it, never raise it.
+[budgets]
+# max_tokens = 2000000         # input + output tokens
+# max_cost_usd = 5.0           # priced from [prices] (else what the worker reports)
+# max_turns = 20               # worker turns, auto-repairs and follow-ups included
+# max_wall_s = 3600            # time the task's runs took, waits for a person excluded
+on_exceeded = "ask"            # ask: the task waits ("raise it or stop"); fail: it ends budget_exceeded
+
+# A worker failing for infrastructure reasons (crash on start, auth, 5xx, unparsable output) this many
+# times in a row takes no new task for cooldown_s, doubling each time it opens again; one probe task closes it.
+[breaker]
+failures = 5
+cooldown_s = 60
+max_cooldown_s = 3600
+
 [models]
 allow = ["gpt-5.5", "gpt-5.5-mini", "claude-sonnet-4-5", "claude-haiku-4-5", "mock-model"]
 fast = "gpt-5.5-mini"           # reasoning_effort = low

@@ -156,6 +156,29 @@ export const configSchema = z.strictObject({
       maximum_follow_up_turns: z.number().int().min(0).max(1000).default(20),
     })
     .prefault({}),
+  /**
+   * What one task may spend, counted from its workers' live events across all its attempts (auto-repairs
+   * and follow-ups included). Unset: no limit. Each value is also the ceiling an MCP host or a worker may
+   * ask for: it may lower a limit, never raise one above what is set here.
+   */
+  budgets: z
+    .strictObject({
+      max_tokens: z.number().int().min(1).optional(),
+      max_cost_usd: z.number().positive().optional(),
+      max_turns: z.number().int().min(1).max(10_000).optional(),
+      max_wall_s: z.number().int().min(1).max(30 * 86_400).optional(),
+      /** A crossed budget: `ask` waits for a person (raise it or stop), `fail` ends the task `budget_exceeded`. */
+      on_exceeded: z.enum(['ask', 'fail']).default('ask'),
+    })
+    .prefault({}),
+  /** The circuit breaker per worker: this many infrastructure failures in a row pause it for a cool-down that doubles each time it opens again. */
+  breaker: z
+    .strictObject({
+      failures: z.number().int().min(1).max(1000).default(5),
+      cooldown_s: z.number().min(0.05).max(86_400).default(60),
+      max_cooldown_s: z.number().min(0.05).max(7 * 86_400).default(3600),
+    })
+    .prefault({}),
   models: z
     .strictObject({
       allow: z.array(z.string().min(1)).default(['gpt-5.5', 'gpt-5.5-mini', 'claude-sonnet-4-5', 'claude-haiku-4-5', 'mock-model']),

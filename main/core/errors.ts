@@ -52,6 +52,8 @@ export const TASK_ERROR_CODES = [
   'rejected',
   /** A dependency ended without success. */
   'blocked',
+  /** A budget (tokens, cost, turns, wall time) was reached and config [budgets] on_exceeded = "fail", or a person chose to stop. */
+  'budget_exceeded',
   /** A bug: an error that was not an AppError. */
   'internal',
 ] as const;

@@ -6,7 +6,8 @@ import type { Task } from '../tasks/types.js';
 
 /** What a worker asked for, as the policy sees it. */
 export interface AskedFor {
-  kind: RequestKind;
+  /** A budget request is LightWorker's own, never a worker's ask. */
+  kind: Exclude<RequestKind, 'budget'>;
   /** Permission requests: the tool and its input. */
   tool?: string | null;
   command?: string | null;

@@ -33,6 +33,12 @@ import { deferTurnRecords, Deferred, landEndWrite, outputTruncation, persistEven
 import { storeFaultOf, storeFullError } from '../store/store-faults.js';
 import { checkTurnForInput, MAX_DENIALS_PER_ATTEMPT, permissionServerFor, runBudget, stopForInput, WaitForInput } from './input-requests.js';
 import { mkdirPrivate } from '../core/private-home.js';
+import { countTurn } from '../tasks/budget.js';
+import { SpendGuard } from './spend-guard.js';
+import { stopForBudget } from './budget-stop.js';
+import { RateLimited, requeueRateLimited } from './rate-limited.js';
+import { retryAtOf } from '../workers/rate-limit.js';
+import { INFRA_CODES, isInfraFailure } from './infra-failure.js';
 
 export interface RunContext {
   engine: EngineContext;
@@ -40,10 +46,12 @@ export interface RunContext {
   /** Aborted with reason 'timeout' | 'cancel' | 'shutdown' | 'leader_lost'. */
   signal: AbortSignal;
   killGraceMs: number;
-  /** The worker reported a provider rate limit. */
-  onRateLimit?: (worker: string) => void;
-  /** A turn of this worker succeeded (clears rate-limit backoff). */
+  /** The worker reported a provider rate limit; `retryAt`: the reset its CLI named (ms), else null. Runs inside the requeue's transaction. */
+  onRateLimit?: (worker: string, retryAt: number | null) => void;
+  /** A turn of this worker succeeded (clears rate-limit backoff and closes its breaker). */
   onWorkerOk?: (worker: string) => void;
+  /** The task failed for an infrastructure reason of its worker (the circuit breaker counts these). */
+  onInfraFailure?: (worker: string, message: string) => void;
   /** Called when a plan task completed with a valid plan (orchestration expands it). */
   onPlan?: (task: Task, result: unknown) => void;
   /** What a team member reads of the steps before it (orchestration's teams), or null outside a team. */
@@ -52,12 +60,15 @@ export interface RunContext {
   stopped?: AbortSignal;
   endsWaiting?: Set<string>;
   onStoreFault?: (err: unknown) => void;
+  /** The run's budgets (set by runTask). */
+  guard?: SpendGuard;
 }
 
 const ABORT_STATUS: Record<string, TaskStatus> = { timeout: 'timed_out', cancel: 'cancelled', shutdown: 'cancelled', leader_lost: 'orphaned' };
 
 class StopTask extends Error {
-  constructor(readonly status: TaskStatus, readonly code: TaskErrorCode, message: string) {
+  /** `infra`: the worker itself failed (its circuit breaker counts it). */
+  constructor(readonly status: TaskStatus, readonly code: TaskErrorCode, message: string, readonly infra = false) {
     super(message);
   }
 }
@@ -84,7 +95,10 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
   const resume = resumeRequestOf(engine.db, task);
   // An answered request continues the same run: its timeout keeps counting from where it paused.
   const budget = runBudget(ctx.signal, task, resume);
-  ctx = { ...ctx, signal: budget.signal };
+  // Tokens, cost, turns and wall time of the task, counted live: reaching one aborts the run with 'budget'.
+  const guard = new SpendGuard(engine.db, engine.config, task);
+  const outer = budget.signal;
+  ctx = { ...ctx, signal: AbortSignal.any([outer, guard.signal]), guard };
   let ws: PreparedWorkspace | null = null;
   const later = new Deferred();
   try {
@@ -190,9 +204,17 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
       await landEndWrite(endWrites(ctx, task.id), () => stopForInput(engine, task, err.request));
       return 'waiting_input';
     }
+    if (err instanceof RateLimited && !ctx.signal.aborted) {
+      // The worker's pause is written with the requeue: no claim can come between them.
+      if (await landEndWrite(endWrites(ctx, task.id), () => requeueRateLimited(engine, task, err, () => ctx.onRateLimit?.(task.worker, err.retryAt), fenceOf(ctx, task)))) return 'queued';
+    }
+    const crossed = guard.crossed;
+    const ended = crossed && !outer.aborted ? await landEndWrite(endWrites(ctx, task.id), () => stopForBudget(engine, task, crossed, guard.spent, fenceOf(ctx, task))) : null;
+    if (ended) return ended;
     return await finishWithError(ctx, task, err);
   } finally {
     budget.dispose();
+    guard.dispose();
     await finishWorkspace(engine, task, ws);
     trimHeap();
   }
@@ -257,7 +279,11 @@ async function runWorkerTurn(ctx: RunContext, adapter: WorkerAdapter, turn: Work
     later.write(engine, () => undefined);
     turn = { ...turn, threadUsage: threadUsageOf(engine, id, turn.resumeSessionId) };
   }
+  // A turn past max_turns never starts (the signal is aborted with 'budget'); each one admitted is counted.
+  if (ctx.guard && !ctx.guard.admitTurn()) checkAbort(ctx);
+  later.add(() => countTurn(engine.db, id));
   const dropped = { ...output.dropped };
+  let parsed = 0;
   const result = await runTurn(adapter, turn, {
     signal: ctx.signal,
     killGraceMs: ctx.killGraceMs,
@@ -277,6 +303,10 @@ async function runWorkerTurn(ctx: RunContext, adapter: WorkerAdapter, turn: Work
       });
     },
     onEvents: (events) => persistEvents(engine, turn.task, withRunDir(events)),
+    onParsed: (events) => {
+      parsed += events.length;
+      ctx.guard?.observe(events);
+    },
   });
   const keepTrailing = () => deferTurnRecords(later, engine, turn.task, withRunDir(result.trailing), outputTruncation(output, dropped, result.rawLogDropped, engine.config.output.max_events));
   if (result.aborted) {
@@ -300,9 +330,9 @@ async function runWorkerTurn(ctx: RunContext, adapter: WorkerAdapter, turn: Work
   }
   if (!result.ok) {
     const code = result.error?.code ?? 'worker_failed';
-    if (code === 'rate_limited') ctx.onRateLimit?.(adapter.name);
     const detail = result.error?.message ?? `worker exited with code ${result.exitCode}`;
-    throw new StopTask('failed', code, detail);
+    if (code === 'rate_limited') throw new RateLimited(detail, retryAtOf(`${detail}\n${result.stderrTail}`));
+    throw new StopTask('failed', code, detail, isInfraFailure(result, parsed));
   }
   ctx.onWorkerOk?.(adapter.name);
   return result;
@@ -345,6 +375,7 @@ async function finishWithError(ctx: RunContext, task: Task, err: unknown): Promi
   let code: TaskErrorCode;
   let message: string;
   if (err instanceof StopTask) ({ status, code, message } = err);
+  else if (err instanceof RateLimited) [status, code, message] = ['failed', 'rate_limited', err.message];
   else if (ctx.signal.aborted) ({ status, code, message } = abortError(String(ctx.signal.reason)));
   else if (storeFaultOf(err, engine.home.root) === 'full') [status, code, message] = ['failed', 'disk_full', storeFullError(engine.home.db, engine.home.root, err).message];
   else if (isAppError(err)) [status, code, message] = ['failed', err.code, err.message];
@@ -357,6 +388,7 @@ async function finishWithError(ctx: RunContext, task: Task, err: unknown): Promi
       transition(engine.db, task.id, cur.status, status, { reason: message.split('\n')[0].slice(0, 300), fields: { errorCode: code, errorMessage: message, pid: null }, fence: fenceOf(ctx, task) });
       endAttempt(ctx, task, status, code);
     }));
+    if (INFRA_CODES.has(code) || (err instanceof StopTask && err.infra)) ctx.onInfraFailure?.(task.worker, message);
   } catch (e) {
     // Someone else moved the task (e.g. orphaned after a takeover); their state stands.
     if (!isAppError(e)) throw e;

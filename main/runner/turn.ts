@@ -27,6 +27,8 @@ export interface RunTurnOptions {
   rawLogMaxBytes?: number;
   /** What may be stored of the output: shared by the turns of one attempt (default: 2000 output events). */
   budget?: OutputBudget;
+  /** Every event as soon as its line is parsed, before any is merged, capped or batched (the spend guard). */
+  onParsed?: (events: NormalizedEvent[]) => void;
 }
 
 /** How much the raw log left out between its head and its tail. */
@@ -108,6 +110,7 @@ export async function runTurn(adapter: WorkerAdapter, turn: WorkerTurn, opts: Ru
       events = [];
     }
     if (!events.length) return;
+    opts.onParsed?.(events);
     // Merged and capped here: while a worker floods, what waits for the store stays small.
     const before = pending.length;
     budget.take(events, pending, line.trimStart()[0] !== '{');
@@ -125,6 +128,8 @@ export async function runTurn(adapter: WorkerAdapter, turn: WorkerTurn, opts: Ru
       input: spec.stdin,
       graceMs: opts.killGraceMs,
       signal: opts.signal,
+      // A budget reached: nothing more may be spent, so no grace for a worker that would ignore SIGTERM.
+      killNowOn: ['budget'],
       onSpawn: opts.onSpawn,
       onStdout: (b) => splitter.push(stdout.write(b)),
       onStderr: (b) => stderrTail.push(stderr.write(b)),

@@ -1,12 +1,10 @@
 import { move } from '../tasks/state.js';
 import { EventEmitter } from 'node:events';
-import { taskCachelab } from '../cachelab/task-cachelab.js';
 import { sweepTrees, taskTree, type Tree } from '../platform/proc/sweep.js';
 import type { LeaderEngine } from '../store/engine-handle.js';
 import { runTask } from '../runner/run-task.js';
-import { deleteSetting, getSetting, setSetting, settingsWithPrefix } from '../store/settings.js';
+import { getSetting, setSetting } from '../store/settings.js';
 import type { EventRow } from '../store/events.js';
-import { retryTask } from '../tasks/ops.js';
 import { getTask } from '../store/tasks.js';
 import { TERMINAL, type TaskStatus } from '../tasks/types.js';
 import { resolveAdapter } from '../workers/registry.js';
@@ -14,6 +12,9 @@ import { storeFaultOf } from '../store/store-faults.js';
 import { requireLeaderHooks, type LeaderHooks } from './leader-hooks.js';
 import { claimTask, listCandidates, pickCandidate, type Candidate } from './claim.js';
 import { claimFleetTask, fleetLimitsOf, listFleetCandidates, type FleetCandidate, type FleetIdentity } from './fleet.js';
+import { activePauses, isHalfOpen, noteInfraFailure, noteWorkerOk, pauseForRateLimit } from './worker-pauses.js';
+
+export { PAUSE_PREFIX, type WorkerPause } from './worker-pauses.js';
 
 interface Running {
   id: string;
@@ -34,16 +35,6 @@ export interface RunningTask {
   worker: string;
 }
 
-export interface WorkerPause {
-  until: number;
-  backoffMs: number;
-  reason: string;
-}
-
-export const PAUSE_PREFIX = 'scheduler.pause.';
-const BACKOFF_MIN_MS = 5_000;
-const BACKOFF_MAX_MS = 5 * 60_000;
-
 /**
  * The dispatcher of the leading process. Event-driven: a created, approved or finished task (from this
  * process at once, from others via PRAGMA data_version polling) wakes it; there is no fixed sleep on
@@ -60,6 +51,7 @@ export class Scheduler extends EventEmitter {
   // A graceful shutdown: nothing new is claimed, but cancel requests are still honoured.
   private draining = false;
   private pauseTimer: NodeJS.Timeout | null = null;
+  private pauseTimerAt = 0;
   private dispatchSeq = 0;
   /** Why nothing new is claimed now (the store cannot be written), or null. */
   private held: string | null = null;
@@ -244,24 +236,29 @@ export class Scheduler extends EventEmitter {
     );
   }
 
-  /** Workers that cannot take work now: rate-limit pauses and per-worker concurrency. */
+  /**
+   * Workers that cannot take work now: per-worker concurrency, pauses (a rate limit, an open breaker) and a
+   * half-open breaker whose one probe task is running.
+   */
   private unavailableWorkers(now: number): string[] {
     const out: string[] = [];
     let nextWake = Infinity;
     for (const [name, n] of this.perWorker) {
       try {
         if (n >= resolveAdapter(this.engine, name).maxConcurrency) out.push(name);
+        else if (n > 0 && isHalfOpen(this.engine.db, this.engine.config, name, now)) out.push(name);
       } catch {
         // unknown worker: its tasks fail fast when claimed
       }
     }
-    for (const { key, value: p } of settingsWithPrefix<WorkerPause>(this.engine.db, PAUSE_PREFIX)) {
-      if (p.until > now) {
-        out.push(key.slice(PAUSE_PREFIX.length));
-        nextWake = Math.min(nextWake, p.until);
-      }
+    for (const { worker, pause } of activePauses(this.engine.db, now)) {
+      out.push(worker);
+      nextWake = Math.min(nextWake, pause.until);
     }
-    if (nextWake !== Infinity && !this.pauseTimer) {
+    // Wake when the first pause ends (a new, shorter one moves the timer earlier).
+    if (nextWake !== Infinity && (!this.pauseTimer || nextWake < this.pauseTimerAt)) {
+      if (this.pauseTimer) clearTimeout(this.pauseTimer);
+      this.pauseTimerAt = nextWake;
       this.pauseTimer = setTimeout(() => {
         this.pauseTimer = null;
         this.wake();
@@ -312,8 +309,9 @@ export class Scheduler extends EventEmitter {
         runnerId: this.runnerId,
         signal: controller.signal,
         killGraceMs: this.engine.config.scheduler.kill_grace_ms,
-        onRateLimit: (w) => this.pauseWorker(w, id),
-        onWorkerOk: (w) => this.clearPause(w),
+        onRateLimit: (w, retryAt) => void pauseForRateLimit(this.engine.db, w, id, retryAt),
+        onWorkerOk: (w) => noteWorkerOk(this.engine.db, w, (fn) => this.engine.write(fn)),
+        onInfraFailure: (w, message) => this.engine.write(() => noteInfraFailure(this.engine.db, this.engine.config, w, message)),
         onPlan: (t, r) => this.hooks.plan(this.engine, t, r),
         teamInputs: (t) => this.hooks.team.inputsFor(this.engine, t),
         stopped: this.stopSignal.signal,
@@ -335,7 +333,6 @@ export class Scheduler extends EventEmitter {
         this.perWorker.set(worker, Math.max(0, (this.perWorker.get(worker) ?? 1) - 1));
         if (this.stopped && !this.engine.db.open) return status;
         try {
-          if (status === 'failed' && this.isRateLimited(id)) this.requeueAfterRateLimit(id);
           // In the same tick as the task's end: `run --until-idle` must not see the team idle before its next step.
           this.hooks.team.onEnded(this.engine, id);
         } catch (err) {
@@ -348,33 +345,5 @@ export class Scheduler extends EventEmitter {
         return status;
       });
     this.running.set(id, { id, name: task?.name ?? id, worker, rootId, attempt: task?.attempt ?? 0, controller, timer, done: settled });
-  }
-
-  private isRateLimited(id: string): boolean {
-    return getTask(this.engine.db, id)?.error?.code === 'rate_limited';
-  }
-
-  /** Admission control: pause the worker with exponential backoff instead of failing its whole queue. */
-  private pauseWorker(worker: string, taskId: string): void {
-    this.engine.write(() => {
-      const prev = getSetting<WorkerPause>(this.engine.db, PAUSE_PREFIX + worker);
-      const backoffMs = Math.min(BACKOFF_MAX_MS, prev ? prev.backoffMs * 2 : BACKOFF_MIN_MS);
-      setSetting(this.engine.db, PAUSE_PREFIX + worker, { until: Date.now() + backoffMs, backoffMs, reason: `rate limited (task ${taskId})` });
-    });
-  }
-
-  private clearPause(worker: string): void {
-    if (getSetting<WorkerPause>(this.engine.db, PAUSE_PREFIX + worker)) {
-      this.engine.write(() => deleteSetting(this.engine.db, PAUSE_PREFIX + worker));
-    }
-  }
-
-  /** The rate-limited task itself becomes a new, recorded attempt (within the retry budget). */
-  private requeueAfterRateLimit(id: string): void {
-    try {
-      this.engine.write(() => retryTask(this.engine.db, this.engine.config, id, 'same', 'the scheduler (rate limit backoff)', 'engine', taskCachelab));
-    } catch {
-      // Budget used up: the task stays failed with code rate_limited, for a person to retry.
-    }
   }
 }

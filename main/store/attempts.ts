@@ -22,3 +22,14 @@ export function inFlightTasksOf(db: Db, runnerIds: string[]): string[] {
 export function inFlightTasksNotOf(db: Db, holder: string): string[] {
   return (db.prepare(`SELECT id FROM tasks WHERE status IN ('starting', 'running', 'verifying') AND (runner_id IS NULL OR runner_id != ?)`).all(holder) as { id: string }[]).map((r) => r.id);
 }
+
+/** Milliseconds the task's ended (or paused) attempts ran, from claim to end: its wall time so far. */
+export function attemptsWallMs(db: Db, taskId: string): number {
+  const row = prep(db, 'SELECT COALESCE(SUM(ended_at - started_at), 0) AS ms FROM attempts WHERE task_id = ? AND ended_at IS NOT NULL AND started_at IS NOT NULL').get(taskId) as { ms: number };
+  return Number(row.ms) || 0;
+}
+
+/** A rate-limited attempt back in the queue: the same attempt, claimed again later (no end recorded). */
+export function requeueAttempt(db: Db, taskId: string, attempt: number): void {
+  prep(db, "UPDATE attempts SET status = 'queued', pid = NULL, pid_start = NULL WHERE task_id = ? AND attempt = ?").run(taskId, attempt);
+}

@@ -110,6 +110,10 @@ export function deleteTreeRows(db: Db, rootId: string, cutoff: number, olderThan
       const forget = prep(db, 'DELETE FROM client_requests WHERE task_ids LIKE ?');
       for (const id of tasks) forget.run(`%"${id}"%`);
     }
+    // The tree's budget and each task's spend record (turns, raised limits) go with it.
+    const forgetSetting = prep(db, 'DELETE FROM settings WHERE key = ?');
+    forgetSetting.run(`root_budget.${rootId}`);
+    for (const id of tasks) forgetSetting.run(`task_guard.${id}`);
     prep(db, 'DELETE FROM tasks WHERE root_id = ?').run(rootId);
     const tombstone = appendEvent(db, null, 'tree.deleted', { ...body, signature: sign(tombstoneText(body)) });
     return { rootId, tasks: tasks.length, events: Number(events), tombstone };

@@ -1,6 +1,6 @@
 import { prep, type Db } from './db.js';
 
-export const REQUEST_KINDS = ['permission', 'question'] as const;
+export const REQUEST_KINDS = ['permission', 'question', 'budget'] as const;
 export type RequestKind = (typeof REQUEST_KINDS)[number];
 export type RequestStatus = 'pending' | 'answered' | 'expired' | 'cancelled';
 export type RequestDecision = 'allow' | 'deny' | 'answer';

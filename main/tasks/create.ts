@@ -14,7 +14,7 @@ import { getTask, insertTask, type NewTaskRow } from '../store/tasks.js';
 import { stampOrigin } from './repo-identity.js';
 import type { ParsedTaskInput } from './schema.js';
 import { redactNewTask, sealSecrets } from './secrets.js';
-import { setRootBudget, type RootBudget } from './budget.js';
+import { checkCeiling, guardFieldsOf, setRootBudget, type RootBudget } from './budget.js';
 import type { Authority, Task, TaskKind, TaskMode, TaskStatus } from './types.js';
 import { checkAutoRepair } from './auto-repair.js';
 import { routedGateway, routedModel } from './route-rule.js';
@@ -190,7 +190,7 @@ export function createTasks(ctx: CreateContext, inputs: ParsedTaskInput[], opts:
     };
   });
 
-  const budgets = rootBudgets(inputs, rows, new Set(ids));
+  const budgets = rootBudgets(inputs, rows, new Set(ids), config, ctx.authority);
   // Insert in dependency order so foreign keys hold.
   for (const i of order) {
     const original = redactNewTask(rows[i]);
@@ -216,11 +216,12 @@ export function createTasks(ctx: CreateContext, inputs: ParsedTaskInput[], opts:
  * The budgets this batch sets, by root: only a tree the batch creates can get one, and one tree gets
  * one budget (the same on every task that repeats it).
  */
-function rootBudgets(inputs: ParsedTaskInput[], rows: NewTaskRow[], newIds: Set<string>): Map<string, RootBudget> {
+function rootBudgets(inputs: ParsedTaskInput[], rows: NewTaskRow[], newIds: Set<string>, config: Config, authority: Authority): Map<string, RootBudget> {
   const out = new Map<string, RootBudget>();
   inputs.forEach((t, i) => {
     if (!t.budget) return;
     const field = fieldOf(inputs, i, 'budget');
+    if (authority === 'agent') checkCeiling(config, guardFieldsOf(t.budget), field);
     const root = rows[i].rootId;
     if (!newIds.has(root)) throw new AppError('invalid_input', `${field}: a budget is set when a task tree is created; this task joins tree ${root}`, { field });
     const seen = out.get(root);

@@ -14,11 +14,13 @@ export const TRANSITIONS: Readonly<Record<TaskStatus, readonly TaskStatus[]>> = 
   awaiting_approval: ['queued', 'cancelled', 'blocked'],
   queued: ['starting', 'cancelled', 'blocked', 'awaiting_approval', 'paused'],
   // starting → verifying: `reverify` runs verification only, without a worker turn.
-  starting: ['running', 'verifying', 'failed', 'timed_out', 'cancelled', 'orphaned'],
+  // starting/running → queued: a rate limit puts the same attempt back in the queue until the provider's reset.
+  // → waiting_input from any of the three: a budget was reached (a person raises it or stops the task).
+  starting: ['running', 'verifying', 'failed', 'timed_out', 'cancelled', 'orphaned', 'queued', 'waiting_input'],
   // running → waiting_input: the turn ended with a question or permission request for a person.
-  running: ['verifying', 'waiting_input', 'failed', 'timed_out', 'cancelled', 'orphaned'],
+  running: ['verifying', 'waiting_input', 'failed', 'timed_out', 'cancelled', 'orphaned', 'queued'],
   // verifying → running: an auto-repair follow-up turn goes back to the worker's session.
-  verifying: ['completed', 'running', 'failed', 'timed_out', 'cancelled', 'orphaned'],
+  verifying: ['completed', 'running', 'failed', 'timed_out', 'cancelled', 'orphaned', 'waiting_input'],
   // completed → queued/awaiting_approval: a follow-up (tasks/followup.ts) is a new attempt of a finished task.
   completed: ['accepted', 'queued', 'awaiting_approval', 'rejected'],
   accepted: [],

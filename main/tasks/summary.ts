@@ -26,7 +26,7 @@ export interface TaskSummary {
 /** The pending request of a task waiting for a person, in a few fields. */
 export interface NeedsInput {
   request: string;
-  kind: 'permission' | 'question';
+  kind: 'permission' | 'question' | 'budget';
   /** The question, or the permission as "Tool: command". */
   asks: string;
   options?: string[];

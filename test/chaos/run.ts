@@ -1,4 +1,4 @@
-// `npm run chaos [-- --kills N --mcp N --mcp-clients N --http N --seed S --leaders K --schedulers K --task-timeout S --custody N --damage-tasks N --escape-rounds N --flood-mb N --out FILE]`
+// `npm run chaos [-- --kills N --mcp N --mcp-clients N --http N --seed S --leaders K --schedulers K --task-timeout S --custody N --damage-tasks N --escape-rounds N --flood-mb N --guards N --out FILE]`
 // Drives the real CLI and MCP server through leader kills, competing schedulers, MCP and HTTP fuzz and a
 // secret corpus; prints the figures and writes them to docs/reliability.md (`--out -` writes nothing).
 // Exit 1 when any figure that must be zero is not.
@@ -22,6 +22,7 @@ const FLAGS: Record<string, keyof typeof DEFAULTS> = {
   '--custody': 'custody',
   '--damage-tasks': 'damageTasks',
   '--flood-mb': 'floodMb',
+  '--guards': 'guards',
 };
 
 function parseArgs(argv: string[]): { options: Omit<ChaosOptions, 'log'>; out: string } {
@@ -46,7 +47,7 @@ function parseArgs(argv: string[]): { options: Omit<ChaosOptions, 'log'>; out: s
 }
 
 function commandLine(o: Omit<ChaosOptions, 'log'>): string {
-  return `npm run chaos -- --kills ${o.kills} --leaders ${o.leaders} --schedulers ${o.schedulers} --mcp ${o.mcp} --mcp-clients ${o.mcpClients} --http ${o.http} --accept-kills ${o.acceptKills} --escape-rounds ${o.escapeRounds} --seed ${o.seed} --task-timeout ${o.taskTimeoutS} --custody ${o.custody} --damage-tasks ${o.damageTasks} --flood-mb ${o.floodMb}`;
+  return `npm run chaos -- --kills ${o.kills} --leaders ${o.leaders} --schedulers ${o.schedulers} --mcp ${o.mcp} --mcp-clients ${o.mcpClients} --http ${o.http} --accept-kills ${o.acceptKills} --escape-rounds ${o.escapeRounds} --seed ${o.seed} --task-timeout ${o.taskTimeoutS} --custody ${o.custody} --damage-tasks ${o.damageTasks} --flood-mb ${o.floodMb} --guards ${o.guards}`;
 }
 
 function renderDoc(r: ChaosReport): string {
@@ -120,6 +121,14 @@ Bold figures must be 0; the command exits non-zero otherwise.
   itself, each ending with its JSON result, run by a real \`run --until-idle\`: event rows stored against the
   \`[output] max_events\` cap, database and raw-log size, the leader's peak RSS; a flooded task must still complete
   with its result parsed and its verify run, and say once (\`worker.output_truncated\`) what it dropped.
+- **Guards** (\`test/chaos/guards.ts\`, ${r.options.guards} tasks each, in-process leader, the codex worker replaced by
+  \`test/fixtures/guards/scripted-codex.mjs\`): *runaways* report 1,000 tokens every 5 ms without end, each under its own
+  \`max_tokens\` (half with \`on_exceeded = "ask"\`, half \`"fail"\`); tokens stored past the budget were written before the stop was decided
+  (read from the pipe after it: a loaded leader reads late), lines written after it are counted from the raw log's
+  own timestamps; **not stopped**: still running, or more than one line written after the stop. *Rate limits*: the
+  first half of the runs get a 429 naming a 1 s reset, with \`retry_budget = 0\`; **failed** / **retries spent** must be 0.
+  *Flapping*: the worker crashes (503, no JSON) for 4 s; **starts while open**: a task claimed while its breaker's
+  pause was in force (the probe after it is not one).
 
 - **Escaped survivors**: a linked worker (\`test/fixtures/containment/escape-agent.sh\`) leaves six processes behind per
   task, each out of the process group and without the \`LIGHTWORKER_*\` marker: \`env -i setsid -f sleep\`; a Python

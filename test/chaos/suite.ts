@@ -6,6 +6,7 @@ import { runCustody, type CustodyFigures } from './custody.js';
 import { runDamage, type DamageFigures } from './damage.js';
 import { ENDINGS, runEscape, type EscapeFigures } from './escape.js';
 import { runFloods, type FloodFigures } from './floods.js';
+import { runGuards, type GuardsFigures } from './guards.js';
 import { runHttpFuzz, type HttpFuzzFigures } from './http-fuzz.js';
 import { runKills, type KillFigures } from './kills.js';
 import { runManyClients, type ManyClientsFigures } from './many-clients.js';
@@ -37,6 +38,8 @@ export interface ChaosOptions {
   damageTasks: number;
   /** MB of the flood of 100-character lines (the `yes` flood prints a fifth of it); default 200. */
   floodMb?: number;
+  /** Runaway (endless tokens), rate-limited and flapping-worker tasks each, of the guards scenario (0: not run). */
+  guards?: number;
   log: (line: string) => void;
 }
 
@@ -53,12 +56,13 @@ export interface ChaosReport {
   damage: DamageFigures;
   escape: EscapeFigures;
   floods: FloodFigures;
+  guards: GuardsFigures | null;
   /** The figures that must be zero, by name. */
   failures: Record<string, number>;
   durationS: number;
 }
 
-export const DEFAULTS: Omit<ChaosOptions, 'log'> = { kills: 100, leaders: 2, schedulers: 4, mcp: 10_000, mcpClients: 100, http: 2000, acceptKills: 24, escapeRounds: 1, seed: 1, taskTimeoutS: 30, custody: 50, damageTasks: 50, floodMb: 200 };
+export const DEFAULTS: Omit<ChaosOptions, 'log'> = { kills: 100, leaders: 2, schedulers: 4, mcp: 10_000, mcpClients: 100, http: 2000, acceptKills: 24, escapeRounds: 1, seed: 1, taskTimeoutS: 30, custody: 50, damageTasks: 50, floodMb: 200, guards: 8 };
 
 /** Run every scenario and collect the figures; never throws for a bad figure (only for a broken harness). */
 export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
@@ -86,6 +90,9 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   const floodMb = o.floodMb ?? DEFAULTS.floodMb!;
   o.log(`chaos: output floods (100k lines, ${floodMb} MB, ${Math.ceil(floodMb / 5)} MB of \`yes\`) …`);
   const floods = await runFloods({ lines: 100_000, floodMb, yesMb: Math.ceil(floodMb / 5), log: o.log });
+  const guardsN = o.guards ?? DEFAULTS.guards!;
+  o.log(`chaos: guards, ${guardsN} runaway, rate-limited and flapping-worker tasks each …`);
+  const guards = guardsN > 0 ? await runGuards({ runaways: guardsN, limited: guardsN, flaps: guardsN, log: o.log }) : null;
   const failures = {
     'double runs': kills.doubleRuns + compete.doubleRuns,
     'lost tasks': kills.lostTasks + compete.lostTasks,
@@ -117,9 +124,14 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     'escaped survivors': escape.total,
     'floods stored past their caps': floods.cases.filter((c) => c.outputRows > floods.maxEvents || c.rawLogBytes > floods.rawLogBytes + 4096).length,
     'flooded tasks that did not end properly': floods.improperEnds,
+    'runaways not stopped at their budget': guards ? guards.notStopped : 0,
+    'survivors (runaways)': guards?.survivors ?? 0,
+    'tasks failed by rate limits': guards?.rateLimitFailures ?? 0,
+    'retries spent on rate limits': guards?.retriesSpent ?? 0,
+    'starts while a breaker was open': guards?.startsWhileOpen ?? 0,
   };
   const { log: _log, ...options } = o;
-  return { options, kills, compete, mcp, manyClients, http, secrets, accepts, custody, damage, escape, floods, failures, durationS: Math.round((Date.now() - started) / 1000) };
+  return { options, kills, compete, mcp, manyClients, http, secrets, accepts, custody, damage, escape, floods, guards, failures, durationS: Math.round((Date.now() - started) / 1000) };
 }
 
 /** The figures as a Markdown table. */
@@ -177,8 +189,28 @@ export function renderTable(r: ChaosReport): string {
     ]),
     ['**floods stored past their caps**', r.failures['floods stored past their caps']],
     ['**flooded tasks that did not end properly**', r.failures['flooded tasks that did not end properly']],
+    ...guardRows(r),
   ];
   return ['| figure | value |', '|---|---|', ...rows.map(([k, v]) => `| ${k} | ${v} |`)].join('\n');
+}
+
+function guardRows(r: ChaosReport): [string, string | number][] {
+  const g = r.guards;
+  if (!g) return [['guards', 'not run (--guards 0)']];
+  const past = [...g.pastBudget].sort((a, b) => a - b);
+  const events = (t: number) => `${t.toLocaleString('en')} (${(t / 1000).toFixed(0)} events)`;
+  return [
+    ['runaway tasks (1,000 tokens an event every 5 ms, budgets 5k–24k)', g.runaways],
+    ['tokens stored past a budget: median / max (written before the stop, read from the pipe after it)', past.length ? `${events(percentile(past, 50) ?? 0)} / ${events(past.at(-1)!)}` : 'n/a'],
+    ['usage lines written after a stop was decided: max', Math.max(0, ...g.afterStop)],
+    ['**runaways not stopped at their budget** (still running, or > 1 line written after the stop)', r.failures['runaways not stopped at their budget']],
+    ['**surviving processes** (runaways)', r.failures['survivors (runaways)']],
+    ['rate-limited tasks (429 naming a 1 s reset)', `${g.limited}, put back in the queue ${g.rateLimitRequeues} times`],
+    ['**tasks failed by rate limits**', r.failures['tasks failed by rate limits']],
+    ['**retries spent on rate limits**', r.failures['retries spent on rate limits']],
+    ['flapping worker (crashes 4 s, then repaired; breaker 3 failures, 1 s doubling)', `${g.flaps} tasks: ${g.flapsFailed} failed while it crashed, ${g.flapsCompleted} completed; breaker opened ${g.breakerOpenings} times`],
+    ['**starts while a breaker was open**', r.failures['starts while a breaker was open']],
+  ];
 }
 
 function manyClientsRow(m: ManyClientsFigures): string {
@@ -205,6 +237,7 @@ export function renderNotes(r: ChaosReport): string[] {
     ...tag('damage', r.damage.notes),
     ...tag('escape', r.escape.notes),
     ...tag('floods', r.floods.notes),
+    ...tag('guards', r.guards?.notes ?? []),
     ...Object.entries(r.secrets.byLabel).map(([label, n]) => `- secrets: ${label} leaked in ${n} places`),
   ];
 }

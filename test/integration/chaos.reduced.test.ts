@@ -8,7 +8,7 @@ import { renderNotes, renderTable, runChaos } from '../chaos/suite.js';
 
 describe('chaos suite, reduced size', () => {
   it('survives leader kills, competing schedulers, MCP and HTTP fuzz, and leaks no secret', async () => {
-    const report = await runChaos({ kills: 5, leaders: 2, schedulers: 3, mcp: 500, mcpClients: 20, http: 200, acceptKills: 6, escapeRounds: 0, seed: 11, taskTimeoutS: 10, custody: 6, damageTasks: 10, floodMb: 10, log: () => undefined });
+    const report = await runChaos({ kills: 5, leaders: 2, schedulers: 3, mcp: 500, mcpClients: 20, http: 200, acceptKills: 6, escapeRounds: 0, seed: 11, taskTimeoutS: 10, custody: 6, damageTasks: 10, floodMb: 10, guards: 0, log: () => undefined });
     const zeros = Object.fromEntries(Object.keys(report.failures).map((k) => [k, 0]));
     // The table and notes name the figure, the tasks and the places when something is not zero.
     expect(report.failures, `${renderTable(report)}\n\n${renderNotes(report).join('\n')}`).toEqual(zeros);

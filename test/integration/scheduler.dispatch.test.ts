@@ -115,19 +115,24 @@ describe('scheduler dispatch', () => {
     expect(getTask(h.engine.db, plan.task.id)!.status).toBe('failed');
   });
 
-  it('pauses a rate-limited worker and re-queues the task as a new attempt instead of failing the queue', async () => {
+  it('pauses a rate-limited worker and puts the task back in the queue as the same attempt instead of failing it', async () => {
+    // No retries to spend: a rate limit must not need one.
+    h.configure('[limits]\nretry_budget = 0\n');
     const limited = await h.call('delegate_task', { objective: 'x', workspace: h.repo, metadata: { mock: { rate_limit: true } } });
     svc = await startSchedulerService(h.engine);
     const start = Date.now();
     while (Date.now() - start < 10_000) {
-      const t = getTask(h.engine.db, limited.task.id)!;
-      if (t.attempt === 2) break;
+      const e = (await h.call('get_events', { task_id: limited.task.id })).events.find((x: { type: string }) => x.type === 'task.rate_limited');
+      if (e) break;
       await new Promise((r) => setTimeout(r, 50));
     }
     const t = getTask(h.engine.db, limited.task.id)!;
-    expect(t.attempt).toBe(2);
+    expect(t.attempt).toBe(1);
     expect(t.status).toBe('queued');
+    expect(t.error).toBeNull();
     const st = await h.call('scheduler_status');
     expect(st.pausedWorkers.map((p: { worker: string }) => p.worker)).toEqual(['mock']);
+    // The queue says why it waits.
+    expect((await h.call('get_task', { id: t.id })).task.waitingFor).toMatch(/^worker mock rate limited \(task \w+\); retrying at \S+ \(backoff\)$/);
   });
 });

@@ -24,6 +24,11 @@ export interface RunTreeOptions {
   env: Record<string, string>;
   /** SIGTERM → SIGKILL grace of every sweep, in ms. */
   graceMs: number;
+  /**
+   * Abort reasons that kill at once (SIGKILL, no grace): a stop whose point is that the tree does nothing
+   * more, not that it exits cleanly (a budget reached: a worker ignoring SIGTERM would spend on through the grace).
+   */
+  killNowOn?: readonly string[];
   /** Aborting stops the tree (sweep); the abort reason is reported back. */
   signal?: AbortSignal;
   /** Stop the tree after this long and report `timedOut`. */
@@ -98,6 +103,18 @@ export async function runTree(command: string, args: string[], opts: RunTreeOpti
   const timer = opts.timeoutMs === undefined ? null : setTimeout(() => ((timedOut = true), void stop()), opts.timeoutMs);
   const onAbort = () => {
     aborted = String(opts.signal?.reason ?? 'aborted');
+    if (opts.killNowOn?.includes(aborted)) {
+      // The group first, in this very tick (our child, not yet reaped: its group id cannot be reused); the sweep
+      // then finds what left the group.
+      if (pid > 0 && process.platform !== 'win32') {
+        try {
+          process.kill(-pid, 'SIGKILL');
+        } catch {
+          // already gone
+        }
+      }
+      stopping ??= sweepTree(tree, 0, spawnerChildPids);
+    }
     void stop();
   };
   if (opts.signal?.aborted) onAbort();

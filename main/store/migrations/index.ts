@@ -10,6 +10,7 @@ import { m008FleetChains } from './008-fleet-chains.js';
 import { m009ClientRequests } from './009-client-requests.js';
 import { m010Pulls } from './010-pulls.js';
 import { m011UsageTaskIndex } from './011-usage-task-index.js';
+import { m012BudgetRequests } from './012-budget-requests.js';
 
 export interface Migration {
   name: string;
@@ -17,4 +18,4 @@ export interface Migration {
 }
 
 /** Forward-only, numbered: MIGRATIONS[n] takes user_version n to n+1. Never edit a shipped one. */
-export const MIGRATIONS: Migration[] = [m001Initial, m002Scheduler, m003Worktrees, m004Cachelab, m005Requests, m006Snapshots, m007ReadySet, m008FleetChains, m009ClientRequests, m010Pulls, m011UsageTaskIndex];
+export const MIGRATIONS: Migration[] = [m001Initial, m002Scheduler, m003Worktrees, m004Cachelab, m005Requests, m006Snapshots, m007ReadySet, m008FleetChains, m009ClientRequests, m010Pulls, m011UsageTaskIndex, m012BudgetRequests];

@@ -325,9 +325,16 @@ const USAGE_TASK_INDEX = `
 CREATE INDEX IF NOT EXISTS usage_samples_task ON usage_samples(task_id);
 `;
 
+/** A request may also be a budget one (a task that reached its budget waits: raise it or stop). */
+const BUDGET_REQUESTS = `
+ALTER TABLE requests DROP CONSTRAINT IF EXISTS requests_kind_check;
+ALTER TABLE requests ADD CONSTRAINT requests_kind_check CHECK (kind IN ('permission', 'question', 'budget'));
+`;
+
 export const PG_MIGRATIONS: { name: string; sql: string }[] = [
   { name: '001-initial', sql: INITIAL },
   { name: '002-client-requests', sql: CLIENT_REQUESTS },
   { name: '003-pulls', sql: PULLS },
   { name: '004-usage-task-index', sql: USAGE_TASK_INDEX },
+  { name: '005-budget-requests', sql: BUDGET_REQUESTS },
 ];

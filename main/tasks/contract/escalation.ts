@@ -12,6 +12,9 @@ export interface AskInput {
   sessionId?: string | null;
 }
 
+/** What a worker itself may ask: a question or a permission (a budget request is LightWorker's own). */
+export type WorkerAsk = AskInput & { kind: 'permission' | 'question' };
+
 /**
  * The escalation protocol for workers without a permission tool of their own (Codex,
  * OpenCode, linked CLIs; Claude Code uses it for questions): the final answer carries `escalation`
@@ -49,7 +52,7 @@ const str = (v: unknown): string | null => (typeof v === 'string' && v.trim() ? 
 const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []);
 
 /** The request a final answer escalates, or null when it is an ordinary result. Never throws. */
-export function parseEscalation(finalText: string | null): AskInput | null {
+export function parseEscalation(finalText: string | null): WorkerAsk | null {
   if (!finalText) return null;
   const text = finalText.trim();
   const fenced = /^```(?:json)?\s*([\s\S]*?)\s*```$/.exec(text);
@@ -72,11 +75,11 @@ export function parseEscalation(finalText: string | null): AskInput | null {
   return null;
 }
 
-function question(x: Record<string, unknown>): AskInput {
+function question(x: Record<string, unknown>): WorkerAsk {
   return { kind: 'question', question: str(x.text) ?? str(x.question) ?? '(the worker asked without text)', options: strings(x.options), reason: str(x.reason) };
 }
 
-function permission(x: Record<string, unknown>): AskInput {
+function permission(x: Record<string, unknown>): WorkerAsk {
   const command = str(x.command);
   const scope = str(x.scope);
   const text = str(x.text) ?? `permission to run ${command ?? 'a command'}${scope ? ` (${scope})` : ''}`;
