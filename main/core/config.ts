@@ -5,31 +5,14 @@ import { z } from 'zod';
 import { AppError } from './errors.js';
 import { CONFIG_TEMPLATE } from './config-template.js';
 import { PRIVATE_FILE } from './private-home.js';
+import { ENV_NAME, KINDS, gatewaySchema, modelRouteSchema, profileSchema, unknownGatewayRef } from './config-routing.js';
+
+export { EFFORTS, GATEWAY_AUTH_STYLES, KINDS } from './config-routing.js';
 
 export const MODES = ['plan_only', 'auto_readonly', 'auto_execute'] as const;
-export const EFFORTS = ['low', 'medium', 'high', 'xhigh'] as const;
-export const KINDS = ['plan', 'explore', 'review', 'execute'] as const;
-
-const profileSchema = z.strictObject({
-  model: z.string().min(1).optional(),
-  reasoning_effort: z.enum(EFFORTS).default('medium'),
-  kinds: z.array(z.enum(KINDS)).min(1).default([...KINDS]),
-  worker: z.string().min(1).optional(),
-  /** Cost rank, lower = cheaper: workflow routing picks the cheapest adequate profile. */
-  cost: z.number().int().min(0).max(1000).optional(),
-  /** The gateway (config.toml [gateways]) this profile's tasks go through, unless a task names its own. */
-  gateway: z.string().min(1).optional(),
-});
-
-/** One way to reach a model: a gateway of [gateways] and the name that gateway's provider knows it by. */
-const modelRouteSchema = z.strictObject({ gateway: z.string().min(1), model: z.string().min(1).optional() });
-
-const ENV_NAME = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name');
 
 /** How a worker authenticates (main/workers/credentials.ts); unset = auto. */
 export const AUTH_MODES = ['login', 'env', 'gateway', 'none'] as const;
-/** How a gateway wants its key: `Authorization: Bearer` or `x-api-key` (unset: the worker's native style). */
-export const GATEWAY_AUTH_STYLES = ['bearer', 'x-api-key'] as const;
 
 /** USD per million tokens of one model; `cached` (prompt-cache reads) defaults to the input price. */
 export const priceSchema = z.strictObject({
@@ -38,15 +21,6 @@ export const priceSchema = z.strictObject({
   output: z.number().min(0).max(10_000),
 });
 
-const gatewaySchema = z.strictObject({
-  base_url: z.string().url(),
-  /** Name of the environment variable that holds the key; the key itself is never stored. */
-  key_env: ENV_NAME,
-  wire_api: z.enum(['responses', 'messages', 'chat']).optional(),
-  auth: z.enum(GATEWAY_AUTH_STYLES).optional(),
-  /** Our model name → the provider's (e.g. "claude-sonnet-4-5" = "glm-4.6"). */
-  model_map: z.record(z.string().min(1), z.string().min(1)).default({}),
-});
 
 /** Built-in workers that run an external CLI: a `[workers.<name>]` block may replace its binary (`command`). */
 export const BUILTIN_CLI_WORKERS: readonly string[] = ['codex', 'claude-code', 'opencode'];
@@ -383,16 +357,6 @@ export function parseConfig(raw: unknown, source = 'config.toml'): Config {
   return result.data;
 }
 
-/** The first setting that names a gateway [gateways] does not define, with its key path. */
-function unknownGatewayRef(c: Config): { key: string; name: string } | null {
-  const refs: [string, string | undefined][] = [
-    ['routing.default_gateway', c.routing.default_gateway],
-    ...Object.entries(c.profiles).map(([n, p]): [string, string | undefined] => [`profiles.${n}.gateway`, p.gateway]),
-    ...Object.entries(c.models.routes).flatMap(([m, r]): [string, string | undefined][] => [[`models.routes.${m}.primary.gateway`, r.primary.gateway], [`models.routes.${m}.fallback.gateway`, r.fallback?.gateway]]),
-  ];
-  for (const [key, name] of refs) if (name !== undefined && !c.gateways[name]) return { key, name };
-  return null;
-}
 
 /** Read and validate `config.toml`; a missing file means all defaults. */
 export function loadConfig(path: string): Config {
