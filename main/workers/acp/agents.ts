@@ -1,8 +1,10 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readdirSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import type { WorkerTurn } from '../adapter.js';
 import { opencodeConfig, DEAD_REGISTRY } from '../opencode.js';
 import { providerModel } from '../routing.js';
+import { findCliBinary } from '../cli-detect.js';
+import { findOnPath } from '../which.js';
 
 /**
  * The ACP agents LightWorker knows by name: how each is started and pointed at a gateway, its own
@@ -75,6 +77,35 @@ const claudeAcp: AcpAgentDef = {
   },
 };
 
+/**
+ * The bubblewrap of an installed Codex CLI, for codex-acp, which ships none: without a `bwrap` on PATH
+ * every sandboxed edit it makes panics ("bubblewrap is unavailable") and comes back as an ask to run
+ * unsandboxed. A folder in the turn's home holding only that one link, or null (not Linux, a system
+ * bwrap, or no Codex CLI with one).
+ */
+export function codexBwrapDir(home: string, path: string | undefined): string | null {
+  if (process.platform !== 'linux' || findOnPath('bwrap', path)) return null;
+  const codex = findCliBinary('codex');
+  if (!codex) return null;
+  let pkg: string;
+  try {
+    pkg = dirname(dirname(realpathSync(codex)));
+  } catch {
+    return null;
+  }
+  const arch = process.arch === 'arm64' ? 'arm64' : 'x64';
+  for (const vendor of [join(dirname(pkg), `codex-linux-${arch}`, 'vendor'), join(pkg, 'vendor'), join(pkg, 'node_modules', '@openai', `codex-linux-${arch}`, 'vendor')]) {
+    const triples = existsSync(vendor) ? readdirSync(vendor) : [];
+    const bwrap = triples.map((t) => join(vendor, t, 'codex-resources', 'bwrap')).find((f) => existsSync(f));
+    if (!bwrap) continue;
+    const dir = join(home, 'bwrap-bin');
+    mkdirSync(dir, { recursive: true });
+    if (!existsSync(join(dir, 'bwrap'))) symlinkSync(bwrap, join(dir, 'bwrap'));
+    return dir;
+  }
+  return null;
+}
+
 const codexAcp: AcpAgentDef = {
   name: 'codex-acp',
   bin: 'codex-acp',
@@ -85,6 +116,8 @@ const codexAcp: AcpAgentDef = {
   configure(turn, home) {
     const args = ['-c', 'analytics.enabled=false', '-c', 'features.plugins=false', '-c', 'features.shell_snapshot=false', '-c', 'features.unbounded_connection_retries=false'];
     const env: Record<string, string> = { CODEX_HOME: home };
+    const bwrap = codexBwrapDir(home, turn.baseEnv.PATH);
+    if (bwrap) env.PATH = [bwrap, turn.baseEnv.PATH].filter(Boolean).join(':');
     const base = gwBase(turn);
     if (base && turn.gateway) {
       args.push('-c', 'model_provider=lightworker', '-c', `model_providers.lightworker={name="${turn.gateway.name.replace(/"/g, '')}",base_url="${base}",wire_api="responses",env_key="LIGHTWORKER_GATEWAY_KEY",request_max_retries=2,stream_max_retries=2}`);
