@@ -61,6 +61,7 @@ function buildSpawn(w: AcpWorker, turn: WorkerTurn): SpawnSpec {
     model: providerModel(turn),
     modes: w.def?.modes(turn.sandbox) ?? [],
     serveReads: w.def?.serveReads !== false,
+    loadSession: !w.def?.noLoad,
     permission: turn.permissionServer,
   };
   const node = nodeCommand();
@@ -141,8 +142,8 @@ async function detect(w: AcpWorker, configured?: readonly string[] | null): Prom
   const note = acp.summary ?? `ACP initialize failed: ${acp.why}`;
   return {
     ...base, installed: true, version, versionNote: version ? undefined : 'version unknown: no package.json or --version',
-    capabilities: { ...capabilities, sessions: acp.summary ? acp.loadSession : true },
-    acp: note + (w.def?.notProven ? `; not proven here: ${w.def.notProven}` : ''),
+    capabilities: { ...capabilities, sessions: acp.summary ? acp.loadSession && !w.def?.noLoad : true },
+    acp: note + (w.def?.noLoad ? `; session/load not used: ${w.def.noLoad}` : '') + (w.def?.notProven ? `; not proven here: ${w.def.notProven}` : ''),
     reason: acp.summary || acp.why.startsWith('still probing') ? null : note,
     command: agent.bin,
   };

@@ -26,6 +26,11 @@ export interface AcpAgentDef {
   serveReads?: boolean;
   /** Key variables the agent reads, passed from LightWorker's environment when no gateway is routed. */
   keyVars: string[];
+  /**
+   * Why follow-ups never use this agent's session/load although it offers it: each continues in a fresh
+   * session carrying the earlier ask and answer (said in a worker.warning).
+   */
+  noLoad?: string;
   /** Proven end to end against the real CLI here (README table), or why not. */
   notProven?: string;
 }
@@ -39,6 +44,7 @@ const gemini: AcpAgentDef = {
   install: 'npm i -g @google/gemini-cli',
   serveReads: false,
   keyVars: ['GEMINI_API_KEY', 'GOOGLE_API_KEY'],
+  noLoad: 'Gemini CLI 0.61 starts a new recording of the session before it reads it back, so session/load finds "No previous sessions found" (every time on a loaded machine)',
   modes: (s) => (s === 'workspace-write' ? ['autoEdit', 'auto_edit'] : ['default']),
   configure(turn, home) {
     const dir = join(home, '.gemini');

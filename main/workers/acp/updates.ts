@@ -25,6 +25,12 @@ export class UpdateMapper {
     this.emit({ type: 'worker.message', text });
   }
 
+  /** Forget what was said before the turn's prompt (a loaded session's replay, an agent's note on a mode change). */
+  reset(): void {
+    this.#text = [];
+    this.lastMessage = null;
+  }
+
   update(u: Record<string, unknown>): void {
     const kind = String(u.sessionUpdate);
     if (kind === 'agent_message_chunk') {
