@@ -25,6 +25,8 @@ export interface AcpSuite {
    * session carrying the earlier ask and answer, announced by a worker.warning. Asserted instead of the same session.
    */
   freshFollowUps?: boolean;
+  /** How long the agent may take to give up on a 429 (its own retries and backoff), default 150 s. */
+  rateLimitMs?: number;
 }
 
 const T = 180_000;
@@ -125,9 +127,10 @@ export async function describeAcpCli(s: AcpSuite): Promise<void> {
       }
     });
 
-    it('reports a 429 as rate_limited', { timeout: T }, async () => {
+    const limitMs = s.rateLimitMs ?? 150_000;
+    it('reports a 429 as rate_limited', { timeout: limitMs + 30_000 }, async () => {
       const t = turn('e429', { turns: [{ error: { status: 429, message: 'Rate limit reached for requests' } }] });
-      const { result } = await play(s.adapter, t, { hardTimeoutMs: 150_000 });
+      const { result } = await play(s.adapter, t, { hardTimeoutMs: limitMs });
       expect(result.ok).toBe(false);
       expect(result.aborted).toBeNull();
       expect(result.error?.code, result.error?.message).toBe('rate_limited');

@@ -62,6 +62,7 @@ function buildSpawn(w: AcpWorker, turn: WorkerTurn): SpawnSpec {
     modes: w.def?.modes(turn.sandbox) ?? [],
     serveReads: w.def?.serveReads !== false,
     loadSession: !w.def?.noLoad,
+    settleMs: w.def?.settleMs,
     permission: turn.permissionServer,
   };
   const node = nodeCommand();

@@ -31,6 +31,8 @@ export interface AcpAgentDef {
    * session carrying the earlier ask and answer (said in a worker.warning).
    */
   noLoad?: string;
+  /** Milliseconds the agent keeps its input open after a turn, to finish writing its session before it exits on end of input. */
+  settleMs?: number;
   /** Proven end to end against the real CLI here (README table), or why not. */
   notProven?: string;
 }
@@ -166,6 +168,9 @@ const qwen: AcpAgentDef = {
   args: ['--acp'],
   install: 'npm i -g @qwen-code/qwen-code@0.15.10 (later versions need Node 22)',
   keyVars: ['OPENAI_API_KEY', 'DASHSCOPE_API_KEY'],
+  // Qwen Code 0.15 queues the turn's last record (the answer) as an async append and exits on end of input
+  // without waiting for it: closed at once, a follow-up loaded the session without its answer.
+  settleMs: 1000,
   modes: (s) => (s === 'workspace-write' ? ['auto-edit', 'autoEdit'] : ['default']),
   configure(turn, home) {
     const dir = join(home, '.qwen');

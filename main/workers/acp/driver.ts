@@ -191,7 +191,7 @@ async function runTurn(spec: DriverSpec, matchAny: PathMatcher): Promise<number>
     }
     mapper.flush();
     if (process.env.LW_ACP_DEBUG) process.stderr.write(`PROMPT-RESPONSE ${JSON.stringify(res)}\n`);
-    const usage = usageOfResponse(res, spec.model, mapper.costUsd);
+    const usage = usageOfResponse(res, spec.model, mapper.costUsd, mapper.stepUsage);
     if (usage) emit(usage);
     writeFileSync(notesFile(spec), JSON.stringify({ sessionId, asked: prompt, answer: mapper.lastMessage }), { mode: 0o600 });
     const stopReason = String(res.stopReason);
@@ -210,6 +210,7 @@ async function runTurn(spec: DriverSpec, matchAny: PathMatcher): Promise<number>
     boundary.close();
     await bridge?.close();
     // Stdin closed, the agent ends on its own and saves its session (a follow-up loads it); then it is stopped.
+    if (spec.settleMs && !stopping) await new Promise((r) => setTimeout(r, spec.settleMs).unref());
     child.stdin.end();
     await Promise.race([agentExit, new Promise((r) => setTimeout(r, 3000).unref())]);
     child.kill('SIGTERM');
