@@ -73,10 +73,12 @@ export const listWorkers = defineCommand({
       names.map(async (name): Promise<WorkerListing> => {
         const adapter = resolveAdapter(ctx.engine, name);
         const info = await adapter.detect();
-        const auth = workerAuth(ctx, name);
+        const shared = workerAuth(ctx, name);
+        // A gateway the worker is set to use (auth = "gateway") reaches ACP agents too; otherwise the adapter's own answer.
+        const auth = info.auth && shared.mode !== 'gateway' ? info.auth : shared;
         return {
           ...info,
-          authenticated: info.authenticated ?? (BUILTIN_ADAPTERS.has(name) ? auth.ok : null),
+          authenticated: info.auth && auth === info.auth ? info.authenticated : (info.authenticated ?? (BUILTIN_ADAPTERS.has(name) ? auth.ok : null)),
           auth,
           usable: info.installed && auth.ok,
           fix: workerFix(name, info.installed, auth),
