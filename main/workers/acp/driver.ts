@@ -84,7 +84,6 @@ async function runTurn(spec: DriverSpec, matchAny: PathMatcher): Promise<number>
   const app = client({ name: 'lightworker' })
     .onNotification(methods.client.session.update, ({ params }) => {
       lastUpdateAt = Date.now();
-      if (process.env.LW_ACP_DEBUG) process.stderr.write(`UPDATE ${JSON.stringify(params.update).slice(0, 400)}\n`);
       if (!replaying) mapper.update(params.update as unknown as Record<string, unknown>);
     })
     .onRequest(methods.client.fs.readTextFile, ({ params }) => boundary.readTextFile(params))
@@ -101,7 +100,6 @@ async function runTurn(spec: DriverSpec, matchAny: PathMatcher): Promise<number>
     .onRequest(methods.client.session.requestPermission, async ({ params }) => {
       mapper.flush();
       const call = params.toolCall as AskedToolCall;
-      if (process.env.LW_ACP_DEBUG) process.stderr.write(`ASK ${JSON.stringify(params.options)}\n`);
       const pick = (kinds: string[]) => params.options.find((o) => kinds.includes(o.kind))?.optionId;
       const answer: PermissionAnswer = bridge
         ? await bridge.decide(call).catch((err: Error) => ({ behavior: 'deny' as const, message: `LightWorker's permission tool failed: ${err.message}` }))
@@ -190,7 +188,6 @@ async function runTurn(spec: DriverSpec, matchAny: PathMatcher): Promise<number>
       res = await ask(`LightWorker refused that request: ${why}\nDo not ask for it again; go on with the task without it.`);
     }
     mapper.flush();
-    if (process.env.LW_ACP_DEBUG) process.stderr.write(`PROMPT-RESPONSE ${JSON.stringify(res)}\n`);
     const usage = usageOfResponse(res, spec.model, mapper.costUsd, mapper.stepUsage);
     if (usage) emit(usage);
     writeFileSync(notesFile(spec), JSON.stringify({ sessionId, asked: prompt, answer: mapper.lastMessage }), { mode: 0o600 });
