@@ -175,7 +175,10 @@ const qwen: AcpAgentDef = {
   configure(turn, home) {
     const dir = join(home, '.qwen');
     mkdirSync(dir, { recursive: true });
-    writeFileSync(join(dir, 'settings.json'), JSON.stringify({ general: { disableAutoUpdate: true, disableUpdateNag: true }, telemetry: { enabled: false }, privacy: { usageStatisticsEnabled: false }, security: { auth: { selectedType: 'openai' } } }));
+    // generationConfig.maxRetries 0: Qwen's own rate-limit loop (10 retries from 60 s up to 5 min apart) is off,
+    // so a 429 is reported after its request retries alone (7 attempts, 1.5 s doubling, ~80 s).
+    const settings = { general: { disableAutoUpdate: true, disableUpdateNag: true }, telemetry: { enabled: false }, privacy: { usageStatisticsEnabled: false }, security: { auth: { selectedType: 'openai' } }, model: { generationConfig: { maxRetries: 0 } } };
+    writeFileSync(join(dir, 'settings.json'), JSON.stringify(settings));
     const args: string[] = [];
     const env: Record<string, string> = {};
     const base = gwBase(turn);

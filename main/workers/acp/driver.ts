@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { client, methods, ndJsonStream, PROTOCOL_VERSION, type ClientConnection, type InitializeRequest, type InitializeResponse } from '@agentclientprotocol/sdk';
 import { RATE_LIMIT_PATTERN, type NormalizedEvent } from '../adapter.js';
+import { descendantsIn, listProcesses } from '../../platform/proc/process.js';
 import { Boundary, type PathMatcher } from './boundary.js';
 import { PermissionBridge, type AskedToolCall, type PermissionAnswer } from './permission-bridge.js';
 import type { DriverLine, DriverSpec } from './spec.js';
@@ -208,9 +209,21 @@ async function runTurn(spec: DriverSpec, matchAny: PathMatcher): Promise<number>
     await bridge?.close();
     // Stdin closed, the agent ends on its own and saves its session (a follow-up loads it); then it is stopped.
     if (spec.settleMs && !stopping) await new Promise((r) => setTimeout(r, spec.settleMs).unref());
+    // Taken before it ends: a launcher that exits leaves its own children behind (codex-acp's node wrapper
+    // passes no signal to its native binary), and once orphaned they are no longer found below it.
+    const procs = listProcesses();
+    const tree = new Set(descendantsIn(procs, child.pid ?? -1).map((pid) => `${pid}:${procs.find((p) => p.pid === pid)?.start}`));
     child.stdin.end();
     await Promise.race([agentExit, new Promise((r) => setTimeout(r, 3000).unref())]);
     child.kill('SIGTERM');
+    for (const p of listProcesses()) {
+      if (!tree.has(`${p.pid}:${p.start}`)) continue;
+      try {
+        process.kill(p.pid, 'SIGTERM');
+      } catch {
+        // gone already
+      }
+    }
   }
 }
 
