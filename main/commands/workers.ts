@@ -62,6 +62,15 @@ export function workerAuth(ctx: CommandContext, worker: string): WorkerListing['
   return { mode: a.mode, source: a.source, ok: a.ok, hint: a.hint };
 }
 
+/**
+ * What a worker authenticates with as `workers` and `doctor` report it: the adapter's own answer where it
+ * knows better (an ACP agent: only its key variables reach it), unless the worker is set to a gateway.
+ */
+export function listingAuth(ctx: CommandContext, name: string, info: WorkerInfo): WorkerListing['auth'] {
+  const shared = workerAuth(ctx, name);
+  return info.auth && shared.mode !== 'gateway' ? info.auth : shared;
+}
+
 export const listWorkers = defineCommand({
   name: 'list_workers',
   description: 'Worker CLIs: installed, authenticated, why unusable.',
@@ -73,9 +82,7 @@ export const listWorkers = defineCommand({
       names.map(async (name): Promise<WorkerListing> => {
         const adapter = resolveAdapter(ctx.engine, name);
         const info = await adapter.detect();
-        const shared = workerAuth(ctx, name);
-        // A gateway the worker is set to use (auth = "gateway") reaches ACP agents too; otherwise the adapter's own answer.
-        const auth = info.auth && shared.mode !== 'gateway' ? info.auth : shared;
+        const auth = listingAuth(ctx, name, info);
         return {
           ...info,
           authenticated: info.auth && auth === info.auth ? info.authenticated : (info.authenticated ?? (BUILTIN_ADAPTERS.has(name) ? auth.ok : null)),

@@ -51,6 +51,13 @@ describe('workers commands', () => {
       expect(by('qwen').auth.hint).toMatch(/export OPENAI_API_KEY or DASHSCOPE_API_KEY, or route it through a gateway/);
       // Copilot has no base-URL setting: no gateway is offered as a way out.
       expect(by('copilot').auth.hint).not.toMatch(/gateway/);
+      // doctor says the same: a qwen without its key is not usable, and says which key.
+      const { checks } = await h.call('run_doctor');
+      const check = (n: string) => checks.find((c: { name: string }) => c.name === `worker ${n}`);
+      expect(check('gemini')).toMatchObject({ ok: true });
+      expect(check('gemini').detail).toContain('auth: env GEMINI_API_KEY');
+      expect(check('qwen')).toMatchObject({ ok: false });
+      expect(check('qwen').fix).toMatch(/export OPENAI_API_KEY or DASHSCOPE_API_KEY/);
     } finally {
       process.env = saved;
     }
