@@ -153,7 +153,9 @@ async function detect(w: AcpWorker, configured?: readonly string[] | null): Prom
   const base = { name: w.name, authenticated: w.def ? auth.ok : null, auth, capabilities };
   if (!agent) return { ...base, installed: false, version: null, reason: w.def ? cliMissingReason(w.name, w.def.bin, configured, w.def.install) : `${w.argv[0]} not found (config.toml [workers.${w.name}] acp)`, command: null };
   const [version, acp] = await Promise.all([versionOf(agent.bin, w.def ? [] : []), probeAcp(agent.bin, agent.args)]);
-  const note = acp.summary ?? `ACP initialize failed: ${acp.why}`;
+  // The agent offers session/load, but LightWorker does not use a broken one: say what follow-ups really do.
+  const summary = acp.summary && w.def?.noLoad ? acp.summary.replace('follow-ups: session/load', 'follow-ups: fresh session + summary') : acp.summary;
+  const note = summary ?? `ACP initialize failed: ${acp.why}`;
   return {
     ...base, installed: true, version, versionNote: version ? undefined : 'version unknown: no package.json or --version',
     capabilities: { ...capabilities, sessions: acp.summary ? acp.loadSession && !w.def?.noLoad : true },
