@@ -12,7 +12,7 @@ import { probeVersionLine } from '../workers/probe.js';
 import { allWorkerNames, resolveAdapter } from '../workers/registry.js';
 import { findOnPath } from '../workers/which.js';
 import { defineCommand, type CommandContext } from './table.js';
-import { installHint, workerAuth } from './workers.js';
+import { installHint, listingAuth } from './workers.js';
 import { describeStore, fleetStatus, NO_LEADER, type StoreInfo } from './fleet.js';
 import { quickCheck } from '../store/capabilities.js';
 import { measureHome } from '../isolation/home-size.js';
@@ -159,7 +159,7 @@ async function workerChecks(ctx: CommandContext): Promise<DoctorCheck[]> {
         const paused = workerWaitReason(ctx.engine.db, ctx.engine.config, name);
         if (paused) return { name: `worker ${name}`, ok: false, optional: true, detail: paused, fix: 'it retries by itself at that time; fix the cause (logs of its last failed tasks: lightworker show ID)' };
         if (info.installed) {
-          const auth = workerAuth(ctx, name);
+          const auth = listingAuth(ctx, name, info);
           const detail = `${info.version ?? info.versionNote ?? 'installed'}${info.command ? ` (${info.command})` : ''}${info.acp ? `; ${info.acp}` : ''}; auth: ${auth.source}`;
           // A worker without credentials warns with the exact fix; a note (an ignored base URL) rides along.
           if (!auth.ok) return { name: `worker ${name}`, ok: false, optional: true, detail: `${detail}: not usable without credentials`, fix: auth.hint ?? undefined };

@@ -64,6 +64,15 @@ export function workerAuth(ctx: CommandContext, worker: string): WorkerListing['
   return { mode: a.mode, source: a.source, ok: a.ok, hint: a.hint };
 }
 
+/**
+ * What a worker authenticates with as `workers` and `doctor` report it: the adapter's own answer where it
+ * knows better (an ACP agent: only its key variables reach it), unless the worker is set to a gateway.
+ */
+export function listingAuth(ctx: CommandContext, name: string, info: WorkerInfo): WorkerListing['auth'] {
+  const shared = workerAuth(ctx, name);
+  return info.auth && shared.mode !== 'gateway' ? info.auth : shared;
+}
+
 export const listWorkers = defineCommand({
   name: 'list_workers',
   description: 'Worker CLIs: installed, authenticated, why unusable.',
@@ -75,10 +84,10 @@ export const listWorkers = defineCommand({
       names.map(async (name): Promise<WorkerListing> => {
         const adapter = resolveAdapter(ctx.engine, name);
         const info = await adapter.detect();
-        const auth = workerAuth(ctx, name);
+        const auth = listingAuth(ctx, name, info);
         return {
           ...info,
-          authenticated: info.authenticated ?? (BUILTIN_ADAPTERS.has(name) ? auth.ok : null),
+          authenticated: info.auth && auth === info.auth ? info.authenticated : (info.authenticated ?? (BUILTIN_ADAPTERS.has(name) ? auth.ok : null)),
           auth,
           usable: info.installed && auth.ok,
           fix: workerFix(name, info.installed, auth),

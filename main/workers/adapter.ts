@@ -51,6 +51,11 @@ export interface WorkerInfo {
   command: string | null;
   /** ACP workers: the protocol version, how follow-ups continue and the auth methods the agent's initialize named. */
   acp?: string;
+  /**
+   * What a turn would authenticate with, when the adapter knows better than the shared lookup: an ACP agent
+   * runs with its own config home, so only its key variables (or a routed gateway) reach it, never your login.
+   */
+  auth?: { mode: string; source: string; ok: boolean; hint: string | null };
 }
 
 /** A gateway as a worker needs it: where to send requests and which env var holds the key. */

@@ -38,4 +38,28 @@ describe('workers commands', () => {
     expect(after).not.toContain('other');
     expect(after).not.toContain('leaky');
   }, 60_000);
+  it('an ACP agent reports the key its turn would get (its own config home: a login in HOME never reaches it)', async () => {
+    h = makeHome();
+    const saved = { ...process.env };
+    for (const a of ACP_AGENTS) for (const k of a.keyVars) delete process.env[k];
+    process.env.GEMINI_API_KEY = 'test-gemini-key-00000000';
+    try {
+      const { workers } = await h.call('list_workers');
+      const by = (n: string) => workers.find((w: { name: string }) => w.name === n);
+      expect(by('gemini')).toMatchObject({ authenticated: true, auth: { ok: true, source: 'env GEMINI_API_KEY' } });
+      expect(by('qwen')).toMatchObject({ authenticated: false, auth: { ok: false, source: 'env (none set)' } });
+      expect(by('qwen').auth.hint).toMatch(/export OPENAI_API_KEY or DASHSCOPE_API_KEY, or route it through a gateway/);
+      // Copilot has no base-URL setting: no gateway is offered as a way out.
+      expect(by('copilot').auth.hint).not.toMatch(/gateway/);
+      // doctor says the same: a qwen without its key is not usable, and says which key.
+      const { checks } = await h.call('run_doctor');
+      const check = (n: string) => checks.find((c: { name: string }) => c.name === `worker ${n}`);
+      expect(check('gemini')).toMatchObject({ ok: true });
+      expect(check('gemini').detail).toContain('auth: env GEMINI_API_KEY');
+      expect(check('qwen')).toMatchObject({ ok: false });
+      expect(check('qwen').fix).toMatch(/export OPENAI_API_KEY or DASHSCOPE_API_KEY/);
+    } finally {
+      process.env = saved;
+    }
+  });
 });

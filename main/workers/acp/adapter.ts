@@ -61,6 +61,8 @@ function buildSpawn(w: AcpWorker, turn: WorkerTurn): SpawnSpec {
     model: providerModel(turn),
     modes: w.def?.modes(turn.sandbox) ?? [],
     serveReads: w.def?.serveReads !== false,
+    loadSession: !w.def?.noLoad,
+    settleMs: w.def?.settleMs,
     permission: turn.permissionServer,
   };
   const node = nodeCommand();
@@ -132,17 +134,32 @@ export async function probeAcp(bin: string, args: string[]): Promise<{ summary: 
   }
 }
 
+/**
+ * What an ACP agent's turn authenticates with without a gateway: only its key variables reach it (it runs
+ * with its own config home, so a login in your HOME is never used). Checked without running it.
+ */
+export function acpAuth(w: AcpWorker, env: NodeJS.ProcessEnv = process.env): NonNullable<WorkerInfo['auth']> {
+  if (!w.def) return { mode: 'none', source: 'its own config', ok: true, hint: null };
+  const found = w.def.keyVars.filter((k) => env[k]);
+  if (found.length) return { mode: 'env', source: `env ${found.join(', ')}`, ok: true, hint: null };
+  const gateway = w.def.notProven ? '' : ', or route it through a gateway ([gateways.NAME], --gateway NAME)';
+  return { mode: 'env', source: 'env (none set)', ok: false, hint: `export ${w.def.keyVars.join(' or ')}${gateway}; a login in your HOME is not used (each turn has its own config home)` };
+}
+
 async function detect(w: AcpWorker, configured?: readonly string[] | null): Promise<WorkerInfo> {
   const capabilities = { sessions: true, structuredOutput: false, sandboxModes: ['read-only (snapshot)', 'workspace-write'] };
   const agent = agentArgv(w, configured);
-  const base = { name: w.name, authenticated: null, capabilities };
+  const auth = acpAuth(w);
+  const base = { name: w.name, authenticated: w.def ? auth.ok : null, auth, capabilities };
   if (!agent) return { ...base, installed: false, version: null, reason: w.def ? cliMissingReason(w.name, w.def.bin, configured, w.def.install) : `${w.argv[0]} not found (config.toml [workers.${w.name}] acp)`, command: null };
   const [version, acp] = await Promise.all([versionOf(agent.bin, w.def ? [] : []), probeAcp(agent.bin, agent.args)]);
-  const note = acp.summary ?? `ACP initialize failed: ${acp.why}`;
+  // The agent offers session/load, but LightWorker does not use a broken one: say what follow-ups really do.
+  const summary = acp.summary && w.def?.noLoad ? acp.summary.replace('follow-ups: session/load', 'follow-ups: fresh session + summary') : acp.summary;
+  const note = summary ?? `ACP initialize failed: ${acp.why}`;
   return {
     ...base, installed: true, version, versionNote: version ? undefined : 'version unknown: no package.json or --version',
-    capabilities: { ...capabilities, sessions: acp.summary ? acp.loadSession : true },
-    acp: note + (w.def?.notProven ? `; not proven here: ${w.def.notProven}` : ''),
+    capabilities: { ...capabilities, sessions: acp.summary ? acp.loadSession && !w.def?.noLoad : true },
+    acp: note + (w.def?.noLoad ? `; session/load not used: ${w.def.noLoad}` : '') + (w.def?.notProven ? `; not proven here: ${w.def.notProven}` : ''),
     reason: acp.summary || acp.why.startsWith('still probing') ? null : note,
     command: agent.bin,
   };

@@ -1,8 +1,10 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readdirSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import type { WorkerTurn } from '../adapter.js';
 import { opencodeConfig, DEAD_REGISTRY } from '../opencode.js';
 import { providerModel } from '../routing.js';
+import { findCliBinary } from '../cli-detect.js';
+import { findOnPath } from '../which.js';
 
 /**
  * The ACP agents LightWorker knows by name: how each is started and pointed at a gateway, its own
@@ -24,6 +26,13 @@ export interface AcpAgentDef {
   serveReads?: boolean;
   /** Key variables the agent reads, passed from LightWorker's environment when no gateway is routed. */
   keyVars: string[];
+  /**
+   * Why follow-ups never use this agent's session/load although it offers it: each continues in a fresh
+   * session carrying the earlier ask and answer (said in a worker.warning).
+   */
+  noLoad?: string;
+  /** Milliseconds the agent keeps its input open after a turn, to finish writing its session before it exits on end of input. */
+  settleMs?: number;
   /** Proven end to end against the real CLI here (README table), or why not. */
   notProven?: string;
 }
@@ -37,6 +46,7 @@ const gemini: AcpAgentDef = {
   install: 'npm i -g @google/gemini-cli',
   serveReads: false,
   keyVars: ['GEMINI_API_KEY', 'GOOGLE_API_KEY'],
+  noLoad: 'Gemini CLI 0.61 starts a new recording of the session before it reads it back, so session/load finds "No previous sessions found" (every time on a loaded machine)',
   modes: (s) => (s === 'workspace-write' ? ['autoEdit', 'auto_edit'] : ['default']),
   configure(turn, home) {
     const dir = join(home, '.gemini');
@@ -75,6 +85,35 @@ const claudeAcp: AcpAgentDef = {
   },
 };
 
+/**
+ * The bubblewrap of an installed Codex CLI, for codex-acp, which ships none: without a `bwrap` on PATH
+ * every sandboxed edit it makes panics ("bubblewrap is unavailable") and comes back as an ask to run
+ * unsandboxed. A folder in the turn's home holding only that one link, or null (not Linux, a system
+ * bwrap, or no Codex CLI with one).
+ */
+export function codexBwrapDir(home: string, path: string | undefined): string | null {
+  if (process.platform !== 'linux' || findOnPath('bwrap', path)) return null;
+  const codex = findCliBinary('codex');
+  if (!codex) return null;
+  let pkg: string;
+  try {
+    pkg = dirname(dirname(realpathSync(codex)));
+  } catch {
+    return null;
+  }
+  const arch = process.arch === 'arm64' ? 'arm64' : 'x64';
+  for (const vendor of [join(dirname(pkg), `codex-linux-${arch}`, 'vendor'), join(pkg, 'vendor'), join(pkg, 'node_modules', '@openai', `codex-linux-${arch}`, 'vendor')]) {
+    const triples = existsSync(vendor) ? readdirSync(vendor) : [];
+    const bwrap = triples.map((t) => join(vendor, t, 'codex-resources', 'bwrap')).find((f) => existsSync(f));
+    if (!bwrap) continue;
+    const dir = join(home, 'bwrap-bin');
+    mkdirSync(dir, { recursive: true });
+    if (!existsSync(join(dir, 'bwrap'))) symlinkSync(bwrap, join(dir, 'bwrap'));
+    return dir;
+  }
+  return null;
+}
+
 const codexAcp: AcpAgentDef = {
   name: 'codex-acp',
   bin: 'codex-acp',
@@ -85,6 +124,8 @@ const codexAcp: AcpAgentDef = {
   configure(turn, home) {
     const args = ['-c', 'analytics.enabled=false', '-c', 'features.plugins=false', '-c', 'features.shell_snapshot=false', '-c', 'features.unbounded_connection_retries=false'];
     const env: Record<string, string> = { CODEX_HOME: home };
+    const bwrap = codexBwrapDir(home, turn.baseEnv.PATH);
+    if (bwrap) env.PATH = [bwrap, turn.baseEnv.PATH].filter(Boolean).join(':');
     const base = gwBase(turn);
     if (base && turn.gateway) {
       args.push('-c', 'model_provider=lightworker', '-c', `model_providers.lightworker={name="${turn.gateway.name.replace(/"/g, '')}",base_url="${base}",wire_api="responses",env_key="LIGHTWORKER_GATEWAY_KEY",request_max_retries=2,stream_max_retries=2}`);
@@ -127,11 +168,17 @@ const qwen: AcpAgentDef = {
   args: ['--acp'],
   install: 'npm i -g @qwen-code/qwen-code@0.15.10 (later versions need Node 22)',
   keyVars: ['OPENAI_API_KEY', 'DASHSCOPE_API_KEY'],
+  // Qwen Code 0.15 queues the turn's last record (the answer) as an async append and exits on end of input
+  // without waiting for it: closed at once, a follow-up loaded the session without its answer.
+  settleMs: 1000,
   modes: (s) => (s === 'workspace-write' ? ['auto-edit', 'autoEdit'] : ['default']),
   configure(turn, home) {
     const dir = join(home, '.qwen');
     mkdirSync(dir, { recursive: true });
-    writeFileSync(join(dir, 'settings.json'), JSON.stringify({ general: { disableAutoUpdate: true, disableUpdateNag: true }, telemetry: { enabled: false }, privacy: { usageStatisticsEnabled: false }, security: { auth: { selectedType: 'openai' } } }));
+    // generationConfig.maxRetries 0: Qwen's own rate-limit loop (10 retries from 60 s up to 5 min apart) is off,
+    // so a 429 is reported after its request retries alone (7 attempts, 1.5 s doubling, ~80 s).
+    const settings = { general: { disableAutoUpdate: true, disableUpdateNag: true }, telemetry: { enabled: false }, privacy: { usageStatisticsEnabled: false }, security: { auth: { selectedType: 'openai' } }, model: { generationConfig: { maxRetries: 0 } } };
+    writeFileSync(join(dir, 'settings.json'), JSON.stringify(settings));
     const args: string[] = [];
     const env: Record<string, string> = {};
     const base = gwBase(turn);

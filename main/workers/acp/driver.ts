@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { client, methods, ndJsonStream, PROTOCOL_VERSION, type ClientConnection, type InitializeRequest, type InitializeResponse } from '@agentclientprotocol/sdk';
 import { RATE_LIMIT_PATTERN, type NormalizedEvent } from '../adapter.js';
+import { descendantsIn, listProcesses } from '../../platform/proc/process.js';
 import { Boundary, type PathMatcher } from './boundary.js';
 import { PermissionBridge, type AskedToolCall, type PermissionAnswer } from './permission-bridge.js';
 import type { DriverLine, DriverSpec } from './spec.js';
@@ -74,11 +75,16 @@ async function runTurn(spec: DriverSpec, matchAny: PathMatcher): Promise<number>
   const bridge = spec.permission ? new PermissionBridge(spec.permission) : null;
   let sessionId: string | null = null;
   let replaying = false;
+  let lastUpdateAt = 0;
   let interrupted = false;
+  let stopping = false;
+  /** Asks refused this turn by policy (not a person's pending decision): what the agent is told if the refusal ended its turn. */
+  const refusals: string[] = [];
   let conn: ClientConnection | null = null;
 
   const app = client({ name: 'lightworker' })
     .onNotification(methods.client.session.update, ({ params }) => {
+      lastUpdateAt = Date.now();
       if (!replaying) mapper.update(params.update as unknown as Record<string, unknown>);
     })
     .onRequest(methods.client.fs.readTextFile, ({ params }) => boundary.readTextFile(params))
@@ -110,6 +116,7 @@ async function runTurn(spec: DriverSpec, matchAny: PathMatcher): Promise<number>
         void conn.agent.notify(methods.agent.session.cancel, { sessionId });
         return { outcome: { outcome: 'cancelled' } };
       }
+      if (answer.behavior === 'deny') refusals.push(answer.message);
       const id = pick(['reject_once']) ?? pick(['reject_always']);
       return id ? { outcome: { outcome: 'selected', optionId: id } } : { outcome: { outcome: 'cancelled' } };
     });
@@ -119,6 +126,7 @@ async function runTurn(spec: DriverSpec, matchAny: PathMatcher): Promise<number>
   conn = app.connect(stream);
   const c = conn;
   const stop = async () => {
+    stopping = true;
     if (sessionId) await c.agent.notify(methods.agent.session.cancel, { sessionId }).catch(() => undefined);
     emit({ type: 'worker.warning', message: 'stopped: session/cancel sent to the agent' });
     setTimeout(() => process.exit(143), 1500).unref();
@@ -138,19 +146,23 @@ async function runTurn(spec: DriverSpec, matchAny: PathMatcher): Promise<number>
     let prompt = spec.prompt;
     let modes: { availableModes?: { id: string }[] } | null | undefined;
     let loadFailed: string | null = null;
-    if (spec.resumeSessionId && caps.loadSession) {
+    const canLoad = Boolean(caps.loadSession) && spec.loadSession !== false;
+    if (spec.resumeSessionId && canLoad) {
       replaying = true;
       try {
         const r = await c.agent.request(methods.agent.session.load, { sessionId: spec.resumeSessionId, cwd: spec.cwd, mcpServers: [] });
         sessionId = spec.resumeSessionId;
         modes = r?.modes;
+        // Some agents (Gemini CLI) stream the loaded history after answering session/load: it is over once they go quiet.
+        lastUpdateAt = Date.now();
+        await quietFor(() => lastUpdateAt, 400, 5000);
       } catch (err) {
-        // Gemini CLI 0.61 sometimes has no saved session to load ("No previous sessions found"): go on in a fresh one.
+        // A saved session the agent cannot find or read: go on in a fresh one.
         loadFailed = `${(err as Error).message} ${JSON.stringify((err as { data?: unknown }).data ?? '')}`.slice(0, 300);
       }
       replaying = false;
     }
-    if (!sessionId && spec.resumeSessionId && !loadFailed && !caps.loadSession && sessionCaps.resume) {
+    if (!sessionId && spec.resumeSessionId && !loadFailed && !canLoad && spec.loadSession !== false && sessionCaps.resume) {
       const r = await c.agent.request<{ modes?: typeof modes }>(methods.agent.session.resume, { sessionId: spec.resumeSessionId, cwd: spec.cwd, mcpServers: [] });
       sessionId = spec.resumeSessionId;
       modes = r?.modes;
@@ -165,9 +177,19 @@ async function runTurn(spec: DriverSpec, matchAny: PathMatcher): Promise<number>
     emit({ type: 'worker.started', sessionId, model: spec.model });
     const mode = spec.modes.find((m) => modes?.availableModes?.some((a) => a.id === m));
     if (mode) await c.agent.request(methods.agent.session.setMode, { sessionId, modeId: mode });
-    const res = (await c.agent.request(methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text: prompt }] })) as unknown as Record<string, unknown>;
+    // Gemini CLI says "[MODE_UPDATE] autoEdit" as a message chunk: not part of the turn's answer.
+    mapper.reset();
+    const ask = async (text: string) => (await c.agent.request(methods.agent.session.prompt, { sessionId: sessionId!, prompt: [{ type: 'text', text }] })) as unknown as Record<string, unknown>;
+    let res = await ask(prompt);
+    // codex-acp offers only "abort" as a refusal: a refused ask ends its turn. The same session goes on, told why.
+    for (let round = 0; res.stopReason === 'cancelled' && refusals.length && !interrupted && !stopping && round < 3; round++) {
+      mapper.flush();
+      const why = refusals.splice(0).join('; ');
+      emit({ type: 'worker.warning', message: `the agent ended its turn on a refused request; it continues in the same session, told: ${why}` });
+      res = await ask(`LightWorker refused that request: ${why}\nDo not ask for it again; go on with the task without it.`);
+    }
     mapper.flush();
-    const usage = usageOfResponse(res, spec.model, mapper.costUsd);
+    const usage = usageOfResponse(res, spec.model, mapper.costUsd, mapper.stepUsage);
     if (usage) emit(usage);
     writeFileSync(notesFile(spec), JSON.stringify({ sessionId, asked: prompt, answer: mapper.lastMessage }), { mode: 0o600 });
     const stopReason = String(res.stopReason);
@@ -186,9 +208,32 @@ async function runTurn(spec: DriverSpec, matchAny: PathMatcher): Promise<number>
     boundary.close();
     await bridge?.close();
     // Stdin closed, the agent ends on its own and saves its session (a follow-up loads it); then it is stopped.
+    if (spec.settleMs && !stopping) await new Promise((r) => setTimeout(r, spec.settleMs).unref());
+    // Taken before it ends: a launcher that exits leaves its own children behind (codex-acp's node wrapper
+    // passes no signal to its native binary), and once orphaned they are no longer found below it.
+    const procs = listProcesses();
+    const tree = new Set(descendantsIn(procs, child.pid ?? -1).map((pid) => `${pid}:${procs.find((p) => p.pid === pid)?.start}`));
     child.stdin.end();
     await Promise.race([agentExit, new Promise((r) => setTimeout(r, 3000).unref())]);
     child.kill('SIGTERM');
+    for (const p of listProcesses()) {
+      if (!tree.has(`${p.pid}:${p.start}`)) continue;
+      try {
+        process.kill(p.pid, 'SIGTERM');
+      } catch {
+        // gone already
+      }
+    }
+  }
+}
+
+/** Resolves once no update has come for `quietMs` (at most `maxMs` in all). */
+async function quietFor(last: () => number, quietMs: number, maxMs: number): Promise<void> {
+  const end = Date.now() + maxMs;
+  for (;;) {
+    const wait = Math.min(last() + quietMs, end) - Date.now();
+    if (wait <= 0) return;
+    await new Promise((r) => setTimeout(r, wait));
   }
 }
 

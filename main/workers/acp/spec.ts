@@ -20,6 +20,10 @@ export interface DriverSpec {
   model: string | null;
   /** Offer fs/read_text_file (false for agents that mistake its not-found error for a failure: Gemini CLI 0.61). */
   serveReads: boolean;
+  /** False: never session/load (the agent's load is broken): a fresh session carries the earlier ask and answer. */
+  loadSession?: boolean;
+  /** Keep the agent's input open this long after a turn (it finishes writing its session). */
+  settleMs?: number;
   /** Session mode ids to select when the agent offers them, best first (auto-accept edits for workspace-write). */
   modes: string[];
   /** `lightworker mcp --permission-for <task>`: decides session/request_permission; absent: every ask is refused. */

@@ -12,6 +12,8 @@ export class UpdateMapper {
   lastMessage: string | null = null;
   readonly #tools = new Map<string, { name: string; input: unknown }>();
   costUsd: number | null = null;
+  /** Usage summed over the model steps an agent reports one by one (Qwen Code: `_meta.usage` on a message chunk). */
+  stepUsage: Record<string, number> | null = null;
 
   constructor(readonly emit: (e: NormalizedEvent) => void) {}
 
@@ -25,8 +27,19 @@ export class UpdateMapper {
     this.emit({ type: 'worker.message', text });
   }
 
+  /** Forget what was said before the turn's prompt (a loaded session's replay, an agent's note on a mode change). */
+  reset(): void {
+    this.#text = [];
+    this.lastMessage = null;
+  }
+
   update(u: Record<string, unknown>): void {
     const kind = String(u.sessionUpdate);
+    const stepUsage = ((u._meta ?? {}) as { usage?: unknown }).usage;
+    if (stepUsage && typeof stepUsage === 'object') {
+      this.stepUsage ??= {};
+      for (const [k, v] of Object.entries(stepUsage)) if (typeof v === 'number') this.stepUsage[k] = (this.stepUsage[k] ?? 0) + v;
+    }
     if (kind === 'agent_message_chunk') {
       const c = (u.content ?? {}) as Record<string, unknown>;
       if (c.type === 'text' && typeof c.text === 'string') this.#text.push(c.text);
@@ -74,11 +87,11 @@ function outputText(u: Record<string, unknown>): string | undefined {
 }
 
 /** Token usage an agent reports on its PromptResponse (`usage`, or in `_meta`), in LightWorker's terms. */
-export function usageOfResponse(r: Record<string, unknown>, model: string | null, costUsd: number | null): NormalizedEvent | null {
+export function usageOfResponse(r: Record<string, unknown>, model: string | null, costUsd: number | null, stepUsage: Record<string, number> | null = null): NormalizedEvent | null {
   const meta = (r._meta ?? {}) as Record<string, unknown>;
   // Gemini CLI: `_meta.quota.token_count` {input_tokens, output_tokens} and `model_usage` [{model, …}].
   const quota = (meta.quota ?? {}) as { token_count?: Record<string, number>; model_usage?: { model?: string }[] };
-  const u = (r.usage ?? meta.usage ?? quota.token_count ?? null) as Record<string, number> | null;
+  const u = (r.usage ?? meta.usage ?? quota.token_count ?? stepUsage ?? null) as Record<string, number> | null;
   if (quota.model_usage?.[0]?.model) model = quota.model_usage[0].model;
   if (!u || typeof u !== 'object') return null;
   const cached = num(u.cachedReadTokens ?? u.cached_read_tokens ?? u.cachedTokens ?? u.cache_read_input_tokens);
