@@ -7,7 +7,7 @@ import { workerWaitReason } from '../scheduler/worker-pauses.js';
 import { z } from 'zod';
 import { isWritable } from '../core/home.js';
 import { storeIdOf } from '../store/identity.js';
-import { currentLease } from '../scheduler/lease.js';
+import { currentLease } from '../store/leases.js';
 import { probeVersionLine } from '../workers/probe.js';
 import { allWorkerNames, resolveAdapter } from '../workers/registry.js';
 import { findOnPath } from '../workers/which.js';

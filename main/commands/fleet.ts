@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { Engine } from '../engine.js';
-import { currentLease } from '../scheduler/lease.js';
+import { currentLease } from '../store/leases.js';
 import { storeCapabilities } from '../store/capabilities.js';
 import { schemaVersion } from '../store/db.js';
 import { storeTarget } from '../store/pg/open.js';

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { waitTasks, type WaitResult } from '../scheduler/wait.js';
 import { takeWithin } from './answer-budget.js';
 import type { TaskSummary } from '../tasks/summary.js';
-import { currentLease } from '../scheduler/lease.js';
+import { currentLease } from '../store/leases.js';
 import { PAUSE_PREFIX, type WorkerPause } from '../scheduler/scheduler.js';
 import { countByStatus } from '../store/tasks.js';
 import { getSetting, settingsWithPrefix } from '../store/settings.js';

@@ -1,13 +1,14 @@
 import { existsSync } from 'node:fs';
 import type { Config } from '../core/config.js';
-import type { StoreWriter as Engine } from '../store/engine-handle.js';
 import { AppError } from '../core/errors.js';
-import { isPostgres, prep, type Db } from '../store/db.js';
-import { appendEvent } from '../store/events.js';
-import { isSameProcess, processStartTime } from '../platform/proc/process.js';
+import type { Db } from '../store/db.js';
+import { storeCapabilities } from '../store/capabilities.js';
+import { runnerHost, type FleetIdentity } from '../store/fleet-runners.js';
+import type { ClaimLimits } from '../store/claims.js';
 import { canonicalPath, hostId, remoteIdentity } from '../tasks/repo-identity.js';
-import { claimTask, type Candidate, type ClaimLimits } from './claim.js';
-import { runnerMayClaim } from '../store/fleet-claims.js';
+
+export { registerRunner, renewRunner, stopRunner, reapExpiredRunners, lostTasksOnHost, liveRunnerOnHost, FLEET_CANDIDATES_SQL, listFleetCandidates, claimFleetTask, unservedReason, fleetWaitingFor } from '../store/fleet-runners.js';
+export type { FleetCandidate, FleetClaim, FleetIdentity } from '../store/fleet-runners.js';
 
 /**
  * A fleet: every host runs `lightworker run` against one PostgreSQL. There is no
@@ -18,13 +19,6 @@ import { runnerMayClaim } from '../store/fleet-claims.js';
  * orphans its tasks; the lost runner, when it finds out, kills its own process trees (nobody else can
  * on another host).
  */
-
-export interface FleetIdentity {
-  /** This host's name as runners record it. */
-  host: string;
-  /** Repository identities this runner serves → its local path. */
-  repos: Map<string, string>;
-}
 
 /** What this runner serves: each configured repository by its name and by its remote identity. */
 export function fleetIdentity(config: Config): FleetIdentity {
@@ -39,156 +33,16 @@ export function fleetIdentity(config: Config): FleetIdentity {
   return { host: hostId(config), repos };
 }
 
-const myStart = processStartTime(process.pid);
-
-/** Register a runner: one row, active, with a lease of `ttlMs`. */
-export function registerRunner(db: Db, id: string, me: FleetIdentity, slots: number, ttlMs: number, now = Date.now()): void {
-  prep(db, `INSERT INTO runners (id, host, pid, pid_start, repos, slots, state, started_at, heartbeat_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, 'active', ?, ?, ?)`).run(
-    id, me.host, process.pid, myStart, JSON.stringify(Object.fromEntries(me.repos)), slots, now, now, now + ttlMs,
-  );
-  appendEvent(db, null, 'fleet.runner_started', { runner: id, host: me.host, pid: process.pid, repos: [...me.repos.keys()], slots }, now);
-}
-
-/** Renew our lease; false when it was lost (another runner marked us lost and orphaned our tasks). */
-export function renewRunner(db: Db, id: string, ttlMs: number, now = Date.now()): boolean {
-  return prep(db, `UPDATE runners SET heartbeat_at = ?, expires_at = ? WHERE id = ? AND state = 'active' AND expires_at >= ?`).run(now, now + ttlMs, id, now).changes === 1;
-}
-
-/** A runner that stops cleanly says so (its tasks were ended or handed back first). */
-export function stopRunner(db: Db, id: string, now = Date.now()): void {
-  prep(db, `UPDATE runners SET state = 'stopped', ended_at = ? WHERE id = ? AND state = 'active'`).run(now, id);
-}
-
-/**
- * Mark every runner whose lease expired as lost — and, without waiting for its lease, every runner of
- * this host whose process is provably gone (PID dead or recycled) — with a compare-and-set per runner,
- * so exactly one runner records each loss; returns them with their hosts, for the caller to orphan
- * their tasks.
- */
-export function reapExpiredRunners(engine: Engine, host: string, now = Date.now()): { id: string; host: string; pid: number; pidStart: string | null }[] {
-  const db = engine.db;
-  const candidates = prep(db, `SELECT id, host, pid, pid_start AS "pidStart", expires_at AS "expiresAt" FROM runners WHERE state = 'active' AND (expires_at < ? OR host = ?)`).all(now, host) as {
-    id: string;
-    host: string;
-    pid: number;
-    pidStart: string | null;
-    expiresAt: number;
-  }[];
-  const gone = candidates.filter((r) => r.expiresAt < now || (r.host === host && !isSameProcess(r.pid, r.pidStart)));
-  return gone.filter((r) =>
-    engine.write(() => {
-      if (prep(db, `UPDATE runners SET state = 'lost', ended_at = ? WHERE id = ? AND state = 'active' AND expires_at = ?`).run(now, r.id, r.expiresAt).changes !== 1) return false;
-      appendEvent(db, null, 'fleet.runner_lost', { runner: r.id, host: r.host, pid: r.pid, why: r.expiresAt < now ? 'lease expired' : 'its process is gone' }, now);
-      return true;
-    }),
-  ).map(({ id, host: h, pid, pidStart }) => ({ id, host: h, pid, pidStart }));
-}
-
-/**
- * Tasks of this host's lost runners (killed, or cut off for longer than the lease) from the last day:
- * their process trees may still run here, and nobody else can kill them. A runner starting on this
- * host sweeps them (PID + start time and the tree marker decide; a recycled PID is never touched).
- */
-export function lostTasksOnHost(db: Db, host: string, now = Date.now()): { id: string; attempt: number; pid: number | null; pidStart: string | null }[] {
-  return prep(
-    db,
-    `SELECT t.id, t.attempt, t.pid, t.pid_start AS pidStart FROM tasks t JOIN runners r ON r.id = t.runner_id
-      WHERE r.host = ? AND r.state = 'lost' AND r.ended_at > ? AND t.status IN ('orphaned', 'starting', 'running', 'verifying')`,
-  ).all(host, now - 24 * 3600_000) as { id: string; attempt: number; pid: number | null; pidStart: string | null }[];
-}
-
-/** Is a live runner of the fleet on this host (an MCP session then has no runner to start)? */
-export function liveRunnerOnHost(db: Db, host: string, now = Date.now()): boolean {
-  return prep(db, `SELECT 1 AS x FROM runners WHERE state = 'active' AND host = ? AND expires_at >= ? LIMIT 1`).get(host, now) !== undefined;
-}
-
-/** A fleet candidate: plus where it came from, to map its workspace here. */
-export interface FleetCandidate extends Candidate {
-  repoKey: string | null;
-  originHost: string | null;
-}
-
-/**
- * The fleet's dispatch query: the ready set as on one host, narrowed to tasks this runner can run
- * (submitted here, or for a repository it serves), with the per-repository limit counted across the
- * fleet by repository identity (hosts have different paths for one repository).
- */
-export const FLEET_CANDIDATES_SQL = `SELECT t.id, t.root_id AS rootId, t.workspace, t.worker, t.priority, t.cohort AS cohort, t.repo_key AS repoKey, t.origin_host AS originHost
-       FROM tasks t
-       WHERE t.status = 'queued' AND t.deps_pending = 0
-         AND (t.origin_host = ? OR t.repo_key IN (SELECT value FROM json_each(?)))
-         AND t.worker NOT IN (SELECT value FROM json_each(?))
-         AND (SELECT COUNT(*) FROM tasks a WHERE a.status IN ('starting','running','verifying') AND a.root_id = t.root_id)
-             < COALESCE((SELECT CAST(json_extract(s.value, '$.concurrency') AS INTEGER) FROM settings s WHERE s.key = 'root_budget.' || t.root_id), ?)
-         AND (SELECT COUNT(*) FROM tasks a WHERE a.status IN ('starting','running','verifying') AND COALESCE(a.repo_key, a.workspace) = COALESCE(t.repo_key, t.workspace)) < ?
-       ORDER BY t.priority DESC, t.id
-       LIMIT ?`;
-
-export function listFleetCandidates(db: Db, me: FleetIdentity, limits: ClaimLimits, excludeWorkers: string[], max = 64): FleetCandidate[] {
-  return prep(db, FLEET_CANDIDATES_SQL).all(me.host, JSON.stringify([...me.repos.keys()]), JSON.stringify(excludeWorkers), limits.perRoot, limits.perRepository, max) as FleetCandidate[];
-}
-
-/** `lost`: this runner is no longer active or its lease ran out (it claims nothing until it joins again). */
-export type FleetClaim = 'claimed' | 'taken' | 'fleet_full' | 'lost';
-
-/**
- * Claim one task for this runner, in the caller's write transaction. Claims are serialized across the
- * fleet by a transaction-scoped advisory lock, so the fleet-wide, per-repository and per-root limits
- * hold exactly (they are counted again inside it); the task row itself is taken FOR UPDATE SKIP LOCKED,
- * so a claim never waits on a row another transaction holds. A task from another host gets this
- * runner's path for its repository.
- */
-export function claimFleetTask(db: Db, c: FleetCandidate, me: FleetIdentity, runnerId: string, limits: ClaimLimits & { fleet: number }, now = Date.now()): FleetClaim {
-  const began = performance.now();
-  prep(db, "SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.claim')) AS locked").get();
-  if (!runnerMayClaim(db, runnerId, Date.now())) return 'lost';
-  const row = prep(db, `SELECT id FROM tasks WHERE id = ? AND status = 'queued' FOR UPDATE SKIP LOCKED`).get(c.id);
-  if (!row) return 'taken';
-  const counts = prep(
-    db,
-    `SELECT COUNT(*) AS fleet,
-            COALESCE(SUM(CASE WHEN COALESCE(repo_key, workspace) = ? THEN 1 ELSE 0 END), 0) AS repo,
-            COALESCE(SUM(CASE WHEN root_id = ? THEN 1 ELSE 0 END), 0) AS root,
-            COALESCE((SELECT CAST(json_extract(s.value, '$.concurrency') AS INTEGER) FROM settings s WHERE s.key = 'root_budget.' || ?), ?) AS "rootLimit"
-       FROM tasks WHERE status IN ('starting','running','verifying')`,
-  ).get(c.repoKey ?? c.workspace, c.rootId, c.rootId, limits.perRoot) as { fleet: number; repo: number; root: number; rootLimit: number };
-  if (counts.fleet >= limits.fleet) return 'fleet_full';
-  if (counts.repo >= limits.perRepository || counts.root >= counts.rootLimit) return 'taken';
-  if (!claimTask(db, c.id, runnerId, now)) return 'taken';
-  const local = c.originHost === me.host ? c.workspace : c.repoKey ? me.repos.get(c.repoKey) : undefined;
-  if (local && local !== c.workspace) prep(db, 'UPDATE tasks SET workspace = ? WHERE id = ?').run(local, c.id);
-  appendEvent(db, c.id, 'fleet.placed', { runner: runnerId, host: me.host, workspace: local ?? c.workspace, submittedWorkspace: c.workspace, repo: c.repoKey, originHost: c.originHost, claimMs: Math.round((performance.now() - began) * 100) / 100 }, now);
-  return 'claimed';
-}
-
-/**
- * Why a queued task of the fleet is not picked up, when the reason is that nobody can run it: no live
- * runner on the host it was submitted on serves it, and none serves its repository. Null when some runner can.
- */
-export function unservedReason(db: Db, t: { repo_key: string | null; origin_host: string | null }, now = Date.now()): string | null {
-  if (!t.origin_host) return null; // not a fleet task
-  const runners = prep(db, `SELECT host, repos FROM runners WHERE state = 'active' AND expires_at >= ?`).all(now) as { host: string; repos: string }[];
-  if (runners.some((r) => r.host === t.origin_host || (t.repo_key !== null && t.repo_key in (JSON.parse(r.repos) as Record<string, string>)))) return null;
-  const what = t.repo_key ? `repository ${t.repo_key}` : `its workspace (a folder without a remote, on host ${t.origin_host})`;
-  return `no live runner serves ${what}: start \`lightworker run\` on ${t.origin_host}${t.repo_key ? ` or on a host with [fleet] repos naming ${t.repo_key}` : ''}`;
-}
-
-/** `unservedReason` for a task by id (null when it is not a fleet task or some runner can run it). */
-export function fleetWaitingFor(db: Db, id: string): string | null {
-  const row = prep(db, 'SELECT repo_key, origin_host FROM tasks WHERE id = ?').get(id) as { repo_key: string | null; origin_host: string | null } | undefined;
-  return row ? unservedReason(db, row) : null;
-}
-
 /**
  * In a fleet, a task's worktree lives on the host whose runner ran it: accept, diff and the editor must run
  * there. Throws a conflict naming that host when this is another one (no-op on SQLite, or before a claim).
  */
 export function requireTaskHere(db: Db, config: Config, task: { id: string; runnerId: string | null }, verb: string): void {
-  if (!isPostgres(db) || !task.runnerId) return;
-  const row = prep(db, 'SELECT host FROM runners WHERE id = ?').get(task.runnerId) as { host: string } | undefined;
+  if (!storeCapabilities(db).sharedByHosts || !task.runnerId) return;
+  const host = runnerHost(db, task.runnerId);
   const here = hostId(config);
-  if (row && row.host !== here) {
-    throw new AppError('conflict', `task ${task.id} ran on host ${row.host}, where its worktree is; run \`lightworker ${verb} ${task.id}\` there (this is ${here})`, { host: row.host });
+  if (host !== null && host !== here) {
+    throw new AppError('conflict', `task ${task.id} ran on host ${host}, where its worktree is; run \`lightworker ${verb} ${task.id}\` there (this is ${here})`, { host });
   }
 }
 

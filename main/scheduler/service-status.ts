@@ -1,7 +1,7 @@
 import type { Db } from '../store/db.js';
 import { countByStatus } from '../store/tasks.js';
 import type { FleetIdentity } from './fleet.js';
-import { currentLease, leaseHeld } from './lease.js';
+import { currentLease, leaseHeld } from '../store/leases.js';
 import type { SchedulerStatus } from './service-types.js';
 
 /**

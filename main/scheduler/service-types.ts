@@ -1,5 +1,5 @@
 import type { EventEmitter } from 'node:events';
-import type { Lease } from './lease.js';
+import type { Lease } from '../store/leases.js';
 import type { RunningTask, Scheduler } from './scheduler.js';
 
 // The scheduler service's face (service.ts runs it): what run, serve, the desktop app and the library see.

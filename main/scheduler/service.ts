@@ -5,7 +5,7 @@ import type { LeaderEngine } from '../store/engine-handle.js';
 import { storeCapabilities } from '../store/capabilities.js';
 import { anchorChains, anchorDue, latestSeq } from '../store/events.js';
 import { fleetIdentity, registerRunner, renewRunner, stopRunner, type FleetIdentity } from './fleet.js';
-import { releaseLease, renewLease, tryAcquireLease } from './lease.js';
+import { releaseLease, renewLease, tryAcquireLease } from '../store/leases.js';
 import { readServiceStatus } from './service-status.js';
 import { claimableWork } from '../store/work-counts.js';
 import { claimSpawn, RESPAWN_MS, runnerWanted } from './spawn-gate.js';

@@ -2,7 +2,7 @@ import { writeTx, type Db } from '../store/db.js';
 import { getSetting, setSetting } from '../store/settings.js';
 import { liveRunnerOnHost } from './fleet.js';
 import { claimableWork } from '../store/work-counts.js';
-import { currentLease, leaseHeld } from './lease.js';
+import { currentLease, leaseHeld } from '../store/leases.js';
 
 /** A face that spawns runners waits this long between spawns, so a slow start is not doubled. */
 export const RESPAWN_MS = 10_000;

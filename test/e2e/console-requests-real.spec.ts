@@ -56,7 +56,7 @@ test('Claude Code asks permission; Allow in the console resumes the same session
   console.info(`claude-code permission (console allow): task ${id} session before ${before} after ${after}`);
 });
 
-test('Codex asks a question; an option clicked in the console resumes the same thread', async ({ page, lw }) => {
+test('Codex asks a question; an option chosen in the console, then Send, resumes the same thread', async ({ page, lw }) => {
   test.setTimeout(240_000);
   const why = await cliUnavailable('codex');
   test.skip(why !== null, why ?? '');
@@ -66,6 +66,7 @@ test('Codex asks a question; an option clicked in the console resumes the same t
   const card = page.locator(`li.request[data-task-id="${id}"]`);
   await expect(card.locator('[data-field=question]')).toHaveText(QUESTION);
   await card.getByRole('button', { name: 'English' }).click();
+  await card.locator('button[data-action=send]').click();
   await expect(card).toHaveCount(0);
   await expect.poll(async () => (await lw.call('get_task', { id })).task.status, { timeout: 120_000 }).toBe('completed');
   const t = (await lw.call('get_task', { id })).task;

@@ -38,14 +38,15 @@ function kill9(pid: number): void {
   }
 }
 
-/** Start a standby, then kill -9 the leader and the process it recorded (worker or verify command). */
-async function crashLeaderAndChild(leader: ReturnType<typeof startCli>, child: number): Promise<ReturnType<typeof startCli>> {
-  const standby = lead();
+/**
+ * kill -9 the leader and the process it recorded (worker or verify command). The standby is started by the
+ * caller after it has looked at the survivors: one started earlier may take over and sweep them first.
+ */
+async function crashLeaderAndChild(leader: ReturnType<typeof startCli>, child: number): Promise<void> {
   kill9(leader.pid!);
   await exited(leader);
   kill9(child);
   await until(() => !isAlive(child), 5000, 'the recorded child process to die');
-  return standby;
 }
 
 const status = (id: string) => getTask(h.engine.db, id)!.status;
@@ -60,9 +61,10 @@ describe('takeover after the leader and its worker were both killed', () => {
       const survivors = [await pidFrom(`${dir}-gc.pid`, 30_000), ...(linux ? [await pidFrom(`${dir}-esc.pid`)] : [])];
       await until(() => status(task.id) === 'running' && Boolean(getTask(h.engine.db, task.id)!.pid), 20_000, 'the worker pid to be recorded');
       const worker = getTask(h.engine.db, task.id)!.pid!;
-      const standby = await crashLeaderAndChild(leader, worker);
+      await crashLeaderAndChild(leader, worker);
       // Orphans now, PPID 1 (without cgroups the subreaper helper kills them as its leader dies instead).
       if (!helperKills) expect(survivors.filter(isAlive)).toEqual(survivors);
+      const standby = lead();
       await until(() => status(task.id) === 'orphaned', 20_000, 'the standby to take over');
       if (helperKills) await until(() => !survivors.some(isAlive), 10_000, 'the helper to kill its trees');
       expect(survivors.filter(isAlive)).toEqual([]);
@@ -87,8 +89,9 @@ describe('takeover after the leader and its worker were both killed', () => {
     const bg = await pidFrom(join(h.root, 'bg.pid'), 30_000);
     expect(status(task.id)).toBe('verifying');
     const verifyShell = getTask(h.engine.db, task.id)!.pid!;
-    const standby = await crashLeaderAndChild(leader, verifyShell);
+    await crashLeaderAndChild(leader, verifyShell);
     if (!helperKills) expect(isAlive(bg)).toBe(true);
+    const standby = lead();
     await until(() => status(task.id) === 'orphaned', 20_000, 'the standby to take over');
     if (helperKills) await until(() => !isAlive(bg), 10_000, 'the helper to kill its trees');
     expect(isAlive(bg)).toBe(false);

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Engine } from '../../main/engine.js';
-import { currentLease } from '../../main/scheduler/lease.js';
+import { currentLease } from '../../main/store/leases.js';
 import { makeRepo, tempDir, withTestStore } from '../helpers/env.js';
 import { BIN, StdioChild } from './mcp.helpers.js';
 

@@ -7,7 +7,7 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Engine } from '../../main/engine.js';
-import { currentLease } from '../../main/scheduler/lease.js';
+import { currentLease } from '../../main/store/leases.js';
 import { getTask } from '../../main/store/tasks.js';
 import { runManyClients } from '../chaos/many-clients.js';
 import { findMarkedProcesses } from '../chaos/observe.js';

@@ -2,7 +2,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { currentLease } from '../../main/scheduler/lease.js';
+import { currentLease } from '../../main/store/leases.js';
 import { SAME_SIGNAL_MS } from '../../main/scheduler/shutdown.js';
 import { isPostgres } from '../../main/store/db.js';
 import { listRunners } from '../../main/store/runners.js';

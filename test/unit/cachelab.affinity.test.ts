@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { pickCandidate, type Candidate } from '../../main/scheduler/claim.js';
+import { pickCandidate, type Candidate } from '../../main/store/claims.js';
 
 /** Drive pickCandidate like the scheduler does with max_concurrency 1: one pick, dispatch, repeat. */
 function drain(cands: Candidate[]): Candidate[] {

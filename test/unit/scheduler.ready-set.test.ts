@@ -2,7 +2,7 @@ import { isPostgres } from '../../main/store/db.js';
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CANDIDATES_SQL, claimTask, listCandidates } from '../../main/scheduler/claim.js';
+import { CANDIDATES_SQL, claimTask, listCandidates } from '../../main/store/claims.js';
 import { isIdle } from '../../main/store/work-counts.js';
 import { openDb, SCHEMA_VERSION } from '../../main/store/db.js';
 import { MIGRATIONS } from '../../main/store/migrations/index.js';

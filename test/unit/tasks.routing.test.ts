@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { listCandidates, claimTask } from '../../main/scheduler/claim.js';
+import { listCandidates, claimTask } from '../../main/store/claims.js';
 import { listEvents } from '../../main/store/events.js';
 import { getTask, listTasks } from '../../main/store/tasks.js';
 import { getRootBudget } from '../../main/tasks/budget.js';

@@ -5,7 +5,7 @@ import { getTask } from '../../main/store/tasks.js';
 import { updateRunFields } from '../../main/store/fence.js';
 import { isPostgres } from '../../main/store/db.js';
 import { fleetIdentity, registerRunner } from '../../main/scheduler/fleet.js';
-import { tryAcquireLease } from '../../main/scheduler/lease.js';
+import { tryAcquireLease } from '../../main/store/leases.js';
 import { makeHome, type TestHome } from '../helpers/env.js';
 
 let h: TestHome;

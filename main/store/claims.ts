@@ -1,5 +1,5 @@
-import { prep, type Db } from '../store/db.js';
-import { appendEvent } from '../store/events.js';
+import { prep, type Db } from './db.js';
+import { appendEvent } from './events.js';
 
 export interface Candidate {
   id: string;

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
-import { prep, writeTx, type Db } from '../store/db.js';
-import { appendEvent } from '../store/events.js';
+import { prep, writeTx, type Db } from './db.js';
+import { appendEvent } from './events.js';
 import { isSameProcess, processStartTime } from '../platform/proc/process.js';
 
 export const LEADER_LEASE = 'scheduler';
