@@ -6,7 +6,7 @@ import layering from './eslint-rules/layering.js';
 import citations from './eslint-rules/no-citations.js';
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'out/**', 'vscode-extension/out/**', 'dist/**', 'test-results/**', 'playwright-report/**'] },
+  { ignores: ['node_modules/**', 'out/**', 'vscode-extension/out/**', 'dist/**', 'test-results/**', 'playwright-report/**', '.lightworker-dev/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   ...vue.configs['flat/recommended'],
