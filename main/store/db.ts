@@ -147,13 +147,18 @@ export function openDb(opts: OpenDbOptions): Db {
   const db: SqliteDb = readonly ? openReadonly(opts) : connectSqlite(opts.path, bindingOption(opts));
   dbPaths.set(db, opts.path);
   try {
-    db.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? BUSY_TIMEOUT_MS}`);
-    busyTimeouts.set(db, opts.busyTimeoutMs ?? BUSY_TIMEOUT_MS);
+    // Opening waits its turn as long as any command would: on a fresh or upgraded home the first process
+    // migrates while others open beside it (two MCP sessions a host starts at once), and a process that
+    // asked for a short wait per call (an MCP server) must not die at its start over that.
+    const wanted = opts.busyTimeoutMs ?? BUSY_TIMEOUT_MS;
+    db.pragma(`busy_timeout = ${Math.max(wanted, BUSY_TIMEOUT_MS)}`);
     if (!readonly) db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
     db.pragma('foreign_keys = ON');
     if (readonly) requireCurrentSchema(db, opts.path);
     else migrate(db);
+    if (wanted < BUSY_TIMEOUT_MS) db.pragma(`busy_timeout = ${wanted}`);
+    busyTimeouts.set(db, wanted);
     return db;
   } catch (err) {
     db.close();
