@@ -46,22 +46,17 @@ export function runDirOfSession(db: Db, taskId: string, sessionId: string): stri
 
 /** How many status moves of the task `taskId` carried one of `strategies`. */
 export function countTaskStrategyMoves(db: Db, taskId: string, strategies: readonly string[]): number {
-  return (
-    prep(db, `SELECT COUNT(*) AS n FROM events WHERE task_id = ? AND type = 'task.status' AND json_extract(payload, '$.strategy') IN (${strategies.map(() => '?').join(',')})`).get(
-      taskId,
-      ...strategies,
-    ) as { n: number }
-  ).n;
+  return countMoves(db, 'e.task_id = ?', taskId, strategies);
 }
 
 /** How many status moves of the tree rooted at `rootId` carried one of `strategies`. */
 export function countStrategyMoves(db: Db, rootId: string, strategies: readonly string[]): number {
-  return (
-    prep(db, `SELECT COUNT(*) AS n FROM events e JOIN tasks t ON t.id = e.task_id WHERE t.root_id = ? AND e.type = 'task.status' AND json_extract(e.payload, '$.strategy') IN (${strategies.map(() => '?').join(',')})`).get(
-      rootId,
-      ...strategies,
-    ) as { n: number }
-  ).n;
+  return countMoves(db, 't.root_id = ?', rootId, strategies);
+}
+
+function countMoves(db: Db, where: 'e.task_id = ?' | 't.root_id = ?', id: string, strategies: readonly string[]): number {
+  const sql = `SELECT COUNT(*) AS n FROM events e JOIN tasks t ON t.id = e.task_id WHERE ${where} AND e.type = 'task.status' AND json_extract(e.payload, '$.strategy') IN (${strategies.map(() => '?').join(',')})`;
+  return (prep(db, sql).get(id, ...strategies) as { n: number }).n;
 }
 
 /** The payload of the task's latest status move that carried a strategy (retry, follow-up, answer, …). */
