@@ -391,7 +391,18 @@ test('a long log opens at its end; earlier lines load on request', async ({ page
   const { task } = await lw.call('delegate_task', { objective: 'chatty', name: 'long log', workspace: lw.repo, metadata: { mock: { sleep_ms: 10, events: lines } } });
   await expect.poll(async () => (await lw.call('get_task', { id: task.id })).task.status, { timeout: 45_000 }).toBe('completed');
   await lw.call('update_settings', { settings: { output: { max_events: null } } });
+  // The engine kept every line (so a line missing below is the console's doing, not the store's).
+  const stored = await lw.call('get_events', { task_id: task.id, limit: 2000, newest: true });
+  expect(stored.events.filter((e: { type: string }) => e.type === 'worker.message').at(-1)?.payload?.text).toBe('line 2100');
+  // The log cannot be loaded at first (a busy server): the log says so instead of looking empty, and loads
+  // on its own once the server answers.
+  let busy = true;
+  await page.route('**/api/commands/get_events', (route) =>
+    busy ? route.fulfill({ status: 503, contentType: 'application/json', body: JSON.stringify({ error: { code: 'busy', message: 'the server is busy' } }) }) : route.fallback(),
+  );
   await openAt(page, lw.url, `#/tasks/${task.id}`, 1440, 'dark');
+  await expect(page.getByTestId('log-load-error')).toContainText('The log could not be loaded');
+  busy = false;
   const log = page.getByTestId('live-log');
   await expect(log.locator('.ll-message .ll-text', { hasText: /^line 2100$/ })).toHaveCount(1);
   await expect(log.locator('.ll-message .ll-text', { hasText: /^line 1$/ })).toHaveCount(0);

@@ -51,6 +51,10 @@ export const useTaskDetail = defineStore('task-detail', () => {
   const editorBusy = ref(false);
   /** More events exist before the oldest one loaded. */
   const hasEarlier = ref(false);
+  /** Why the log could not be loaded (shown in the log with a retry), or null. */
+  const eventsError = ref<string | null>(null);
+  let eventsRetry: ReturnType<typeof setTimeout> | null = null;
+  let eventsTries = 0;
   /** The task's pull request (get_task's `pull`), and its review comments on the diff. */
   const pull = ref<PullView | null>(null);
   const comments = ref<ReviewCommentView[]>([]);
@@ -82,10 +86,29 @@ export const useTaskDetail = defineStore('task-detail', () => {
   /** The newest events (a long run's log ends where it is now); live ones that raced the load are kept. */
   async function loadEvents(): Promise<void> {
     if (!id.value) return;
-    const r = await api().call('get_events', { task_id: id.value, limit: EVENT_PAGE, newest: true });
-    const last = r.events.at(-1)?.seq ?? 0;
-    events.value = [...r.events, ...events.value.filter((e) => e.seq > last)];
-    hasEarlier.value = r.events.length === EVENT_PAGE;
+    const taskId = id.value;
+    if (eventsRetry) clearTimeout(eventsRetry);
+    eventsRetry = null;
+    try {
+      const r = await api().call('get_events', { task_id: taskId, limit: EVENT_PAGE, newest: true });
+      if (id.value !== taskId) return;
+      const last = r.events.at(-1)?.seq ?? 0;
+      events.value = [...r.events, ...events.value.filter((e) => e.seq > last)];
+      hasEarlier.value = r.events.length === EVENT_PAGE;
+      eventsError.value = null;
+      eventsTries = 0;
+    } catch (err) {
+      if (id.value !== taskId) return;
+      // A log that failed to load must not look like a worker that printed nothing: say why, and try
+      // again a few times on its own (a busy server answers the next time), then leave it to the button.
+      eventsTries += 1;
+      eventsError.value = (err as Error).message;
+      if (eventsTries < 4) eventsRetry = setTimeout(() => void loadEvents(), 500 * 2 ** eventsTries);
+    }
+  }
+  function retryEvents(): void {
+    eventsTries = 0;
+    void loadEvents();
   }
   /** Scrollback past the first page: the page of events before the oldest one shown. */
   async function loadEarlier(): Promise<void> {
@@ -157,11 +180,13 @@ export const useTaskDetail = defineStore('task-detail', () => {
       comments.value = [];
       cost.value = null;
       hasEarlier.value = false;
+      eventsError.value = null;
+      eventsTries = 0;
       events.value = [];
       tree.value = [];
       diff.value = { kind: 'none' };
     }
-    await Promise.all([loadTask(), loadEvents().catch(() => undefined), loadTree(), loadComments()]);
+    await Promise.all([loadTask(), loadEvents(), loadTree(), loadComments()]);
   }
 
   const refresh = keyedDebounce(80, () => void loadTask());
@@ -205,5 +230,5 @@ export const useTaskDetail = defineStore('task-detail', () => {
     }
   }
 
-  return { id, task, cost, route, events, hasEarlier, tree, diff, error, busy, editorBusy, verification, pull, comments, reviewBusy, open, loadDiff, loadEarlier, act, openEditor, review, openPull };
+  return { id, task, cost, route, events, hasEarlier, eventsError, retryEvents, tree, diff, error, busy, editorBusy, verification, pull, comments, reviewBusy, open, loadDiff, loadEarlier, act, openEditor, review, openPull };
 });
