@@ -10,7 +10,7 @@ import { openPgDb, storeTarget } from './store/pg/open.js';
 import { EventCursor } from './store/event-cursor.js';
 import { useKeyFile } from './tasks/secrets.js';
 import { appendEvent, latestSeq, type EventRow } from './store/events.js';
-import { watchConfigFile } from './core/config-watch.js';
+import { watchConfigFile, type ConfigWatch } from './core/config-watch.js';
 import { AppError } from './core/errors.js';
 import { checkStoreBeforeOpen, recordStoreIdentity } from './store/identity.js';
 import { lookAtStoreFileConfirmed, storeFileId, type StoreFileId } from './store/integrity.js';
@@ -59,7 +59,7 @@ export class Engine implements LeaderEngine {
   private readonly pollMs: number;
   private readonly configPollMs: number;
   private readonly pinnedConfig: boolean;
-  private stopConfigWatch: (() => void) | null = null;
+  private configWatch: ConfigWatch | null = null;
 
   /** The better-sqlite3 addon this engine opened its store with (the desktop app's own build), for other connections. */
   readonly nativeBinding: string | undefined;
@@ -177,7 +177,7 @@ export class Engine implements LeaderEngine {
     this.pollTimer = setInterval(() => this.checkDataVersion(), this.pollMs);
     this.pollTimer.unref();
     this.watchDatabaseFiles();
-    if (!this.pinnedConfig) this.stopConfigWatch = watchConfigFile(this.home.config, { onChange: (c) => this.reloadConfig(c), onInvalid: (e) => this.refuseConfig(e) }, this.configPollMs);
+    if (!this.pinnedConfig) this.configWatch = watchConfigFile(this.home.config, { onChange: (c) => this.reloadConfig(c), onInvalid: (e) => this.refuseConfig(e) }, this.configPollMs);
   }
 
   private checkDataVersion(): void {
@@ -236,6 +236,15 @@ export class Engine implements LeaderEngine {
     this.dbWatcher = null;
     this.stopCommitWatch?.();
     this.stopCommitWatch = null;
+  }
+
+  /**
+   * Apply a config.toml another process changed since the last poll, now (one stat when none did): a task
+   * about to run must not run under settings replaced a moment before it was submitted.
+   */
+  refreshConfig(): void {
+    if (this.closed) return;
+    this.configWatch?.check();
   }
 
   private reloadConfig(config: Config): void {
@@ -318,7 +327,7 @@ export class Engine implements LeaderEngine {
     if (this.pollTimer) clearInterval(this.pollTimer);
     if (this.gapTimer) clearTimeout(this.gapTimer);
     this.unwatchDatabaseFiles();
-    this.stopConfigWatch?.();
+    this.configWatch?.stop();
     this.events.removeAllListeners();
     this.db.close();
   }

@@ -18,16 +18,26 @@ function fingerprint(path: string): string {
   }
 }
 
+/** A running watch of config.toml. */
+export interface ConfigWatch {
+  /**
+   * Look now, synchronously (one stat when nothing changed): a caller about to act on the settings (a
+   * task about to run) must not act on a version another process replaced a moment ago.
+   */
+  check(): void;
+  stop(): void;
+}
+
 /**
  * Watch `config.toml` by polling its stat every `intervalMs` (no fs.watch: it misses atomic renames on
  * some platforms and holds a descriptor per process). A change is validated before it is applied; an
  * invalid version is reported only once it has stood for a poll (an editor that writes in two steps is
- * not reported mid-save). The timer is unref'd; call the returned function to stop.
+ * not reported mid-save). The timer is unref'd.
  */
-export function watchConfigFile(path: string, handlers: ConfigWatchHandlers, intervalMs = 500): () => void {
+export function watchConfigFile(path: string, handlers: ConfigWatchHandlers, intervalMs = 500): ConfigWatch {
   let seen = fingerprint(path);
   let invalid: Error | null = null;
-  const timer = setInterval(() => {
+  const look = (): void => {
     const now = fingerprint(path);
     if (now === seen) {
       if (invalid) handlers.onInvalid(invalid);
@@ -44,7 +54,14 @@ export function watchConfigFile(path: string, handlers: ConfigWatchHandlers, int
       return;
     }
     handlers.onChange(config);
-  }, intervalMs);
+  };
+  const timer = setInterval(look, intervalMs);
   timer.unref();
-  return () => clearInterval(timer);
+  return {
+    check: () => {
+      // An invalid version stays unreported here: the poll reports it once it has stood.
+      if (fingerprint(path) !== seen) look();
+    },
+    stop: () => clearInterval(timer),
+  };
 }

@@ -82,6 +82,7 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
   // Only a leader runs tasks: from here on its forks (worker turns, git) go through the spawner helper.
   useSpawner();
   const { engine } = ctx;
+  engine.refreshConfig();
   const stored = getTask(engine.db, taskId);
   if (!stored) return 'failed';
   let task: Task;

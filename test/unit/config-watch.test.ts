@@ -2,29 +2,42 @@ import { renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Config } from '../../main/core/config.js';
-import { watchConfigFile } from '../../main/core/config-watch.js';
+import { watchConfigFile, type ConfigWatch } from '../../main/core/config-watch.js';
 import { tempDir } from '../helpers/env.js';
 import { until } from '../helpers/procs.js';
 
 let t: ReturnType<typeof tempDir> | null = null;
-let stop: (() => void) | null = null;
+let watcher: ConfigWatch | null = null;
 afterEach(() => {
-  stop?.();
+  watcher?.stop();
   t?.cleanup();
   t = null;
 });
 
-function watch() {
+function watch(intervalMs = 20) {
   t = tempDir('lw-watch-');
   const path = join(t.dir, 'config.toml');
   writeFileSync(path, '[scheduler]\nmax_concurrency = 1\n');
   const changes: Config[] = [];
   const invalid: Error[] = [];
-  stop = watchConfigFile(path, { onChange: (c) => changes.push(c), onInvalid: (e) => invalid.push(e) }, 20);
+  watcher = watchConfigFile(path, { onChange: (c) => changes.push(c), onInvalid: (e) => invalid.push(e) }, intervalMs);
   return { path, dir: t.dir, changes, invalid };
 }
 
 describe('watchConfigFile', () => {
+  it('check() applies a change at once, long before the next poll, and nothing when the file is unchanged', () => {
+    const w = watch(3_600_000);
+    watcher!.check();
+    expect(w.changes).toHaveLength(0);
+    const tmp = join(w.dir, 'config.toml.tmp');
+    writeFileSync(tmp, '[scheduler]\nmax_concurrency = 4\n');
+    renameSync(tmp, w.path);
+    watcher!.check();
+    expect(w.changes.map((c) => c.scheduler.max_concurrency)).toEqual([4]);
+    watcher!.check();
+    expect(w.changes).toHaveLength(1);
+  });
+
   it('reports a valid edit and an atomic replace (new inode, same size) with the new config', async () => {
     const w = watch();
     writeFileSync(w.path, '[scheduler]\nmax_concurrency = 2\n');
