@@ -26,7 +26,9 @@ export const useRequests = defineStore('requests', () => {
   }
 
   useLive().listen((e) => {
-    if (!e.type.startsWith('request.')) return;
+    // A redirect changes the objective the request's context shows.
+    const redirected = e.type === 'task.redirected' && !!e.taskId && byTask.value.has(e.taskId);
+    if (!e.type.startsWith('request.') && !redirected) return;
     reloading ??= load().finally(() => (reloading = null));
   });
 
