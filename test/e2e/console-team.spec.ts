@@ -136,3 +136,35 @@ test('a task that is no team member says so on the team page', async ({ page, lw
   await page.goto(`${lw.url}#/teams/${task.id}`);
   await expect(page.locator('p.error')).toContainText(`task ${task.id} is not part of a team`);
 });
+
+test('New › Team starts a team and opens its view; a refused team names the field and starts nothing', async ({ page, lw, shot }) => {
+  await linkReviewer(lw);
+  const before = (await lw.call('list_tasks', { limit: 1000 })).tasks.length;
+  await page.goto(`${lw.url}#/new`);
+  await page.getByRole('tab', { name: 'Team' }).click();
+  const form = page.getByRole('form', { name: 'team' });
+  await expect(page.getByTestId('strategy-explain')).toContainText('another reviews it');
+  await form.getByLabel('Objective').fill('write a greeting to greet.txt');
+  await form.getByLabel('Name').fill('team from the console');
+  await form.getByLabel('Workspace (git repository)').fill(lw.repo);
+  await form.getByLabel('Workers').fill('mock,mock');
+  await form.getByLabel('Review rounds (at most)').fill('1');
+  await form.getByLabel('Mode').selectOption('auto_execute');
+  await form.getByLabel('Verify commands (one per line)').fill('test -s greet.txt');
+  await form.getByLabel('Metadata (JSON, worker-specific)').fill(JSON.stringify({ mock: { write_files: { 'greet.txt': 'hello\n' } } }));
+  await form.getByRole('button', { name: 'Start team' }).click();
+  await expect(page.getByTestId('submit-error')).toHaveText('workers: the reviewer must be another worker than the implementer');
+  expect((await lw.call('list_tasks', { limit: 1000 })).tasks.length).toBe(before);
+  await shootEverySize(page, shot, 'team-new-refused');
+
+  await form.getByLabel('Workers').fill('mock,reviewer');
+  await form.getByRole('button', { name: 'Start team' }).click();
+  await expect(page).toHaveURL(/#\/teams\/[0-9A-Z]+$/);
+  const rootId = /#\/teams\/([0-9A-Z]+)$/.exec(page.url())![1];
+  await expect(page.getByTestId('team-view').locator('h1')).toHaveText('Team · implement review');
+  await expect(page.getByTestId('team-state')).toHaveText('passed', { timeout: 60_000 });
+  await expect(page.getByTestId('team-rounds')).toHaveText('1 review round of at most 1');
+  const r = await report(lw, rootId);
+  expect(r.members.map((m: any) => [m.role, m.worker])).toEqual([['implement', 'mock'], ['review', 'reviewer']]);
+  expect(r.budget).toBe(1);
+});
