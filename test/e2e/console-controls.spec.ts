@@ -123,12 +123,18 @@ test('a task waiting for an answer: redirect, pause and resume', async ({ page, 
   await expect(page.getByTestId('detail-status')).toHaveText('paused');
   expect(await statusOf(lw, id)).toBe('paused');
   await expect.poll(() => offered(page)).toEqual(['redirect', 'resume']);
+  // The engine refuses an answer while paused: the question is shown, its answer controls held.
+  const card = page.getByTestId('request-card');
+  await expect(card.getByTestId('request-paused')).toHaveText('Paused: resume the task to answer.');
+  await expect(card.getByRole('button', { name: 'x' })).toBeDisabled();
   await shootEverySize(page, shot, 'task-controls-paused');
   await controls(page).locator('button[data-control=resume]').click();
   await confirm.locator('button[data-action=confirm-control]').click();
   await expect(page.getByTestId('control-outcome')).toHaveText('Resumed: the task is waiting for your answer');
   await expect(page.getByTestId('detail-status')).toHaveText('waiting input');
   expect(await statusOf(lw, id)).toBe('waiting_input');
+  await expect(card.getByTestId('request-paused')).toHaveCount(0);
+  await expect(card.getByRole('button', { name: 'x' })).toBeEnabled();
 
   // Changed elsewhere (the CLI cancels it), the page drops the controls the engine no longer takes.
   await lw.call('cancel_task', { id });

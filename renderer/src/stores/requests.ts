@@ -26,9 +26,9 @@ export const useRequests = defineStore('requests', () => {
   }
 
   useLive().listen((e) => {
-    // A redirect changes the objective the request's context shows.
-    const redirected = e.type === 'task.redirected' && !!e.taskId && byTask.value.has(e.taskId);
-    if (!e.type.startsWith('request.') && !redirected) return;
+    // A redirect changes the objective the request's context shows; a pause or resume whether it can be answered.
+    const ownTask = (e.type === 'task.redirected' || e.type === 'task.status') && !!e.taskId && byTask.value.has(e.taskId);
+    if (!e.type.startsWith('request.') && !ownTask) return;
     reloading ??= load().finally(() => (reloading = null));
   });
 
