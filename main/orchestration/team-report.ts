@@ -12,6 +12,8 @@ export interface TeamMemberReport {
   role: string;
   round: number | null;
   worker: string;
+  /** The model it was asked to use (best_of_n runs one worker with several), null for the worker's default. */
+  model: string | null;
   status: Task['status'];
   attempt: number;
   /** Changed lines of its latest diff (execute tasks), null when none was recorded. */
@@ -34,6 +36,8 @@ export interface TeamReport {
   acceptable: string | null;
   /** Integrations: conflicting files, one per line. */
   conflicts: unknown[];
+  /** implement_review: the most review rounds it runs; null for the other strategies. */
+  budget: number | null;
 }
 
 function member(db: Db, t: Task): TeamMemberReport {
@@ -46,6 +50,7 @@ function member(db: Db, t: Task): TeamMemberReport {
     role: tag.role,
     round: tag.round ?? null,
     worker: t.worker,
+    model: t.model,
     status: t.status,
     attempt: t.attempt,
     diffLines: Number.isFinite(lines) ? lines : null,
@@ -101,5 +106,6 @@ export function teamReport(db: Db, id: string): TeamReport {
       conflicts = listEvents(db, { taskId: last.id, types: ['integrate.conflicts'], limit: 100 }).events.at(-1)?.payload.conflicts as unknown[] ?? [];
     }
   }
-  return { rootId: t.rootId, strategy: tag.strategy, state, outcome, members: members.map((m) => member(db, m)), acceptable, conflicts };
+  const budget = tag.strategy === 'implement_review' ? (members.find((m) => m.tag.role === 'implement')?.tag.rounds ?? null) : null;
+  return { rootId: t.rootId, strategy: tag.strategy, state, outcome, members: members.map((m) => member(db, m)), acceptable, conflicts, budget };
 }

@@ -12,22 +12,27 @@ import type { Task, TaskStatus } from './types.js';
 import { latestPause, redirectSeqs } from '../store/task-history.js';
 import { setObjective } from '../store/task-moves.js';
 
+/** States a task can be paused in (the console offers Pause only there). */
+export const PAUSABLE: readonly TaskStatus[] = ['queued', 'waiting_input'];
+
 /**
  * Pause a queued task (the scheduler does not claim it) or a task waiting for an answer (its request's
  * expiry stops counting). `resumeTask` puts it back where it was.
  */
 export function pauseTask(db: Db, id: string, by: string): Task {
   const t = requireTask(db, id);
-  if (t.status !== 'queued' && t.status !== 'waiting_input') {
+  if (!PAUSABLE.includes(t.status)) {
     throw new AppError('illegal_transition', `task ${id} is ${t.status}; only a queued task or one waiting for an answer can be paused`, { status: t.status });
   }
   return transition(db, id, t.status, 'paused', { reason: `paused by ${by}`, event: { pausedFrom: t.status, by } });
 }
 
+export const RESUMABLE: readonly TaskStatus[] = ['paused'];
+
 /** Resume a paused task: back to queued, or to waiting_input with its request's expiry moved by the pause. */
 export function resumeTask(db: Db, id: string, by: string): Task {
   const t = requireTask(db, id);
-  if (t.status !== 'paused') throw new AppError('illegal_transition', `task ${id} is ${t.status}; only a paused task can be resumed`, { status: t.status });
+  if (!RESUMABLE.includes(t.status)) throw new AppError('illegal_transition', `task ${id} is ${t.status}; only a paused task can be resumed`, { status: t.status });
   const pause = latestPause(db, id);
   const row = pause ? { f: pause.from as TaskStatus | null, ts: pause.ts } : undefined;
   const pending = pendingRequestOf(db, id);
@@ -36,15 +41,17 @@ export function resumeTask(db: Db, id: string, by: string): Task {
   return transition(db, id, 'paused', to, { reason: `resumed by ${by}`, event: { by } });
 }
 
+export const REJECTABLE: readonly TaskStatus[] = ['completed'];
+
 /** Reject a completed task's change: `rejected` (dependents blocked); its worktree stays until prune. */
 export function rejectTask(db: Db, id: string, by: string, reason?: string): Task {
   const t = requireTask(db, id);
-  if (t.status !== 'completed') throw new AppError('illegal_transition', `task ${id} is ${t.status}; only a completed task can be rejected`, { status: t.status });
+  if (!REJECTABLE.includes(t.status)) throw new AppError('illegal_transition', `task ${id} is ${t.status}; only a completed task can be rejected`, { status: t.status });
   const why = redactText(reason ? `rejected by ${by}: ${reason}` : `rejected by ${by}`);
   return transition(db, id, 'completed', 'rejected', { reason: why, fields: { errorCode: 'rejected', errorMessage: why } });
 }
 
-const REVERIFIABLE: readonly TaskStatus[] = ['completed', 'failed', 'rejected'];
+export const REVERIFIABLE: readonly TaskStatus[] = ['completed', 'failed', 'rejected'];
 
 /**
  * Run the task's verification again, without a worker turn: a new attempt (same worktree) that goes
@@ -65,7 +72,7 @@ export function reverifyTask(db: Db, _config: Config, id: string, by: string): T
   });
 }
 
-const REDIRECTABLE: readonly TaskStatus[] = ['awaiting_approval', 'queued', 'starting', 'running', 'verifying', 'waiting_input', 'paused'];
+export const REDIRECTABLE: readonly TaskStatus[] = ['awaiting_approval', 'queued', 'starting', 'running', 'verifying', 'waiting_input', 'paused'];
 
 /**
  * Replace the objective of a task that has not ended. A running task's worker gets it at its next turn

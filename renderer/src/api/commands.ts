@@ -20,6 +20,7 @@ export type CallCommand = <N extends CommandName>(name: N, ...args: CommandArgs<
 /** What the New form sends: one task (delegate_task) or a goal a planner splits (orchestrate_goal). */
 export type TaskInput = CommandArgs<'delegate_task'>[0];
 export type GoalInput = CommandArgs<'orchestrate_goal'>[0];
+export type TeamInput = CommandArgs<'start_team'>[0];
 
 /**
  * A typed `call` over a transport that sends a command by name and resolves to its `data`: the engine ran the

@@ -70,3 +70,19 @@ export interface PullView {
   fixing: boolean;
   lastError: string | null;
 }
+
+/**
+ * The states in which the engine takes each control on a task (main/tasks/followup.ts FOLLOWABLE,
+ * main/tasks/controls.ts; a unit test holds them equal): the task page offers a control only there.
+ */
+export const CONTROL_STATUSES = {
+  /** followup_task and handoff_task (a handoff is a follow-up on another worker). */
+  followup: ['completed', 'failed', 'timed_out', 'cancelled', 'rejected', 'waiting_input'],
+  redirect: ['awaiting_approval', 'queued', 'starting', 'running', 'verifying', 'waiting_input', 'paused'],
+  reverify: ['completed', 'failed', 'rejected'],
+  pause: ['queued', 'waiting_input'],
+  resume: ['paused'],
+  reject: ['completed'],
+} as const satisfies Record<string, readonly string[]>;
+
+export type { TeamReport, TeamMemberReport } from '../../../main/orchestration/team-report.js';

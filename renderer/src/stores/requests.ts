@@ -26,7 +26,9 @@ export const useRequests = defineStore('requests', () => {
   }
 
   useLive().listen((e) => {
-    if (!e.type.startsWith('request.')) return;
+    // A redirect changes the objective the request's context shows; a pause or resume whether it can be answered.
+    const ownTask = (e.type === 'task.redirected' || e.type === 'task.status') && !!e.taskId && byTask.value.has(e.taskId);
+    if (!e.type.startsWith('request.') && !ownTask) return;
     reloading ??= load().finally(() => (reloading = null));
   });
 

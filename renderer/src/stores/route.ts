@@ -2,7 +2,7 @@ import { defineStore } from 'pinia';
 import { computed, ref } from 'vue';
 import { api } from '../api/client.js';
 
-export type Page = 'tasks' | 'board' | 'task' | 'inbox' | 'new' | 'cache' | 'settings' | 'doctor';
+export type Page = 'tasks' | 'board' | 'task' | 'team' | 'inbox' | 'new' | 'cache' | 'settings' | 'doctor';
 export const PAGES: { page: Page; label: string; hash: string }[] = [
   { page: 'tasks', label: 'Tasks', hash: '#/tasks' },
   { page: 'inbox', label: 'Approvals', hash: '#/inbox' },
@@ -19,11 +19,13 @@ export const useRoute = defineStore('route', () => {
   const page = computed<Page>(() => {
     const [first, second] = parts.value;
     if (first === 'tasks' && second) return 'task';
+    if (first === 'teams' && second) return 'team';
     // The board is the list's other view: reached from the list, not a page of its own in the side bar.
     if (first === 'board') return 'board';
     return (PAGES.find((p) => p.hash === `#/${first}`)?.page ?? 'tasks') as Page;
   });
   const taskId = computed(() => (parts.value[0] === 'tasks' ? (parts.value[1] ?? null) : null));
+  const teamId = computed(() => (parts.value[0] === 'teams' ? (parts.value[1] ?? null) : null));
 
   function go(next: string): void {
     if (location.hash !== next) location.hash = next;
@@ -31,5 +33,5 @@ export const useRoute = defineStore('route', () => {
   }
   window.addEventListener('hashchange', () => (hash.value = location.hash || '#/tasks'));
   api().onNavigate((h) => go(h));
-  return { hash, page, taskId, go, openTask: (id: string) => go(`#/tasks/${id}`) };
+  return { hash, page, taskId, teamId, go, openTask: (id: string) => go(`#/tasks/${id}`) };
 });

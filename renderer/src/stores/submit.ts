@@ -1,18 +1,18 @@
 import { defineStore } from 'pinia';
 import { ref } from 'vue';
 import { api, isUnknownCommand } from '../api/client.js';
-import type { GoalInput, TaskInput } from '../api/commands.js';
+import type { GoalInput, TaskInput, TeamInput } from '../api/commands.js';
 import type { TaskView } from '../api/types.js';
 import { usePickers } from './pickers.js';
 
-/** The two forms: a goal (orchestrate_goal: a planner splits it) and one task (delegate_task). */
+/** The forms: a goal (orchestrate_goal: a planner splits it), one task (delegate_task), a team (start_team). */
 export const useSubmit = defineStore('submit', () => {
   const busy = ref(false);
   const error = ref<string | null>(null);
   const workspace = ref(localStorage.getItem('lightworker.workspace') ?? '');
 
   /** Run `create` (the command call); the task to open once it went through, else null with `error` set. */
-  async function send(command: 'orchestrate_goal' | 'delegate_task', where: string, create: () => Promise<TaskView>): Promise<TaskView | null> {
+  async function send(command: 'orchestrate_goal' | 'delegate_task' | 'start_team', where: string, create: () => Promise<TaskView>): Promise<TaskView | null> {
     busy.value = true;
     error.value = null;
     try {
@@ -37,5 +37,7 @@ export const useSubmit = defineStore('submit', () => {
   // A goal opens its plan task (orchestrate_goal answers the plan as `task`, a team its lead).
   const submitGoal = (i: GoalInput) => send('orchestrate_goal', i.workspace, async () => (await api().call('orchestrate_goal', i)).task);
   const submitTask = (i: TaskInput) => send('delegate_task', i.workspace, async () => (await api().call('delegate_task', i)).task);
-  return { busy, error, workspace, clearError, submitGoal, submitTask };
+  // A team opens its team view, from its root (the first task start_team made).
+  const submitTeam = (i: TeamInput) => send('start_team', i.workspace ?? '', async () => (await api().call('start_team', i)).tasks[0]);
+  return { busy, error, workspace, clearError, submitGoal, submitTask, submitTeam };
 });

@@ -230,5 +230,5 @@ export const useTaskDetail = defineStore('task-detail', () => {
     }
   }
 
-  return { id, task, cost, route, events, hasEarlier, eventsError, retryEvents, tree, diff, error, busy, editorBusy, verification, pull, comments, reviewBusy, open, loadDiff, loadEarlier, act, openEditor, review, openPull };
+  return { id, task, reload: loadTask, cost, route, events, hasEarlier, eventsError, retryEvents, tree, diff, error, busy, editorBusy, verification, pull, comments, reviewBusy, open, loadDiff, loadEarlier, act, openEditor, review, openPull };
 });
