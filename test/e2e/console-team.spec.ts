@@ -144,14 +144,16 @@ test('New › Team starts a team and opens its view; a refused team names the fi
   await page.getByRole('tab', { name: 'Team' }).click();
   const form = page.getByRole('form', { name: 'team' });
   await expect(page.getByTestId('strategy-explain')).toContainText('another reviews it');
-  await form.getByLabel('Objective').fill('write a greeting to greet.txt');
+  // A file of its own: the implement_review test above accepted greet.txt into the shared repository,
+  // so writing it again would change nothing and the reviewer would see no "+hello".
+  await form.getByLabel('Objective').fill('write a greeting to welcome.txt');
   await form.getByLabel('Name').fill('team from the console');
   await form.getByLabel('Workspace (git repository)').fill(lw.repo);
   await form.getByLabel('Workers').fill('mock,mock');
   await form.getByLabel('Review rounds (at most)').fill('1');
   await form.getByLabel('Mode').selectOption('auto_execute');
-  await form.getByLabel('Verify commands (one per line)').fill('test -s greet.txt');
-  await form.getByLabel('Metadata (JSON, worker-specific)').fill(JSON.stringify({ mock: { write_files: { 'greet.txt': 'hello\n' } } }));
+  await form.getByLabel('Verify commands (one per line)').fill('test -s welcome.txt');
+  await form.getByLabel('Metadata (JSON, worker-specific)').fill(JSON.stringify({ mock: { write_files: { 'welcome.txt': 'hello\n' } } }));
   await form.getByRole('button', { name: 'Start team' }).click();
   await expect(page.getByTestId('submit-error')).toHaveText('workers: the reviewer must be another worker than the implementer');
   expect((await lw.call('list_tasks', { limit: 1000 })).tasks.length).toBe(before);
