@@ -47,6 +47,8 @@ export interface FleetHostOptions {
   /** Per host: its lease (default 1500 ms). A runner that must stay healthy on a loaded machine gets a longer one. */
   leaseOf?: (host: string) => number | undefined;
   extra?: string;
+  /** `[scheduler] auto_resume_orphans` (default false here: these tests orphan tasks and resume them by hand). */
+  autoResume?: boolean;
 }
 
 export function makeFleetHosts(dir: string, url: string, opts: FleetHostOptions): FleetHosts {
@@ -68,7 +70,7 @@ export function makeFleetHosts(dir: string, url: string, opts: FleetHostOptions)
     writeFileSync(
       join(home, 'config.toml'),
       `${storeHere}[fleet]\nhost_id = "${name}"\nrepos = { "api" = "${clone}" }\nlease_ttl_ms = ${opts.leaseOf?.(name) ?? 1500}\n` +
-        `[scheduler]\nmax_concurrency = 4\nper_root = 64\nper_repository = 16\nkill_grace_ms = 300\n${opts.extra ?? ''}`,
+        `[scheduler]\nmax_concurrency = 4\nper_root = 64\nper_repository = 16\nkill_grace_ms = 300\nauto_resume_orphans = ${opts.autoResume ?? false}\n${opts.extra ?? ''}`,
     );
     homes[name] = home;
   }

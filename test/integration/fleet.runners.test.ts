@@ -46,7 +46,7 @@ function makeHost(name: string, repos: string[], origins: Record<string, string>
     join(home, 'config.toml'),
     `${store}[fleet]\nhost_id = "${name}"\nrepos = { ${repoLines} }\nlease_ttl_ms = 4000\n` +
       // per_repository 6 < the 8 slots of a and b together: the limit must hold across hosts.
-      `[scheduler]\nmax_concurrency = 4\nper_root = 64\nper_repository = 6\nkill_grace_ms = 500\n`,
+      `[scheduler]\nmax_concurrency = 4\nper_root = 64\nper_repository = 6\nkill_grace_ms = 500\nauto_resume_orphans = false\n`,
   );
   homes[name] = home;
 }
