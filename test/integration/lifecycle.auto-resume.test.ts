@@ -4,6 +4,8 @@ import { startCli } from '../helpers/cli.js';
 import { exited, until } from '../helpers/procs.js';
 import { getTask } from '../../main/store/tasks.js';
 import { RETRY_STRATEGIES } from '../../main/tasks/ops.js';
+import { recoverOrphans } from '../../main/scheduler/recovery.js';
+import { AUTO_RESUME_LIMIT } from '../../main/tasks/auto-resume.js';
 
 /**
  * One home (SQLite): a leader killed with kill -9 while it runs 4 tasks of one tree. The standby that
@@ -60,4 +62,24 @@ describe('a crashed leader’s orphans resume by themselves', () => {
     }
     expect(ids.flatMap(moves).filter((m) => (RETRY_STRATEGIES as readonly string[]).includes(m.strategy ?? ''))).toEqual([]);
   }, 90_000);
+
+  it('a task that keeps losing its runner (a worker that takes its runner down) is resumed at most 3 times, then left orphaned for a person, whose retry is still within budget', async () => {
+    const { task } = (await h.call('delegate_task', { objective: 'poison', workspace: h.repo, budget: { attempts: 2 } })) as { task: { id: string } };
+    const id = task.id;
+    // Each round: the task runs under a leader that then dies (its row left running), and the next leader recovers it.
+    const crash = () => h.engine.db.prepare(`UPDATE tasks SET status = 'running', runner_id = 'a-dead-leader', pid = NULL WHERE id = ?`).run(id);
+    for (let round = 1; round <= AUTO_RESUME_LIMIT; round++) {
+      crash();
+      expect(await recoverOrphans(h.engine, 'the-next-leader', 0)).toEqual([id]);
+      expect(getTask(h.engine.db, id)).toMatchObject({ status: 'queued', attempt: round + 1 });
+    }
+    crash();
+    await recoverOrphans(h.engine, 'the-next-leader', 0);
+    expect(getTask(h.engine.db, id)).toMatchObject({ status: 'orphaned', attempt: AUTO_RESUME_LIMIT + 1 });
+    const skipped = h.engine.db.prepare(`SELECT payload FROM events WHERE task_id = ? AND type = 'task.auto_resume_skipped'`).all(id) as { payload: string }[];
+    expect(skipped.map((r) => JSON.parse(r.payload).reason)).toEqual([`it was resumed automatically ${AUTO_RESUME_LIMIT} times already, each time losing its runner`]);
+    // Its 4 attempts were the infrastructure's but 1: its tree's limit of 2 attempts still lets a person retry.
+    const r = await h.call('retry_task', { id, strategy: 'resume' });
+    expect(r.task).toMatchObject({ status: 'queued', attempt: AUTO_RESUME_LIMIT + 2 });
+  });
 });
