@@ -23,7 +23,7 @@ let fleet: FleetHosts;
 
 beforeAll(() => {
   t = tempDir('lw-autoresume-');
-  fleet = makeFleetHosts(t.dir, url, { hosts: ['host-a', 'host-b'] });
+  fleet = makeFleetHosts(t.dir, url, { hosts: ['host-a', 'host-b'], autoResume: true });
 });
 
 afterAll(async () => {
