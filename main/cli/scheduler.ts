@@ -75,6 +75,7 @@ export function sayTrouble(svc: SchedulerService, say: (text: string) => void, a
   svc.on('trouble', (message: string, info?: { full?: boolean }) => say(info?.full ? message : `cannot ${svc.scheduler ? 'keep leading' : 'lead'}: ${message}; retrying`));
   svc.on('store.writable', (message: string) => say(message));
   svc.on('recovered', () => say('working again'));
+  svc.on('notice', (message: string) => say(message));
   svc.once('fatal', (e: Error) => {
     if (e instanceof AppError && e.code === 'store_damaged') say(`stopping, what ran here killed: ${e.message}`);
     else say(`stopping: ${e.message}; start \`${again}\` again once the store answers (another runner or the next start orphans what this one ran)`);

@@ -14,6 +14,8 @@ import { findOnPath } from '../workers/which.js';
 import { defineCommand, type CommandContext } from './table.js';
 import { installHint, listingAuth } from './workers.js';
 import { describeStore, fleetStatus, NO_LEADER, type StoreInfo } from './fleet.js';
+import { foreignSealOf, homeKeyId } from '../tasks/secrets.js';
+import { queuedSealedTaskIds } from '../store/sealed.js';
 import { quickCheck } from '../store/capabilities.js';
 import { measureHome } from '../isolation/home-size.js';
 
@@ -111,6 +113,30 @@ function fleetCheck(ctx: CommandContext, store: StoreInfo): DoctorCheck | null {
     optional: true,
     detail: `${detail}; ${unserved.map((u) => `${u.queued} queued for ${u.repoKey}`).join(', ')}: no live runner serves ${unserved.length === 1 ? 'it' : 'them'}`,
     fix: `start \`lightworker run\` on a host whose [fleet] repos names ${unserved.map((u) => u.repoKey).join(', ')}`,
+  };
+}
+
+/**
+ * A fleet's sealed tasks: each queued one this home's key cannot open (sealed with another host's
+ * `[store] key_file`) is left by a runner here for one that holds that key, so say which keys those are.
+ */
+function sealCheck(ctx: CommandContext): DoctorCheck {
+  const root = ctx.engine.home.root;
+  const mine = homeKeyId(root);
+  const foreign = new Map<string, number>();
+  const ids = queuedSealedTaskIds(ctx.engine.db);
+  for (const id of ids) {
+    const key = foreignSealOf(ctx.engine.db, root, id);
+    if (key) foreign.set(key, (foreign.get(key) ?? 0) + 1);
+  }
+  if (!foreign.size) return { name: 'sealed tasks', ok: true, detail: `this home's key ${mine} opens ${ids.length ? `all ${ids.length} queued sealed task${ids.length === 1 ? '' : 's'}` : 'every sealed task (none queued)'}` };
+  const what = [...foreign].map(([key, n]) => `${n} queued task${n === 1 ? '' : 's'} sealed with key ${key}`).join(', ');
+  return {
+    name: 'sealed tasks',
+    ok: false,
+    optional: true,
+    detail: `this runner cannot open tasks sealed with key ${[...foreign.keys()].join(', ')} (${what}; its key is ${mine}): a runner here leaves them for one that can`,
+    fix: 'give every host of the fleet the same [store] key_file (32 bytes, mode 0600), then restart its runner',
   };
 }
 
@@ -234,6 +260,7 @@ export const runDoctor = defineCommand({
       store = describeStore(ctx.engine);
       const fleet = fleetCheck(ctx, store);
       if (fleet) checks.push(fleet);
+      if (store.kind === 'postgres') checks.push(sealCheck(ctx));
     } catch (err) {
       checks.push({ name: 'fleet', ok: false, detail: (err as Error).message });
     }

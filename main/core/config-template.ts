@@ -9,6 +9,8 @@ per_root = 2              # at most this many per task tree (root)
 lease_ttl_ms = 3000       # leader lease; a standby takes over this long after the leader stops renewing
 kill_grace_ms = 5000      # SIGTERM, then SIGKILL after this grace
 default_worker = "mock"   # worker used when a task names none
+auto_resume_orphans = true # a task orphaned by its runner's loss resumes by itself (read-only kinds anywhere,
+                           # execute only on the host with its worktree); never counted in retry_budget
 
 [approvals]
 default_mode = "auto_readonly"  # plan_only | auto_readonly | auto_execute

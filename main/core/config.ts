@@ -113,6 +113,8 @@ export const configSchema = z.strictObject({
       lease_ttl_ms: z.number().int().min(500).max(60_000).default(3000),
       kill_grace_ms: z.number().int().min(0).max(120_000).default(5000),
       default_worker: z.string().min(1).default('mock'),
+      /** Resume tasks orphaned by a runner's loss at once, outside the retry budget (tasks/auto-resume.ts). */
+      auto_resume_orphans: z.boolean().default(true),
     })
     .prefault({}),
   approvals: z

@@ -20,6 +20,8 @@ export interface EngineEventMap {
   'task.redirected': { by: string; objective: string; status: Status };
   'task.redirect_applied': { redirect: unknown };
   'task.resumed': Open;
+  /** Orphaned by its runner's loss but not resumed automatically (why: a task that keeps losing its runner, …). */
+  'task.auto_resume_skipped': { reason: string };
   'task.route': { attempt: number } & Open;
   'task.changes': { changedFiles: string[]; empty: boolean; violations: string[]; diff: string | null };
   'task.accepted': { commit: string | null; branch: string | null; copiedTo?: string; files: string[]; by: string };

@@ -6,6 +6,8 @@ import { sweepTrees, taskTree } from '../platform/proc/sweep.js';
 import { transition } from '../tasks/state.js';
 import type { Task } from '../tasks/types.js';
 import { getTask } from '../store/tasks.js';
+import { appendEvent } from '../store/events.js';
+import { autoResumeOrphan } from '../tasks/auto-resume.js';
 import { closeAttempt, inFlightTasksNotOf, inFlightTasksOf } from '../store/attempts.js';
 import { strandedOwners } from '../store/task-owners.js';
 import { lostTasksOnHost, reapExpiredRunners } from './fleet.js';
@@ -16,7 +18,8 @@ import { lostTasksOnHost, reapExpiredRunners } from './fleet.js';
  * leader already died: its group and its re-parented descendants may live on) and, on Linux, every
  * process carrying the task attempt's marker — then mark it orphaned. A recycled PID is never touched
  * (PID + start time; see sweepTrees). All trees are swept together, so one grace covers them all.
- * Nothing is re-run; a retry is an explicit new attempt. Returns the ids it orphaned.
+ * Where it is safe (tasks/auto-resume.ts) and `scheduler.auto_resume_orphans` is on, each is resumed at once
+ * outside the retry budget; otherwise it waits for an explicit retry. Returns the ids it orphaned.
  */
 export async function recoverOrphans(engine: StoreWriter, holder: string, graceMs: number, lostRunners?: { id: string; host: string }[], here = hostname()): Promise<string[]> {
   const ids = lostRunners ? inFlightTasksOf(engine.db, lostRunners.map((r) => r.id)) : inFlightTasksNotOf(engine.db, holder);
@@ -32,17 +35,21 @@ export async function recoverOrphans(engine: StoreWriter, holder: string, graceM
   });
   // The dead runner never released what its turns staged: no login or key may stay in the artifacts.
   for (const t of tasks) removeStagedCredentials(join(engine.home.artifacts, t.id, `attempt-${t.attempt}`));
+  const hostOf = new Map((lostRunners ?? []).map((r) => [r.id, r.host]));
   const orphaned: string[] = [];
   tasks.forEach((t, i) => {
     const killed = signalled[i] > 0;
     try {
       engine.write(() => {
-        transition(engine.db, t.id, t.status, 'orphaned', {
+        const moved = transition(engine.db, t.id, t.status, 'orphaned', {
           reason: `runner ${t.runnerId ?? '?'} was lost`,
           fields: { errorCode: 'orphaned', errorMessage: `${remote.has(t.runnerId ?? '') ? `the runner of this task (on another host) lost its lease; it kills its own processes when it finds out` : `the runner of this task died; ${killed ? `${signalled[i]} leftover process(es) of it were killed` : 'no live process was found'}`}; \`lightworker retry ${t.id} --strategy resume\` continues it` },
-          event: { killedPid: killed ? t.pid : null, killedProcesses: signalled[i] },
+          event: { killedPid: killed ? t.pid : null, killedProcesses: signalled[i], cause: 'runner_lost' },
         });
         closeAttempt(engine.db, t.id, t.attempt, 'orphaned', Date.now());
+        // Its runner's loss is no fault of the task: continue it now where that is safe, outside the budget.
+        const resumed = autoResumeOrphan(engine.db, engine.config, moved, lostRunners ? (hostOf.get(t.runnerId ?? '') ?? '') : null);
+        if ('left' in resumed && engine.config.scheduler.auto_resume_orphans) appendEvent(engine.db, t.id, 'task.auto_resume_skipped', { reason: resumed.left });
       });
       orphaned.push(t.id);
     } catch {

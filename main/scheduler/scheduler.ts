@@ -8,6 +8,7 @@ import type { EventRow } from '../store/events.js';
 import { getTask } from '../store/tasks.js';
 import { TERMINAL, type TaskStatus } from '../tasks/types.js';
 import { resolveAdapter } from '../workers/registry.js';
+import { foreignSealOf, homeKeyId } from '../tasks/secrets.js';
 import { storeFaultOf } from '../store/store-faults.js';
 import { requireLeaderHooks, type LeaderHooks } from './leader-hooks.js';
 import { claimTask, listCandidates, pickCandidate, type Candidate } from '../store/claims.js';
@@ -60,6 +61,9 @@ export class Scheduler extends EventEmitter {
   /** Aborted by stop(): a task waiting for space to record its end stops waiting. */
   private stopSignal = new AbortController();
   private readonly onEvent = (e: EventRow) => this.handleEvent(e);
+  /** Queued fleet tasks this runner cannot unseal → the key they were sealed with (leavesSealed). */
+  private readonly unopenable = new Map<string, string>();
+  private readonly foreignKeys = new Set<string>();
 
   /**
    * @param fleet this runner's identity in a fleet (PostgreSQL store): it then claims only what it can
@@ -276,9 +280,10 @@ export class Scheduler extends EventEmitter {
     for (let tries = 0; this.running.size < scheduler.max_concurrency && tries < scheduler.max_concurrency * 4 + 8; tries++) {
       const now = Date.now();
       const excluded = this.unavailableWorkers(now);
-      const cands: Candidate[] = this.fleet ? listFleetCandidates(this.engine.db, this.fleet, limits, excluded) : listCandidates(this.engine.db, limits, excluded);
+      const cands: Candidate[] = this.fleet ? listFleetCandidates(this.engine.db, this.fleet, limits, excluded, [...this.unopenable.keys()]) : listCandidates(this.engine.db, limits, excluded);
       const pick = pickCandidate(cands, this.lastDispatch, this.affinity);
       if (!pick) break;
+      if (this.fleet && this.leavesSealed(pick.id)) continue;
       const claimed = this.fleet
         ? this.engine.write(() => claimFleetTask(this.engine.db, pick as FleetCandidate, this.fleet!, this.runnerId, fleetLimitsOf(this.engine.config), now))
         : this.engine.write(() => claimTask(this.engine.db, pick.id, this.runnerId, now)) ? 'claimed' : 'taken';
@@ -294,6 +299,22 @@ export class Scheduler extends EventEmitter {
       this.launch(pick.id, pick.worker, pick.rootId);
     }
     if (this.running.size === 0) this.emit('idle');
+  }
+
+  /**
+   * A fleet task sealed with a key this runner lacks (another host's `[store] key_file`) is left queued for
+   * a runner that holds it, and never listed here again; the first of each foreign key is said once.
+   */
+  private leavesSealed(id: string): boolean {
+    const foreign = foreignSealOf(this.engine.db, this.engine.home.root, id);
+    if (foreign === null) return false;
+    if (this.unopenable.size >= 1000) this.unopenable.delete(this.unopenable.keys().next().value!);
+    this.unopenable.set(id, foreign);
+    if (!this.foreignKeys.has(foreign)) {
+      this.foreignKeys.add(foreign);
+      this.emit('notice', `this runner cannot open tasks sealed with key ${foreign} (its key is ${homeKeyId(this.engine.home.root)}): it leaves them for a runner that can (${id} first); give every host the same [store] key_file`);
+    }
+    return true;
   }
 
   private launch(id: string, worker: string, rootId: string): void {

@@ -199,6 +199,7 @@ class Service extends EventEmitter implements SchedulerService {
       this.scheduler.on('drained', () => this.emit('drained'));
       this.scheduler.on('task.ended', (id: string, status: string) => this.emit('task.ended', id, status));
       this.scheduler.on('store.fault', (err: unknown) => this.trouble(err));
+      this.scheduler.on('notice', (message: string) => this.emit('notice', message));
       this.scheduler.on('runner.lost', () => setImmediate(() => void this.loseLeadership().catch((err) => this.trouble(err))));
       if (this.health.full) this.scheduler.holdClaims(this.health.full.error.message);
       this.scheduler.start();

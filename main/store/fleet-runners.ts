@@ -87,12 +87,15 @@ export interface FleetCandidate extends Candidate {
 /**
  * The fleet's dispatch query: the ready set as on one host, narrowed to tasks this runner can run
  * (submitted here, or for a repository it serves), with the per-repository limit counted across the
- * fleet by repository identity (hosts have different paths for one repository).
+ * fleet by repository identity (hosts have different paths for one repository). A task pinned to a host
+ * (`run_host.<id>`: an execute task resumed where its worktree is, tasks/auto-resume.ts) is claimed there only.
  */
 export const FLEET_CANDIDATES_SQL = `SELECT t.id, t.root_id AS rootId, t.workspace, t.worker, t.priority, t.cohort AS cohort, t.repo_key AS repoKey, t.origin_host AS originHost
        FROM tasks t
        WHERE t.status = 'queued' AND t.deps_pending = 0
          AND (t.origin_host = ? OR t.repo_key IN (SELECT value FROM json_each(?)))
+         AND NOT EXISTS (SELECT 1 FROM settings h WHERE h.key = 'run_host.' || t.id AND h.value <> ?)
+         AND t.id NOT IN (SELECT value FROM json_each(?))
          AND t.worker NOT IN (SELECT value FROM json_each(?))
          AND (SELECT COUNT(*) FROM tasks a WHERE a.status IN ('starting','running','verifying') AND a.root_id = t.root_id)
              < COALESCE((SELECT CAST(json_extract(s.value, '$.concurrency') AS INTEGER) FROM settings s WHERE s.key = 'root_budget.' || t.root_id), ?)
@@ -100,8 +103,8 @@ export const FLEET_CANDIDATES_SQL = `SELECT t.id, t.root_id AS rootId, t.workspa
        ORDER BY t.priority DESC, t.id
        LIMIT ?`;
 
-export function listFleetCandidates(db: Db, me: FleetIdentity, limits: ClaimLimits, excludeWorkers: string[], max = 64): FleetCandidate[] {
-  return prep(db, FLEET_CANDIDATES_SQL).all(me.host, JSON.stringify([...me.repos.keys()]), JSON.stringify(excludeWorkers), limits.perRoot, limits.perRepository, max) as FleetCandidate[];
+export function listFleetCandidates(db: Db, me: FleetIdentity, limits: ClaimLimits, excludeWorkers: string[], skipIds: string[] = [], max = 64): FleetCandidate[] {
+  return prep(db, FLEET_CANDIDATES_SQL).all(me.host, JSON.stringify([...me.repos.keys()]), JSON.stringify(me.host), JSON.stringify(skipIds), JSON.stringify(excludeWorkers), limits.perRoot, limits.perRepository, max) as FleetCandidate[];
 }
 
 /** `lost`: this runner is no longer active or its lease ran out (it claims nothing until it joins again). */
@@ -141,9 +144,15 @@ export function claimFleetTask(db: Db, c: FleetCandidate, me: FleetIdentity, run
  * Why a queued task of the fleet is not picked up, when the reason is that nobody can run it: no live
  * runner on the host it was submitted on serves it, and none serves its repository. Null when some runner can.
  */
-export function unservedReason(db: Db, t: { repo_key: string | null; origin_host: string | null }, now = Date.now()): string | null {
+export function unservedReason(db: Db, t: { id?: string; repo_key: string | null; origin_host: string | null }, now = Date.now()): string | null {
   if (!t.origin_host) return null; // not a fleet task
   const runners = prep(db, `SELECT host, repos FROM runners WHERE state = 'active' AND expires_at >= ?`).all(now) as { host: string; repos: string }[];
+  const pinned = t.id ? prep(db, 'SELECT value FROM settings WHERE key = ?').get(`run_host.${t.id}`) as { value: string } | undefined : undefined;
+  if (pinned) {
+    const host = JSON.parse(pinned.value) as string;
+    if (runners.some((r) => r.host === host)) return null;
+    return `its worktree is on host ${host}, where no live runner is: start \`lightworker run\` there (or cancel it and retry it with --strategy same for a fresh worktree elsewhere)`;
+  }
   if (runners.some((r) => r.host === t.origin_host || (t.repo_key !== null && t.repo_key in (JSON.parse(r.repos) as Record<string, string>)))) return null;
   const what = t.repo_key ? `repository ${t.repo_key}` : `its workspace (a folder without a remote, on host ${t.origin_host})`;
   return `no live runner serves ${what}: start \`lightworker run\` on ${t.origin_host}${t.repo_key ? ` or on a host with [fleet] repos naming ${t.repo_key}` : ''}`;
@@ -151,7 +160,7 @@ export function unservedReason(db: Db, t: { repo_key: string | null; origin_host
 
 /** `unservedReason` for a task by id (null when it is not a fleet task or some runner can run it). */
 export function fleetWaitingFor(db: Db, id: string): string | null {
-  const row = prep(db, 'SELECT repo_key, origin_host FROM tasks WHERE id = ?').get(id) as { repo_key: string | null; origin_host: string | null } | undefined;
+  const row = prep(db, 'SELECT id, repo_key, origin_host FROM tasks WHERE id = ?').get(id) as { id: string; repo_key: string | null; origin_host: string | null } | undefined;
   return row ? unservedReason(db, row) : null;
 }
 

@@ -113,7 +113,10 @@ export function deleteTreeRows(db: Db, rootId: string, cutoff: number, olderThan
     // The tree's budget and each task's spend record (turns, raised limits) go with it.
     const forgetSetting = prep(db, 'DELETE FROM settings WHERE key = ?');
     forgetSetting.run(`root_budget.${rootId}`);
-    for (const id of tasks) forgetSetting.run(`task_guard.${id}`);
+    for (const id of tasks) {
+      forgetSetting.run(`task_guard.${id}`);
+      forgetSetting.run(`run_host.${id}`);
+    }
     prep(db, 'DELETE FROM tasks WHERE root_id = ?').run(rootId);
     const tombstone = appendEvent(db, null, 'tree.deleted', { ...body, signature: sign(tombstoneText(body)) });
     return { rootId, tasks: tasks.length, events: Number(events), tombstone };

@@ -31,3 +31,20 @@ export function sealedTextOf(db: Db, taskId: string, key: string): Buffer | null
   const row = prep(db, 'SELECT ciphertext FROM sealed_texts WHERE task_id = ? AND key = ?').get(taskId, key) as { ciphertext: Buffer } | undefined;
   return row?.ciphertext ?? null;
 }
+
+/** Every sealed blob of a task: its original fields and each sealed text. */
+export function sealedBlobsOf(db: Db, taskId: string): Buffer[] {
+  const rows = prep(db, 'SELECT ciphertext FROM task_secrets WHERE task_id = ? UNION ALL SELECT ciphertext FROM sealed_texts WHERE task_id = ?').all(taskId, taskId) as { ciphertext: Buffer }[];
+  return rows.map((r) => r.ciphertext);
+}
+
+/** Queued tasks holding sealed texts (at most `max`), for doctor's check that this home can open them. */
+export function queuedSealedTaskIds(db: Db, max = 500): string[] {
+  const rows = prep(
+    db,
+    `SELECT t.id FROM tasks t WHERE t.status = 'queued'
+       AND (EXISTS (SELECT 1 FROM task_secrets s WHERE s.task_id = t.id) OR EXISTS (SELECT 1 FROM sealed_texts x WHERE x.task_id = t.id))
+     ORDER BY t.id LIMIT ?`,
+  ).all(max) as { id: string }[];
+  return rows.map((r) => r.id);
+}

@@ -12,7 +12,7 @@ import { needsApproval } from './create.js';
 import { releaseDependents, transition } from './state.js';
 import { ACTIVE, type Authority, type Task, type TaskStatus } from './types.js';
 import type { TaskCachelab } from './cachelab-hook.js';
-import { countStrategyMoves, lastStartedSession, latestStrategyMove } from '../store/task-history.js';
+import { countStrategyMoves, countTaskStrategyMoves, lastStartedSession, latestStrategyMove } from '../store/task-history.js';
 import { setRoute, upstreamAwaitingApproval } from '../store/task-moves.js';
 
 /** Approve a task waiting for a person: awaiting_approval → queued. Run inside a write transaction. */
@@ -52,6 +52,8 @@ export function cancelTask(db: Db, id: string, by: string, reason?: string): Tas
 }
 
 export const RETRY_STRATEGIES = ['same', 'fallback_gateway', 'deeper_profile', 'resume'] as const;
+/** The resume recovery makes of a task orphaned by its runner's loss (tasks/auto-resume.ts): spends no budget. */
+export const AUTO_RESUME_STRATEGY = 'auto_resume';
 export type RetryStrategy = (typeof RETRY_STRATEGIES)[number];
 /** The states retry_task makes a new attempt of (the console offers Retry on these only: renderer/src/api/types.ts). */
 export const RETRYABLE: readonly TaskStatus[] = ['failed', 'timed_out', 'cancelled', 'orphaned'];
@@ -96,8 +98,10 @@ export function retryTask(db: Db, config: Config, id: string, strategy: RetryStr
   if (used >= budget.retries) {
     throw new AppError('forbidden', `retry budget of this task tree is used up (${used} of ${budget.retries}, ${source})`);
   }
-  if (budget.attempts !== null && t.attempt >= budget.attempts) {
-    throw new AppError('forbidden', `task ${id} has made ${t.attempt} of the ${budget.attempts} attempts its tree's budget allows`);
+  // Attempts an automatic resume made after a runner's loss are the infrastructure's, not this task's.
+  const made = budget.attempts === null ? 0 : t.attempt - countTaskStrategyMoves(db, t.id, [AUTO_RESUME_STRATEGY]);
+  if (budget.attempts !== null && made >= budget.attempts) {
+    throw new AppError('forbidden', `task ${id} has made ${made} of the ${budget.attempts} attempts its tree's budget allows`);
   }
   const route = retryRoute(config, t, strategy);
   const changed = route.gateway !== t.gateway || route.effort !== t.reasoningEffort || route.model !== t.model || route.profile !== t.profile || route.worker !== t.worker;
@@ -175,7 +179,7 @@ export function resumeRequestOf(db: Db, task: Pick<Task, 'id' | 'attempt'>): Res
   const payload = latestStrategyMove(db, task.id);
   if (!payload) return null;
   const p = JSON.parse(payload) as { attempt?: number; strategy?: string; resume?: ResumeRequest };
-  return (p.strategy === 'resume' || p.strategy === 'followup' || p.strategy === 'answer' || p.strategy === 'reverify') && p.attempt === task.attempt && p.resume ? p.resume : null;
+  return (p.strategy === 'resume' || p.strategy === AUTO_RESUME_STRATEGY || p.strategy === 'followup' || p.strategy === 'answer' || p.strategy === 'reverify') && p.attempt === task.attempt && p.resume ? p.resume : null;
 }
 
 type RetryRoute = { gateway: string | null; effort: Task['reasoningEffort']; model: string | null; profile: string | null; worker: string };

@@ -6,7 +6,8 @@ import { redactText } from '../core/redact.js';
 import type { Db } from '../store/db.js';
 import { redactNewRow, type NewTaskRow } from '../store/tasks.js';
 import type { Task } from './types.js';
-import { deleteSealedText, hasTaskSecrets, sealedTextOf, taskSecretsOf, upsertSealedText, upsertTaskSecrets } from '../store/sealed.js';
+import { deleteSealedText, hasTaskSecrets, sealedBlobsOf, sealedTextOf, taskSecretsOf, upsertSealedText, upsertTaskSecrets } from '../store/sealed.js';
+import { frameSealed, keyIdOf, parseSealed } from './seal-format.js';
 import { storeCapabilities } from '../store/capabilities.js';
 
 /** Fields of a task that may hold caller text, and so are redacted before they are stored. */
@@ -83,23 +84,60 @@ export function redactNewTask(row: NewTaskRow): SecretFields | null {
   return JSON.stringify(pick(row)) === JSON.stringify(original) ? null : original;
 }
 
-/** AES-256-GCM with the home's key: iv (12) + tag (16) + body. */
+/** AES-256-GCM with the home's key, framed with its id (tasks/seal-format.ts). */
 function encrypt(homeRoot: string, text: string): Buffer {
+  const key = homeKey(homeRoot);
   const iv = randomBytes(12);
-  const cipher = createCipheriv('aes-256-gcm', homeKey(homeRoot), iv);
+  const cipher = createCipheriv('aes-256-gcm', key, iv);
   const body = Buffer.concat([cipher.update(text, 'utf8'), cipher.final()]);
-  return Buffer.concat([iv, cipher.getAuthTag(), body]);
+  return frameSealed(keyIdOf(key), Buffer.concat([iv, cipher.getAuthTag(), body]));
 }
 
 function decrypt(homeRoot: string, blob: Buffer): string {
-  const decipher = createDecipheriv('aes-256-gcm', homeKey(homeRoot), blob.subarray(0, 12));
-  decipher.setAuthTag(blob.subarray(12, 28));
+  const key = homeKey(homeRoot);
+  const { keyId, sealed } = parseSealed(blob);
+  const mine = keyIdOf(key);
+  const opened = keyId === null || keyId === mine ? openWith(key, sealed) : null;
+  // A frame that failed to open may be an old unframed blob whose iv happens to start like one.
+  const text = opened ?? (keyId !== null ? openWith(key, blob) : null);
+  if (text !== null) return text;
+  // In a fleet: sealed on another host with its own key.
+  throw new AppError('forbidden', `a sealed text of this task cannot be opened with this home's key (${homeRoot}, key ${mine}): it was sealed with ${keyId ? `key ${keyId}` : 'another key'} — in a fleet, give every host the same [store] key_file`, {
+    sealedWith: keyId,
+    key: mine,
+  });
+}
+
+function openWith(key: Buffer, sealed: Buffer): string | null {
+  if (sealed.length < 28) return null;
   try {
-    return Buffer.concat([decipher.update(blob.subarray(28)), decipher.final()]).toString('utf8');
+    const decipher = createDecipheriv('aes-256-gcm', key, sealed.subarray(0, 12));
+    decipher.setAuthTag(sealed.subarray(12, 28));
+    return Buffer.concat([decipher.update(sealed.subarray(28)), decipher.final()]).toString('utf8');
   } catch {
-    // In a fleet: sealed on another host with its own key.
-    throw new AppError('forbidden', `a sealed text of this task cannot be opened with this home's key (${homeRoot}): it was sealed with another key — in a fleet, give every host the same [store] key_file`);
+    return null;
   }
+}
+
+/** This home's key id (what `doctor` and a runner's log name). */
+export function homeKeyId(homeRoot: string): string {
+  return keyIdOf(homeKey(homeRoot));
+}
+
+/**
+ * Can this home open every sealed text of the task? Null when it can (or nothing is sealed); else the id
+ * of a key it lacks ('unknown' for a text sealed before key ids were recorded that does not open here).
+ */
+export function foreignSealOf(db: Db, homeRoot: string, taskId: string): string | null {
+  const key = homeKey(homeRoot);
+  const mine = keyIdOf(key);
+  for (const blob of sealedBlobsOf(db, taskId)) {
+    const { keyId, sealed } = parseSealed(blob);
+    if (keyId === mine) continue;
+    if (keyId !== null) return keyId;
+    if (openWith(key, sealed) === null) return 'unknown';
+  }
+  return null;
 }
 
 /** Store the originals encrypted (AES-256-GCM) with the home's key. */

@@ -92,7 +92,7 @@ async function setUpHome(cli: Lab['cli'], home: string, runLog: string, runId: s
   if (init.code !== 0) throw new Error(`init failed: ${init.stderr}`);
   writeFileSync(
     join(home, 'config.toml'),
-    `[scheduler]\nkill_grace_ms = 1000\nmax_concurrency = 6\nper_root = 3\nper_repository = 6\n\n[limits]\nretry_budget = 20\nmcp_mutations_per_minute = 10000\n\n${opts.config ?? ''}\n`,
+    `[scheduler]\nkill_grace_ms = 1000\nmax_concurrency = 6\nper_root = 3\nper_repository = 6\nauto_resume_orphans = false\n\n[limits]\nretry_budget = 20\nmcp_mutations_per_minute = 10000\n\n${opts.config ?? ''}\n`,
   );
   const argv = [process.execPath, AGENT, '--log', runLog, '--run', runId, ...(opts.secretsFile ? ['--secrets', opts.secretsFile] : []), '{prompt}'];
   const link = await cli(['workers', 'link', 'chaos-agent', '--command-json', JSON.stringify(argv), '--max-concurrency', String(opts.agentConcurrency ?? 4)]);

@@ -47,6 +47,10 @@ export interface FleetHostOptions {
   /** Per host: its lease (default 1500 ms). A runner that must stay healthy on a loaded machine gets a longer one. */
   leaseOf?: (host: string) => number | undefined;
   extra?: string;
+  /** Per host: its `[store] key_file` (default: each home's own secret.key). */
+  keyFileOf?: (host: string) => string | undefined;
+  /** `[scheduler] auto_resume_orphans` (default false here: these tests orphan tasks and resume them by hand). */
+  autoResume?: boolean;
 }
 
 export function makeFleetHosts(dir: string, url: string, opts: FleetHostOptions): FleetHosts {
@@ -64,11 +68,12 @@ export function makeFleetHosts(dir: string, url: string, opts: FleetHostOptions)
     mkdirSync(home, { recursive: true });
     execFileSync('git', ['clone', '-q', origin, clone]);
     const port = opts.portOf?.(name);
-    const storeHere = port ? store.replace(`:${realPort}/`, `:${port}/`) : store;
+    const keyFile = opts.keyFileOf?.(name);
+    const storeHere = (port ? store.replace(`:${realPort}/`, `:${port}/`) : store).replace(/^\[store\]\n/, keyFile ? `[store]\nkey_file = "${keyFile}"\n` : '[store]\n');
     writeFileSync(
       join(home, 'config.toml'),
       `${storeHere}[fleet]\nhost_id = "${name}"\nrepos = { "api" = "${clone}" }\nlease_ttl_ms = ${opts.leaseOf?.(name) ?? 1500}\n` +
-        `[scheduler]\nmax_concurrency = 4\nper_root = 64\nper_repository = 16\nkill_grace_ms = 300\n${opts.extra ?? ''}`,
+        `[scheduler]\nmax_concurrency = 4\nper_root = 64\nper_repository = 16\nkill_grace_ms = 300\nauto_resume_orphans = ${opts.autoResume ?? false}\n${opts.extra ?? ''}`,
     );
     homes[name] = home;
   }

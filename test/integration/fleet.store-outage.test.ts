@@ -37,7 +37,7 @@ beforeAll(async () => {
   const viaProxy = store.replace(`:${target.port}/`, `:${proxy.port}/`);
   repo = makeRepo(join(t.dir, 'repo'));
   log = join(t.dir, 'runs.log');
-  const common = `[fleet]\nhost_id = "h1"\nlease_ttl_ms = 1500\n[scheduler]\nkill_grace_ms = 300\n`;
+  const common = `[fleet]\nhost_id = "h1"\nlease_ttl_ms = 1500\n[scheduler]\nkill_grace_ms = 300\nauto_resume_orphans = false\n`;
   runnerHome = join(t.dir, 'runner');
   mkdirSync(runnerHome, { recursive: true });
   writeFileSync(join(runnerHome, 'config.toml'), viaProxy + common);

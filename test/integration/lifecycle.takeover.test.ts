@@ -16,7 +16,8 @@ let h: TestHome;
 const children: ReturnType<typeof startCli>[] = [];
 beforeEach(() => {
   h = makeHome();
-  h.configure('[scheduler]\nlease_ttl_ms = 1500\nkill_grace_ms = 300\n');
+  // The orphaned end is what these tests look at (automatic resume: lifecycle.auto-resume.test.ts).
+  h.configure('[scheduler]\nlease_ttl_ms = 1500\nkill_grace_ms = 300\nauto_resume_orphans = false\n');
 });
 afterEach(() => {
   for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');

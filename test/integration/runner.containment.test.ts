@@ -30,7 +30,7 @@ const fresh = () => {
 const leaders: ChildProcess[] = [];
 beforeEach(() => {
   h = makeHome();
-  h.configure('[scheduler]\nlease_ttl_ms = 1500\nkill_grace_ms = 300\n');
+  h.configure('[scheduler]\nlease_ttl_ms = 1500\nkill_grace_ms = 300\nauto_resume_orphans = false\n');
   used = [];
   tokens = fresh();
 });

@@ -179,7 +179,7 @@ describe.skipIf(!linux)('a leader without python3', () => {
   let leader: ReturnType<typeof startCli> | null = null;
   beforeEach(() => {
     h = makeHome();
-    writeFileSync(h.engine.home.config, '[scheduler]\nlease_ttl_ms = 1500\nkill_grace_ms = 300\n');
+    writeFileSync(h.engine.home.config, '[scheduler]\nlease_ttl_ms = 1500\nkill_grace_ms = 300\nauto_resume_orphans = false\n');
   });
   afterEach(() => {
     if (leader && leader.exitCode === null && leader.signalCode === null) leader.kill('SIGKILL');
@@ -217,7 +217,7 @@ describe.skipIf(!linux || skip)('a leader and its spawner helper', () => {
   const procs: ReturnType<typeof startCli>[] = [];
   beforeEach(() => {
     h = makeHome();
-    writeFileSync(h.engine.home.config, '[scheduler]\nlease_ttl_ms = 1500\nkill_grace_ms = 300\n');
+    writeFileSync(h.engine.home.config, '[scheduler]\nlease_ttl_ms = 1500\nkill_grace_ms = 300\nauto_resume_orphans = false\n');
   });
   afterEach(() => {
     for (const c of procs.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');

@@ -26,7 +26,7 @@ beforeEach(() => {
   repo = makeRepo(join(t.dir, 'repo'));
   log = join(t.dir, 'runs.log');
   // Fast takeover and kills keep the test short; the behaviour is the same at the defaults.
-  withTestStore(home, '[scheduler]\nlease_ttl_ms = 1500\nkill_grace_ms = 500\nmax_concurrency = 4\nper_root = 4\nper_repository = 4\n');
+  withTestStore(home, '[scheduler]\nlease_ttl_ms = 1500\nkill_grace_ms = 500\nmax_concurrency = 4\nper_root = 4\nper_repository = 4\nauto_resume_orphans = false\n');
   new Engine({ home }).close();
 });
 afterEach(async () => {

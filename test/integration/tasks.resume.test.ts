@@ -14,7 +14,8 @@ let h: TestHome;
 const children: ChildProcess[] = [];
 beforeEach(() => {
   h = makeHome();
-  h.configure('[scheduler]\nkill_grace_ms = 300\nlease_ttl_ms = 1000\n');
+  // Orphans here wait for the explicit resume these tests make (auto-resume: lifecycle.takeover.test.ts).
+  h.configure('[scheduler]\nkill_grace_ms = 300\nlease_ttl_ms = 1000\nauto_resume_orphans = false\n');
 });
 afterEach(() => {
   for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');

@@ -17,7 +17,8 @@
 # PID allocation stood before the fork, as fork-common.mjs's markPids says it for a direct spawn).
 # While its leader lives it signals nothing but at a lease deadline (self-fence.ts): otherwise the leader (or a
 # standby) sweeps trees by process group and marker.
-# It exits when its stdin ends: a leader that exits or is killed (even with SIGKILL) leaves no helper behind.
+# It exits when its stdin ends: a leader that exits or is killed (even with SIGKILL) leaves no helper behind,
+# and a fleet runner's (one with a lease deadline armed) leaves none of its trees either.
 #
 # Containment (Linux): it is a child subreaper (prctl), so a process its trees orphan (setsid, double fork,
 # daemon(3)) is re-parented to it instead of init, where the leader's sweep finds it; and, where the cgroup v2
@@ -324,7 +325,11 @@ def on_leader():
         return
     if not chunk:
         flush()
-        if contain.SUBREAPER and contain.CGROUP is None:
+        if deadline is not None:
+            # A fleet runner's end (its lease armed): its tasks are orphaned and resumed elsewhere once its
+            # lease expires, and nobody on another host can kill its trees: they die with it, now.
+            contain.kill_trees([c for c in by_pid.values() if c.exit is None])
+        elif contain.SUBREAPER and contain.CGROUP is None:
             contain.kill_descendants(reap)
         # The leader's end (exit, crash, SIGKILL): with cgroups its trees live on in them, where its
         # successor's takeover finds and kills them.
