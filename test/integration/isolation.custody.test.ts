@@ -160,7 +160,7 @@ describe('custody checks of tasks ending together', () => {
     const indexBefore = git(h.repo, 'ls-files', '-s');
     const { prepareWorkspace, finishWorkspace } = await import('../../main/isolation/workspace.js');
     const { requireTask } = await import('../../main/store/tasks.js');
-    const tasks = [];
+    const tasks: ReturnType<typeof requireTask>[] = [];
     for (const name of ['a', 'b', 'c', 'd']) {
       const r = await h.call('delegate_task', { objective: `look ${name}`, workspace: h.repo, kind: 'explore', mode: 'auto_readonly' });
       tasks.push(requireTask(h.engine.db, r.task.id));
@@ -169,7 +169,7 @@ describe('custody checks of tasks ending together', () => {
     // Running, as the runner has them while it prepares and finishes their workspaces (custody shares one
     // baseline among a repository's active tasks).
     for (const t of tasks) h.engine.db.prepare("UPDATE tasks SET status = 'running' WHERE id = ?").run(t.id);
-    const prepared = [];
+    const prepared: Awaited<ReturnType<typeof prepareWorkspace>>[] = [];
     // In the checkout itself (a worker with a read-only sandbox): their ends ask for the check at once.
     const inPlace = { readOnlyInPlace: true };
     // The capture before the first task reads the index's entries only if a check after needs them.
