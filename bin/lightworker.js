@@ -17,7 +17,9 @@ if (args.length === 1 && (args[0] === '--version' || args[0] === '-V')) {
   // Answered without loading the engine: scripts and MCP clients probe this often.
   process.stdout.write(`${JSON.parse(readFileSync(new URL('package.json', root), 'utf8')).version}\n`);
 } else {
-  if (existsSync(new URL('main/', root)) && !process.env.LIGHTWORKER_NO_BUILD_CHECK) {
+  // One stat walk compared with the listing the build recorded answers "current" (build-sources.js);
+  // anything else is decided by build-state.js, which rebuilds a stale bundle.
+  if (existsSync(new URL('main/', root)) && !process.env.LIGHTWORKER_NO_BUILD_CHECK && !(await import('../scripts/build-sources.js')).builtAtAGlance(fileURLToPath(root))) {
     const { ensureBuild } = await import('../scripts/build-state.js');
     try {
       await ensureBuild();

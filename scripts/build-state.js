@@ -4,46 +4,25 @@
 // The stamp (out/build-stamp.json) records a SHA-256 over every source file's path and content, taken
 // before the build started. A cheap fingerprint (path, size, mtime of each file) answers the common
 // "nothing changed" case without reading the files; when it differs, the content hash decides (a
-// checkout or `touch` changes mtimes, not content).
+// checkout or `touch` changes mtimes, not content). The fingerprinted listing itself is kept beside the
+// stamp (out/build-stamp.list), so bin/lightworker.js compares it with a stat walk of its own
+// (build-sources.js) and loads this file only when they differ.
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { dirname, join, relative, sep } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { listingOf, listingPath, listSources, OUTPUTS, stampPath } from './build-sources.js';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
-
-/** What the build reads: source folders (all files) and single files (configs, the package manifest). */
-const SOURCE_DIRS = ['main', 'preload', 'renderer'];
-const SOURCE_FILES = ['electron.vite.config.ts', 'tsconfig.json', 'tsconfig.lib.json', 'package.json'];
-const SKIP_DIRS = new Set(['node_modules', 'dist', '.vite']);
 
 /** Whether `root` is a source checkout (sources present) rather than an installed package. */
 export function isCheckout(root = ROOT) {
   return existsSync(join(root, 'main')) && existsSync(join(root, 'electron.vite.config.ts'));
 }
 
-function listSources(root) {
-  const files = [];
-  const walk = (dir) => {
-    for (const e of readdirSync(dir, { withFileTypes: true })) {
-      if (e.isDirectory()) {
-        if (!SKIP_DIRS.has(e.name)) walk(join(dir, e.name));
-      } else if (e.isFile()) files.push(join(dir, e.name));
-    }
-  };
-  for (const d of SOURCE_DIRS) if (existsSync(join(root, d))) walk(join(root, d));
-  for (const f of SOURCE_FILES) if (existsSync(join(root, f))) files.push(join(root, f));
-  return files.map((f) => relative(root, f).split(sep).join('/')).sort();
-}
-
-function fingerprintOf(root, files) {
-  const h = createHash('sha256');
-  for (const f of files) {
-    const st = statSync(join(root, f));
-    h.update(`${f}\0${st.size}\0${st.mtimeMs}\n`);
-  }
-  return h.digest('hex');
+function fingerprintOf(listing) {
+  return createHash('sha256').update(listing).digest('hex');
 }
 
 function contentHashOf(root, files) {
@@ -52,9 +31,14 @@ function contentHashOf(root, files) {
   return h.digest('hex');
 }
 
-const stampPath = (root) => join(root, 'out', 'build-stamp.json');
-// The outputs a current build must have; a stamp without them (half-deleted out/) is not current.
-const OUTPUTS = ['out/main/cli.js', 'out/main/cli.cjs', 'out/main/lib.js', 'out/main/index.js', 'out/main/mock-agent.mjs', 'out/main/acp-driver.js', 'out/main/vscode-client.mjs', 'out/main/spawner-helper.py', 'out/main/spawner_containment.py', 'out/main/pg-thread.cjs', 'out/preload/index.cjs', 'out/renderer/index.html', 'out/types/lib/index.d.ts'];
+
+function readListing(root) {
+  try {
+    return readFileSync(listingPath(root), 'utf8');
+  } catch {
+    return null;
+  }
+}
 
 function readStamp(root) {
   try {
@@ -70,25 +54,35 @@ function readStamp(root) {
  */
 export function buildState(root = ROOT) {
   const files = listSources(root);
-  const fingerprint = fingerprintOf(root, files);
+  const listing = listingOf(root, files);
+  const fingerprint = fingerprintOf(listing);
   const stamp = readStamp(root);
   const missing = OUTPUTS.find((o) => !existsSync(join(root, o)));
   if (!stamp) return { current: false, reason: 'never built (no out/build-stamp.json)', files, fingerprint };
   if (missing) return { current: false, reason: `${missing} is missing`, files, fingerprint };
   const keptOld = stamp.keptOld === true;
-  if (stamp.fingerprint === fingerprint) return { current: true, reason: 'fingerprint matches', hash: stamp.hash, fingerprint, keptOld };
+  if (stamp.fingerprint === fingerprint) {
+    // A stamp written before the listing was kept beside it: add it, so the next start takes one glance.
+    if (readListing(root) !== listing) writeStamp(root, stamp, listing);
+    return { current: true, reason: 'fingerprint matches', hash: stamp.hash, fingerprint, keptOld };
+  }
   const hash = contentHashOf(root, files);
   if (stamp.hash !== hash) return { current: false, reason: 'sources changed since the last build', hash, fingerprint, files };
   // Same content, new mtimes: remember the fingerprint so the next check is a stat again.
-  writeStamp(root, { ...stamp, fingerprint });
+  writeStamp(root, { ...stamp, fingerprint }, listing);
   return { current: true, reason: 'content hash matches', hash, fingerprint, keptOld };
 }
 
-function writeStamp(root, stamp) {
+/** The stamp, then the listing its fingerprint hashes (each whole, by rename: parallel checks may race). */
+function writeStamp(root, stamp, listing) {
   mkdirSync(join(root, 'out'), { recursive: true });
-  const tmp = `${stampPath(root)}.${process.pid}.tmp`;
-  writeFileSync(tmp, JSON.stringify(stamp, null, 2) + '\n');
-  renameSync(tmp, stampPath(root));
+  const write = (path, text) => {
+    const tmp = `${path}.${process.pid}.tmp`;
+    writeFileSync(tmp, text);
+    renameSync(tmp, path);
+  };
+  write(stampPath(root), JSON.stringify(stamp, null, 2) + '\n');
+  write(listingPath(root), listing);
 }
 
 function runStep(root, args, env = {}) {
@@ -107,18 +101,20 @@ function runStep(root, args, env = {}) {
 export async function build(root = ROOT, { keepOld = false } = {}) {
   const files = listSources(root);
   const hash = contentHashOf(root, files);
-  const fingerprint = fingerprintOf(root, files);
+  const listing = listingOf(root, files);
+  const fingerprint = fingerprintOf(listing);
   const bin = (pkg, file) => join(root, 'node_modules', pkg, file);
   for (const tool of [bin('electron-vite', 'bin/electron-vite.js'), bin('typescript', 'bin/tsc')]) {
     if (!existsSync(tool)) throw new Error(`${tool} is missing: run \`npm install\` in ${root} first`);
   }
+  rmSync(listingPath(root), { force: true });
   rmSync(stampPath(root), { force: true });
   if (!keepOld) rmSync(join(root, 'out', 'types'), { recursive: true, force: true }); // tsc never deletes
   await Promise.all([
     runStep(root, [bin('electron-vite', 'bin/electron-vite.js'), 'build', '--logLevel', 'warn'], { LIGHTWORKER_BUILD_KEEP_OLD: keepOld ? '1' : '' }),
     runStep(root, [bin('typescript', 'bin/tsc'), '-p', join(root, 'tsconfig.lib.json')]).then(() => copyHandWrittenDeclarations(root)),
   ]);
-  writeStamp(root, { hash, fingerprint, keptOld: keepOld, builtAt: new Date().toISOString() });
+  writeStamp(root, { hash, fingerprint, keptOld: keepOld, builtAt: new Date().toISOString() }, listing);
 }
 
 /**

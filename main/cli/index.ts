@@ -79,10 +79,17 @@ export async function main(argv: string[]): Promise<void> {
     if (e.code === 'EPIPE') process.exit(process.exitCode ?? 0);
     throw e;
   });
-  const program = buildProgram();
-  for (const ext of extensions) ext(program);
-  for (const c of program.commands) c.exitOverride();
   try {
+    if (argv.length === 3 && argv[2] === 'mcp') {
+      // How MCP clients start a server (mcp-config's launch line): served without building the whole
+      // program first (commander and every command's options, ~10 ms of each server's start-up).
+      const { runStdioServer } = await import('../mcp/stdio.js');
+      await runStdioServer({});
+      return;
+    }
+    const program = buildProgram();
+    for (const ext of extensions) ext(program);
+    for (const c of program.commands) c.exitOverride();
     await program.parseAsync(argv);
   } catch (e) {
     if (e instanceof CommanderError) {

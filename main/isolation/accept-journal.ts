@@ -1,4 +1,4 @@
-import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmdirSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { signalsArrived } from '../core/signal-hold.js';
@@ -8,6 +8,10 @@ import { isProcessGone, processIdentity } from '../platform/git/repo-lock.js';
  * The journal of an accept in progress: one file per task under `<home>/accepts/`, written and synced to
  * disk before the accept touches the user's repository and removed after its last step. A journal whose
  * process is gone is an accept that was interrupted; `accept-recover.ts` finishes or undoes it.
+ *
+ * The folder exists only while it holds a journal (the last one out removes it; rmdir refuses a folder
+ * that is not empty): every command checks for interrupted accepts first, and a path that does not
+ * exist is a far cheaper answer than reading an empty folder — no journal can exist without it.
  *
  * Steps, in order (each is written to the journal when reached; recovery decides from the repository
  * itself, the step is the record of how far it got):
@@ -85,11 +89,21 @@ function syncDir(dir: string): void {
 
 /** Record an accept about to start (this process its owner), durably, before the repository is touched. */
 export function openJournal(home: string, j: Omit<AcceptJournal, 'version' | 'step' | 'pid' | 'start' | 'host' | 'at'>): AcceptJournal {
-  mkdirSync(journalDir(home), { recursive: true, mode: 0o700 });
   const full: AcceptJournal = { version: 1, ...j, step: 'journaled', ...owner() };
   active.add(j.task);
-  writeDurably(journalPath(home, j.task), JSON.stringify(full));
-  return full;
+  for (let tries = 1; ; tries++) {
+    mkdirSync(journalDir(home), { recursive: true, mode: 0o700 });
+    try {
+      writeDurably(journalPath(home, j.task), JSON.stringify(full));
+      return full;
+    } catch (err) {
+      // Another process removed the folder, empty, between the mkdir and the write: make it again.
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || tries >= 5) {
+        active.delete(j.task);
+        throw err;
+      }
+    }
+  }
 }
 
 function owner(): Pick<AcceptJournal, 'pid' | 'start' | 'host' | 'at'> {
@@ -114,6 +128,16 @@ export function closeJournal(home: string, task: string): void {
   rmSync(journalPath(home, task), { force: true });
   syncDir(journalDir(home));
   active.delete(task);
+  removeIfEmpty(journalDir(home));
+}
+
+/** Remove the journal folder when it holds nothing (refused, harmlessly, when another journal is there). */
+function removeIfEmpty(dir: string): void {
+  try {
+    rmdirSync(dir);
+  } catch {
+    // not empty (another accept's journal), already gone, or in use
+  }
 }
 
 /** Stop carrying a journal out without removing it (a step failed in a way only recovery can settle). */
@@ -132,12 +156,16 @@ export function readJournal(home: string, task: string): AcceptJournal | null {
 
 /** Journals whose accept nobody is carrying out: their process ended (or is this one, no longer at it). */
 export function interruptedJournals(home: string): AcceptJournal[] {
+  // No folder, no journal (see the file comment): one stat that does not throw, instead of a directory read.
+  if (!existsSync(journalDir(home))) return [];
   let names: string[];
   try {
     names = readdirSync(journalDir(home));
   } catch {
     return [];
   }
+  // An empty folder (left by an older version): removed, so the next command finds none.
+  if (!names.length) removeIfEmpty(journalDir(home));
   const found: AcceptJournal[] = [];
   for (const name of names) {
     if (!name.endsWith('.json')) continue;

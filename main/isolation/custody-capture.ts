@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
-import { homedir } from 'node:os';
+import { existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { homedir, tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
-import { commonGitDir, git, gitTry, splitZ } from '../platform/git/git-exec.js';
+import { commonGitDir, gitTry, ownGitDir, splitZ } from '../platform/git/git-exec.js';
 import { SAFE_GIT } from './private-repo.js';
 import { sourceStateCommit } from './snapshot.js';
 
@@ -30,8 +30,11 @@ export interface RepoState {
   files: Map<string, FileEntry>;
   /** The folders scanned whole (a file found there later that is not in `files` was added). */
   folders: string[];
-  /** `git ls-files -s` of the index (mode, blob, stage, path per entry), or null without an index. */
-  indexEntries: string | null;
+  /**
+   * `git ls-files -s` of the index (mode, blob, stage, path per entry), or null without an index;
+   * undefined when not read at capture (see {@link indexEntriesOf}: read from `index` when needed).
+   */
+  indexEntries?: string | null;
   /** The index file's bytes (to put back as it was, stat cache included). */
   index: Buffer | null;
   /** The working tree's state commit in the snapshot store. */
@@ -132,18 +135,46 @@ export function captureGitFiles(gitDir: string, common: string): { files: Map<st
   return { files, folders };
 }
 
-/** The whole state of `repo` (see RepoState). Run it under the repository lock, so LightWorker's own writes are never half seen. */
-export async function captureRepo(engine: Engine, repo: string): Promise<RepoState> {
-  const [gitDir, common] = await Promise.all([git(repo, ['rev-parse', '--absolute-git-dir']), commonGitDir(repo)]);
+/**
+ * The whole state of `repo` (see RepoState). Run it under the repository lock, so LightWorker's own writes
+ * are never half seen. `entries: false` (the capture before a task) leaves the index's entries to be read
+ * from its captured bytes only if the check after the task needs them, which it rarely does: one git call
+ * fewer per capture.
+ */
+export async function captureRepo(engine: Engine, repo: string, opts: { entries?: boolean } = {}): Promise<RepoState> {
+  const [gitDir, common] = await Promise.all([ownGitDir(repo), commonGitDir(repo)]);
   const { files, folders } = captureGitFiles(gitDir, common);
   const indexPath = join(gitDir, 'index');
   const index = existsSync(indexPath) ? readFileSync(indexPath) : null;
+  const readEntries = opts.entries !== false;
   const [entries, worktree, quick] = await Promise.all([
-    index ? gitTry(repo, [...SAFE_GIT, '--no-optional-locks', 'ls-files', '-s', '-z']) : null,
+    index && readEntries ? listIndex(repo) : null,
     sourceStateCommit(engine, repo),
     worktreeFingerprint(repo, gitDir),
   ]);
-  return { repo, gitDir, common, files, folders, index, indexEntries: entries?.exitCode === 0 ? entries.stdout : null, worktree, quick };
+  return { repo, gitDir, common, files, folders, index, ...(readEntries ? { indexEntries: entries } : {}), worktree, quick };
+}
+
+/** `git ls-files -s -z` of the index (or of the index file `indexFile`), null when git cannot read it. */
+async function listIndex(repo: string, indexFile?: string): Promise<string | null> {
+  const r = await gitTry(repo, [...SAFE_GIT, '--no-optional-locks', 'ls-files', '-s', '-z'], indexFile ? { env: { GIT_INDEX_FILE: indexFile } } : {});
+  return r.exitCode === 0 ? r.stdout : null;
+}
+
+/**
+ * The index entries of a captured state: as read at capture, or now from the index bytes it kept (a
+ * private scratch copy; the entries are in those bytes, a split index's shared part stays in the git dir).
+ */
+export async function indexEntriesOf(st: RepoState): Promise<string | null> {
+  if (st.indexEntries !== undefined) return st.indexEntries;
+  if (!st.index) return null;
+  const dir = mkdtempSync(join(tmpdir(), 'lw-index-'));
+  try {
+    writeFileSync(join(dir, 'index'), st.index, { mode: 0o600 });
+    return await listIndex(st.repo, join(dir, 'index'));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /** Fields before the path in a porcelain v2 record, by record type. */

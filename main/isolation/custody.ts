@@ -4,7 +4,7 @@ import { appendEvent, latestSeq, listEvents } from '../store/events.js';
 import { getAllocation } from '../store/worktrees.js';
 import { getTaskState } from '../store/tasks.js';
 import { ACTIVE, type Task } from '../tasks/types.js';
-import { captureGitFiles, captureRepo, foreignPackedRefs, parseIndexEntries, sameEntry, worktreeFingerprint, type Engine, type FileEntry, type RepoState } from './custody-capture.js';
+import { captureGitFiles, captureRepo, foreignPackedRefs, indexEntriesOf, parseIndexEntries, sameEntry, worktreeFingerprint, type Engine, type FileEntry, type RepoState } from './custody-capture.js';
 import { git } from '../platform/git/git-exec.js';
 import { SAFE_GIT } from './private-repo.js';
 import { withRepoLock } from '../platform/git/repo-lock.js';
@@ -55,7 +55,18 @@ export interface CustodyReport {
  * task starting while another one runs must not take that one's harm for the state to go back to. A
  * baseline is captured when the first task of a repository starts and dropped when the last one ends.
  */
-const baselines = new Map<string, { lease: CustodyLease; holders: Set<string> }>();
+const baselines = new Map<string, Baseline>();
+
+interface Baseline {
+  lease: CustodyLease;
+  holders: Set<string>;
+  /**
+   * When (performance.now()) the newest check of the index and working tree that found them as captured
+   * started. A task that asked for its check before then has nothing of its own left to show: its worker,
+   * verification and everything else of its run had ended, so that check saw all it did (see checkAndRestore).
+   */
+  cleanSince: number | null;
+}
 
 /** Capture the repository's state for `task` (under the repository lock), or join the baseline its running tasks share. */
 export async function takeCustody(engine: Engine, task: Task, repo: string): Promise<CustodyLease> {
@@ -67,8 +78,8 @@ export async function takeCustody(engine: Engine, task: Task, repo: string): Pro
       shared.holders.add(task.id);
       return shared.lease;
     }
-    const lease = { repo, before: await captureRepo(engine, repo), seq: latestSeq(engine.db) };
-    baselines.set(repo, { lease, holders: new Set([task.id]) });
+    const lease = { repo, before: await captureRepo(engine, repo, { entries: false }), seq: latestSeq(engine.db) };
+    baselines.set(repo, { lease, holders: new Set([task.id]), cleanSince: null });
     return lease;
   });
 }
@@ -156,10 +167,12 @@ export async function returnCustody(engine: Engine, task: Task, lease: CustodyLe
     releaseBaseline(lease.repo, task.id);
     return null;
   }
+  // Everything of this task's run has ended by now: a check that starts from here on sees all it did.
+  const askedAt = performance.now();
   try {
     return await withRepoLock(lease.repo, `check the repository after ${task.id}`, async () => {
       try {
-        return await checkAndRestore(engine, task, lease);
+        return await checkAndRestore(engine, task, lease, askedAt);
       } finally {
         releaseBaseline(lease.repo, task.id);
       }
@@ -176,7 +189,7 @@ export async function returnCustody(engine: Engine, task: Task, lease: CustodyLe
   }
 }
 
-async function checkAndRestore(engine: Engine, task: Task, lease: CustodyLease): Promise<CustodyReport | null> {
+async function checkAndRestore(engine: Engine, task: Task, lease: CustodyLease, askedAt: number): Promise<CustodyReport | null> {
   const { before } = lease;
   const accepted = acceptedSince(engine, lease.repo, lease.seq);
   const dir = join(engine.home.artifacts, task.id, `custody-${task.attempt}`);
@@ -216,12 +229,24 @@ async function checkAndRestore(engine: Engine, task: Task, lease: CustodyLease):
   }
 
   // 2. The index and the working tree (git runs now, with the config put back), unless one git status shows
-  // them as captured: with the git dir's files unchanged too, nothing is left to compare.
-  if (!restored.length && !failed.length && before.quick && (await worktreeFingerprint(lease.repo, before.gitDir)) === before.quick) return null;
+  // them as captured: with the git dir's files unchanged too, nothing is left to compare. Tasks of one
+  // baseline ending together share that status: one that started after this task asked for its check
+  // (under the repository lock, so nothing of LightWorker's ran in between) saw everything this task
+  // left, and whatever changed since is not this task's (a task still running is checked when it ends).
+  const shared = baselines.get(lease.repo)?.lease === lease ? baselines.get(lease.repo)! : null;
+  if (!restored.length && !failed.length && before.quick) {
+    if (shared?.cleanSince != null && shared.cleanSince >= askedAt) return null;
+    const startedAt = performance.now();
+    if ((await worktreeFingerprint(lease.repo, before.gitDir)) === before.quick) {
+      if (shared) shared.cleanSince = startedAt;
+      return null;
+    }
+  }
+  if (shared) shared.cleanSince = null;
   const acceptedFiles = new Set(accepted.flatMap((a) => a.files));
   const after = await captureRepo(engine, lease.repo);
-  const beforeIdx = parseIndexEntries(before.indexEntries);
-  const afterIdx = parseIndexEntries(after.indexEntries);
+  const beforeIdx = parseIndexEntries(await indexEntriesOf(before));
+  const afterIdx = parseIndexEntries(await indexEntriesOf(after));
   const idxChanged = [...new Set([...beforeIdx.keys(), ...afterIdx.keys()])].filter((p) => !acceptedFiles.has(p) && beforeIdx.get(p) !== afterIdx.get(p));
   if (idxChanged.length || (before.index === null) !== (after.index === null)) {
     const indexPath = join(before.gitDir, 'index');

@@ -7,7 +7,7 @@ import { processStartTime } from '../platform/proc/process.js';
 import { appendEvent } from '../store/events.js';
 import type { Task } from '../tasks/types.js';
 import { claimFreeSnapshot, deleteSnapshotRow, getSnapshot, insertSnapshot, listSnapshots, markSnapshotFree, markSnapshotInUse, type SnapshotRow } from '../store/snapshots.js';
-import { commonGitDir, git, gitTry, splitZ } from '../platform/git/git-exec.js';
+import { commonGitDir, git, gitTry, ownGitDir, splitZ } from '../platform/git/git-exec.js';
 import { checkContainment } from '../platform/git/guards.js';
 import { withLockFile } from '../platform/git/repo-lock.js';
 import { mkdirPrivate } from '../core/private-home.js';
@@ -57,18 +57,6 @@ export function snapshotsRoot(engine: EngineContext): string {
 
 export function storeOf(engine: EngineContext, repo: string): string {
   return join(snapshotsRoot(engine), repoKey(repo), 'store.git');
-}
-
-const gitDirCache = new Map<string, string>();
-
-/** The repository's own git dir (a linked worktree has its own index there). */
-async function ownGitDir(repo: string): Promise<string> {
-  let dir = gitDirCache.get(repo);
-  if (!dir) {
-    dir = await git(repo, ['rev-parse', '--absolute-git-dir']);
-    gitDirCache.set(repo, dir);
-  }
-  return dir;
 }
 
 /**

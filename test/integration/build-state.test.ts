@@ -1,8 +1,9 @@
 import { execFile } from 'node:child_process';
-import { cpSync, existsSync, readdirSync, readFileSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, readdirSync, readFileSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { builtAtAGlance } from '../../scripts/build-sources.js';
 import { buildState } from '../../scripts/build-state.js';
 import { tempDir } from '../helpers/env.js';
 
@@ -42,13 +43,23 @@ describe('a checkout never runs a stale build', () => {
     expect(r.stderr).toMatch(/never built.*building/);
     expect(JSON.parse(r.stdout)).toMatchObject({ tasks: [], has_more: false });
     expect(buildState(copy)).toMatchObject({ current: true, reason: 'fingerprint matches' });
+    // What every start checks first: one stat walk against the listing the build recorded.
+    expect(builtAtAGlance(copy)).toBe(true);
+    // A stamp written before the listing was kept beside it: the full check adds the listing.
+    rmSync(join(copy, 'out', 'build-stamp.list'));
+    expect(builtAtAGlance(copy)).toBe(false);
+    expect(buildState(copy)).toMatchObject({ current: true, reason: 'fingerprint matches' });
+    expect(builtAtAGlance(copy)).toBe(true);
   });
 
   it('a touched but unchanged source is still current (content hash); no rebuild', async () => {
     const file = join(copy, 'main', 'cli', 'tasks.ts');
     const later = new Date(Date.now() + 5000);
     utimesSync(file, later, later);
+    // The glance cannot tell a touch from an edit: it defers to the content hash, which then records the new listing.
+    expect(builtAtAGlance(copy)).toBe(false);
     expect(buildState(copy)).toMatchObject({ current: true, reason: 'content hash matches' });
+    expect(builtAtAGlance(copy)).toBe(true);
     const r = await lightworker(['tasks', '--json']);
     expect(r.stderr).not.toMatch(/building/);
   });
@@ -62,6 +73,7 @@ describe('a checkout never runs a stale build', () => {
     expect(source).toContain('queue a task (or a batch with --batch FILE)');
     writeFileSync(file, source.replace('queue a task (or a batch with --batch FILE)', 'queue a task, freshly built'));
     expect(buildState(copy)).toMatchObject({ current: false, reason: 'sources changed since the last build' });
+    expect(builtAtAGlance(copy)).toBe(false);
 
     const runs = await Promise.all([1, 2, 3].map(() => lightworker(['--help'])));
     for (const r of runs) expect(r.stdout).toContain('queue a task, freshly built');

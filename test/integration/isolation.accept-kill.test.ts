@@ -81,6 +81,8 @@ function expectConsistent(id: string, base: string): 'accepted' | 'untouched' {
   const status = requireTask(h.engine.db, id).status;
   const journals = join(h.home, 'accepts');
   expect(existsSync(journals) ? readdirSync(journals).filter((f) => f.endsWith('.json')) : []).toEqual([]);
+  // The folder goes with the last journal: the next command's look for interrupted accepts is one stat.
+  expect(existsSync(journals)).toBe(false);
   if (head === base) {
     expect(status).toBe('completed');
     expect(contents()).toEqual(AS_BEFORE);

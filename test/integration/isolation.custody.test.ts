@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, utimesSync } from 'node:fs';
+import { existsSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -136,5 +136,57 @@ describe('custody of the user repository against a hostile worker', () => {
     expect(readFileSync(join(h.repo, 'feature.txt'), 'utf8')).toBe('feature\n');
     expect(git(h.repo, 'status', '--porcelain')).toBe('');
     expect(events(t.id, 'custody.restored')).toEqual([]);
+  });
+});
+
+describe('custody checks of tasks ending together', () => {
+  /** The git command lines `fn` runs in this process (GIT_TRACE), from the subcommand on. */
+  async function gitCalls(fn: () => Promise<unknown>): Promise<string[]> {
+    const trace = join(h.root, `git-trace-${Date.now()}.log`);
+    process.env.GIT_TRACE = trace;
+    try {
+      await fn();
+    } finally {
+      delete process.env.GIT_TRACE;
+    }
+    if (!existsSync(trace)) return [];
+    return [...readFileSync(trace, 'utf8').matchAll(/built-in: git (?:-c \S+ |--git-dir \S+ |--work-tree \S+ )*(?:--no-optional-locks )?(.*)/g)].map((m) => m[1]);
+  }
+
+  it('share git status runs, and a write made after a shared check is still put back, the index with it', async () => {
+    h = makeHome();
+    furnishGuardedRepo(h.root, h.repo);
+    const before = repoFingerprint(h.repo);
+    const indexBefore = git(h.repo, 'ls-files', '-s');
+    const { prepareWorkspace, finishWorkspace } = await import('../../main/isolation/workspace.js');
+    const { requireTask } = await import('../../main/store/tasks.js');
+    const tasks: ReturnType<typeof requireTask>[] = [];
+    for (const name of ['a', 'b', 'c', 'd']) {
+      const r = await h.call('delegate_task', { objective: `look ${name}`, workspace: h.repo, kind: 'explore', mode: 'auto_readonly' });
+      tasks.push(requireTask(h.engine.db, r.task.id));
+    }
+    const [a, b, c, d] = tasks;
+    // Running, as the runner has them while it prepares and finishes their workspaces (custody shares one
+    // baseline among a repository's active tasks).
+    for (const t of tasks) h.engine.db.prepare("UPDATE tasks SET status = 'running' WHERE id = ?").run(t.id);
+    const prepared: Awaited<ReturnType<typeof prepareWorkspace>>[] = [];
+    // In the checkout itself (a worker with a read-only sandbox): their ends ask for the check at once.
+    const inPlace = { readOnlyInPlace: true };
+    // The capture before the first task reads the index's entries only if a check after needs them.
+    const captured = await gitCalls(async () => prepared.push(await prepareWorkspace(h.engine, a, undefined, inPlace)));
+    expect(captured.filter((g) => g.startsWith('ls-files'))).toEqual([]);
+    for (const t of [b, c, d]) prepared.push(await prepareWorkspace(h.engine, t, undefined, inPlace));
+    // a, b and c end together, the checkout as captured: all three asked before the first check began, so
+    // its one status serves them all.
+    const ended = await gitCalls(() => Promise.all([a, b, c].map((t, i) => finishWorkspace(h.engine, t, prepared[i]))));
+    expect(ended.filter((g) => g.startsWith('status --porcelain=v2 -z')), ended.join('\n')).toHaveLength(1);
+    // d still runs: its worker writes and stages a file after those checks.
+    writeFileSync(join(h.repo, 'late.txt'), 'late\n');
+    git(h.repo, 'add', 'late.txt');
+    await finishWorkspace(h.engine, d, prepared[3]);
+    for (const t of [a, b, c]) expect(events(t.id, 'custody.restored')).toEqual([]);
+    expect(restoredPaths(d.id)).toEqual(['.git/index', 'late.txt']);
+    expect(git(h.repo, 'ls-files', '-s')).toBe(indexBefore);
+    expect(fingerprintDiff(before, repoFingerprint(h.repo))).toEqual([]);
   });
 });

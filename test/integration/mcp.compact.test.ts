@@ -14,6 +14,10 @@ afterEach(async () => {
 });
 
 const bytes = (v: unknown) => Buffer.byteLength(JSON.stringify(v));
+/** An answer as it travels: the JSON-RPC response around the tool result (structuredContent and its text copy). */
+const wire = (r: ToolResult) => bytes({ jsonrpc: '2.0', id: 1000, result: r });
+/** The wire size of each page allPages returned. */
+const wireOf = new WeakMap<object, number>();
 const SUMMARY_KEYS = ['id', 'name', 'status', 'kind', 'worker', 'updatedAt', 'error', 'waitingOn'];
 
 /** A realistic task as an agent delegates it: a paragraph of instructions, criteria and verify commands. */
@@ -42,7 +46,9 @@ async function allPages(harness: McpHarness, args: Record<string, unknown>): Pro
   const pages: any[] = [];
   let cursor: string | undefined;
   for (;;) {
-    const page = whole(await harness.call('list_tasks', { ...args, ...(cursor ? { cursor } : {}) }));
+    const r = await harness.call('list_tasks', { ...args, ...(cursor ? { cursor } : {}) });
+    const page = whole(r);
+    wireOf.set(page, wire(r));
     pages.push(page);
     if (!page.has_more) {
       expect(page.cursor).toBeNull();
@@ -127,15 +133,17 @@ describe('compact MCP answers', () => {
     }
   });
 
-  it('list_tasks of 100 realistic tasks: summaries under 30 KB by default, full records only with detail', async () => {
+  it('list_tasks of 100 realistic tasks: summaries in pages of at most 30 KB on the wire, full records only with detail', async () => {
     h = await inMemory();
     const ids = await delegateMany(h, 100, (i) => realisticTask(h!.repo, i));
 
-    const summary = whole(await h.call('list_tasks'));
-    expect(summary.tasks.map((t: { id: string }) => t.id)).toEqual([...ids].reverse());
-    expect(summary.has_more).toBe(false);
-    expect(bytes(summary)).toBeLessThanOrEqual(30_000);
-    for (const t of summary.tasks) {
+    // The whole answer (summaries and their text copy) fits the budget: the page ends early, the cursor goes on.
+    const summaryPages = await allPages(h, {});
+    const summaries = summaryPages.flatMap((p) => p.tasks);
+    expect(summaries.map((t: { id: string }) => t.id)).toEqual([...ids].reverse());
+    expect(summaryPages[0].tasks.length).toBeGreaterThanOrEqual(50);
+    for (const p of summaryPages) expect(wireOf.get(p)).toBeLessThanOrEqual(MCP_ANSWER_BYTES);
+    for (const t of summaries) {
       expect(SUMMARY_KEYS).toEqual(expect.arrayContaining(Object.keys(t)));
       expect(t).toMatchObject({ status: 'queued', kind: 'explore', worker: expect.any(String), updatedAt: expect.any(Number) });
     }
@@ -147,9 +155,9 @@ describe('compact MCP answers', () => {
     expect(records.map((t: { id: string }) => t.id)).toEqual([...ids].reverse());
     expect(records[0].objective).toMatch(/dead exports|exported function/);
     expect(records[0].metadata).toMatchObject({ area: 'maintenance' });
-    for (const p of detailPages) expect(bytes(p)).toBeLessThanOrEqual(30_000);
+    for (const p of detailPages) expect(wireOf.get(p)).toBeLessThanOrEqual(MCP_ANSWER_BYTES);
     // What the default call saved, for the record.
-    expect(bytes(summary) * 3).toBeLessThan(records.reduce((n: number, r: unknown) => n + bytes(r), 0));
+    expect(bytes(summaries) * 3).toBeLessThan(records.reduce((n: number, r: unknown) => n + bytes(r), 0));
   });
 
   it('pages by limit and cursor through all tasks; long names and errors stay short and within the budget', async () => {
@@ -158,8 +166,8 @@ describe('compact MCP answers', () => {
     const reason = 'the plan changed: '.padEnd(500, 'r');
     for (const id of ids) whole(await h.call('cancel_task', { id, reason }));
 
-    const byLimit = await allPages(h, { limit: 30 });
-    expect(byLimit.map((p) => p.tasks.length)).toEqual([30, 30, 30, 10]);
+    const byLimit = await allPages(h, { limit: 20 });
+    expect(byLimit.map((p) => p.tasks.length)).toEqual([20, 20, 20, 20, 20]);
     expect(byLimit.flatMap((p) => p.tasks.map((t: { id: string }) => t.id))).toEqual([...ids].reverse());
 
     // 100 summaries of 200-character names and 500-character errors exceed the page budget: the page
@@ -167,7 +175,7 @@ describe('compact MCP answers', () => {
     const byBudget = await allPages(h, { status: ['cancelled'] });
     expect(byBudget.length).toBeGreaterThan(1);
     expect(byBudget[0].tasks.length).toBeLessThan(100);
-    for (const p of byBudget) expect(bytes(p.tasks)).toBeLessThanOrEqual(MCP_ANSWER_BYTES);
+    for (const p of byBudget) expect(wireOf.get(p)).toBeLessThanOrEqual(MCP_ANSWER_BYTES);
     const all = byBudget.flatMap((p) => p.tasks);
     expect(all.map((t: { id: string }) => t.id)).toEqual([...ids].reverse());
     expect(all[0].error.code).toBe('cancelled');
@@ -196,10 +204,11 @@ describe('compact MCP answers', () => {
     h = await inMemory({ configToml: '[limits]\nmcp_mutations_per_minute = 10000\n' });
     const ids = await delegateMany(h, 500, (i) => ({ objective: `look at file ${i}`, workspace: h!.repo }));
     for (const id of ids.slice(0, 3)) whole(await h.call('cancel_task', { id }));
-    const waited = whole(await h.call('wait_tasks', { ids, timeout_s: 0 }));
+    const waitedRaw = await h.call('wait_tasks', { ids, timeout_s: 0 });
+    const waited = whole(waitedRaw);
     expect(waited.reason).toBe('timeout');
     expect(waited.counts).toEqual({ cancelled: 3, queued: 497 });
-    expect(bytes(waited)).toBeLessThanOrEqual(30_000);
+    expect(wire(waitedRaw)).toBeLessThanOrEqual(MCP_ANSWER_BYTES);
     // 500 summaries do not fit: the answer keeps the first that do and says how many it left out.
     expect(waited.omitted).toBeGreaterThan(0);
     expect(waited.tasks.length + waited.omitted).toBe(500);

@@ -66,8 +66,8 @@ export class StdioChild {
   private waiters: { pred: (m: any) => boolean; resolve: (m: any) => void }[] = [];
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 
-  constructor(home: string, env: Record<string, string> = {}, args: string[] = ['mcp']) {
-    this.proc = spawn(process.execPath, [BIN, ...args], {
+  constructor(home: string, env: Record<string, string> = {}, args: string[] = ['mcp'], nodeArgs: string[] = []) {
+    this.proc = spawn(process.execPath, [...nodeArgs, BIN, ...args], {
       env: { ...process.env, LIGHTWORKER_HOME: home, ...env },
       stdio: ['pipe', 'pipe', 'pipe'],
     });

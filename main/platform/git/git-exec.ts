@@ -122,6 +122,18 @@ export async function commonGitDir(dir: string): Promise<string> {
   return common;
 }
 
+const gitDirCache = new Map<string, string>();
+
+/** The repository's own git dir (a linked worktree has its own index and HEAD there), remembered as the common one is. */
+export async function ownGitDir(repo: string): Promise<string> {
+  let dir = gitDirCache.get(repo);
+  if (!dir) {
+    dir = await git(repo, ['rev-parse', '--absolute-git-dir']);
+    gitDirCache.set(repo, dir);
+  }
+  return dir;
+}
+
 /** Commit id of `ref`, or null when it does not resolve. */
 export async function resolveCommit(dir: string, ref: string): Promise<string | null> {
   const r = await gitTry(dir, ['rev-parse', '--verify', '--quiet', `${ref}^{commit}`]);
