@@ -29,6 +29,7 @@ maximum_follow_up_turns = 20    # follow-ups into one task's session
 # max_cost_usd = 5.0           # priced from [prices] (else what the worker reports)
 # max_turns = 20               # worker turns, auto-repairs and follow-ups included
 # max_wall_s = 3600            # time the task's runs took, waits for a person excluded
+# root_max_tokens = 10000000   # the same summed over a whole task tree (root_max_cost_usd, root_max_turns too)
 on_exceeded = "ask"            # ask: the task waits ("raise it or stop"); fail: it ends budget_exceeded
 
 # A worker failing for infrastructure reasons (crash on start, auth, 5xx, unparsable output) this many

@@ -143,6 +143,10 @@ export const configSchema = z.strictObject({
       max_cost_usd: z.number().positive().optional(),
       max_turns: z.number().int().min(1).max(10_000).optional(),
       max_wall_s: z.number().int().min(1).max(30 * 86_400).optional(),
+      /** What a whole task tree may spend, its tasks' usage summed while they run (also a ceiling for agents). */
+      root_max_tokens: z.number().int().min(1).optional(),
+      root_max_cost_usd: z.number().positive().optional(),
+      root_max_turns: z.number().int().min(1).max(100_000).optional(),
       /** A crossed budget: `ask` waits for a person (raise it or stop), `fail` ends the task `budget_exceeded`. */
       on_exceeded: z.enum(['ask', 'fail']).default('ask'),
     })

@@ -13,6 +13,7 @@ import { storeFaultOf } from '../store/store-faults.js';
 import { requireLeaderHooks, type LeaderHooks } from './leader-hooks.js';
 import { claimTask, listCandidates, pickCandidate, type Candidate } from '../store/claims.js';
 import { claimFleetTask, fleetLimitsOf, listFleetCandidates, type FleetCandidate, type FleetIdentity } from './fleet.js';
+import { rootBudgetWaits } from '../store/requests.js';
 import { activePauses, isHalfOpen, noteInfraFailure, noteWorkerOk, pauseForRateLimit } from './worker-pauses.js';
 
 export { PAUSE_PREFIX, type WorkerPause } from './worker-pauses.js';
@@ -280,7 +281,9 @@ export class Scheduler extends EventEmitter {
     for (let tries = 0; this.running.size < scheduler.max_concurrency && tries < scheduler.max_concurrency * 4 + 8; tries++) {
       const now = Date.now();
       const excluded = this.unavailableWorkers(now);
-      const cands: Candidate[] = this.fleet ? listFleetCandidates(this.engine.db, this.fleet, limits, excluded, [...this.unopenable.keys()]) : listCandidates(this.engine.db, limits, excluded);
+      // A tree one of whose tasks waits for a person to raise its total starts nothing meanwhile.
+      const roots = [...new Set(rootBudgetWaits(this.engine.db).map((w) => w.rootId))];
+      const cands: Candidate[] = this.fleet ? listFleetCandidates(this.engine.db, this.fleet, limits, excluded, [...this.unopenable.keys()], 64, roots) : listCandidates(this.engine.db, limits, excluded, 64, roots);
       const pick = pickCandidate(cands, this.lastDispatch, this.affinity);
       if (!pick) break;
       if (this.fleet && this.leavesSealed(pick.id)) continue;
