@@ -34,6 +34,7 @@ on_exceeded = "ask"            # ask: the task waits ("raise it or stop"); fail:
 
 # A worker failing for infrastructure reasons (crash on start, auth, 5xx, unparsable output) this many
 # times in a row takes no new task for cooldown_s, doubling each time it opens again; one probe task closes it.
+# A gateway's faults (5xx, refused auth), met by any worker routed through it, open its own breaker the same way.
 [breaker]
 failures = 5
 cooldown_s = 60

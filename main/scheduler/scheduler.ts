@@ -14,7 +14,7 @@ import { requireLeaderHooks, type LeaderHooks } from './leader-hooks.js';
 import { claimTask, listCandidates, pickCandidate, type Candidate } from '../store/claims.js';
 import { claimFleetTask, fleetLimitsOf, listFleetCandidates, type FleetCandidate, type FleetIdentity } from './fleet.js';
 import { rootBudgetWaits } from '../store/requests.js';
-import { activePauses, isHalfOpen, noteInfraFailure, noteWorkerOk, pauseForRateLimit } from './worker-pauses.js';
+import { activeGatewayPauses, activePauses, gatewayKey, isHalfOpen, noteInfraFailure, noteWorkerOk, pauseForRateLimit } from './worker-pauses.js';
 
 export { PAUSE_PREFIX, type WorkerPause } from './worker-pauses.js';
 
@@ -23,6 +23,7 @@ interface Running {
   name: string;
   worker: string;
   rootId: string;
+  gateway: string | null;
   /** The attempt it runs (its processes carry this attempt's marker). */
   attempt: number;
   controller: AbortController;
@@ -46,6 +47,8 @@ export class Scheduler extends EventEmitter {
   private readonly running = new Map<string, Running>();
   private readonly lastDispatch = new Map<string, number>();
   private readonly perWorker = new Map<string, number>();
+  /** Tasks running per gateway (a half-open gateway breaker lets one probe through). */
+  private readonly perGateway = new Map<string, number>();
   private affinity: { cohort: string | null; streak: number } = { cohort: null, streak: 0 };
   private wakeQueued = false;
   private stopped = true;
@@ -243,11 +246,16 @@ export class Scheduler extends EventEmitter {
 
   /**
    * Workers that cannot take work now: per-worker concurrency, pauses (a rate limit, an open breaker) and a
-   * half-open breaker whose one probe task is running.
+   * half-open breaker whose one probe task is running; `gateways` gets the gateways that cannot, the same way.
    */
-  private unavailableWorkers(now: number): string[] {
+  private unavailableWorkers(now: number, gateways: string[] = []): string[] {
     const out: string[] = [];
     let nextWake = Infinity;
+    for (const [name, n] of this.perGateway) if (n > 0 && isHalfOpen(this.engine.db, this.engine.config, gatewayKey(name), now)) gateways.push(name);
+    for (const { gateway, pause } of activeGatewayPauses(this.engine.db, now)) {
+      gateways.push(gateway);
+      nextWake = Math.min(nextWake, pause.until);
+    }
     for (const [name, n] of this.perWorker) {
       try {
         if (n >= resolveAdapter(this.engine, name).maxConcurrency) out.push(name);
@@ -280,10 +288,11 @@ export class Scheduler extends EventEmitter {
     // Bounded: a claim lost to another runner lists again, but a pass never spins.
     for (let tries = 0; this.running.size < scheduler.max_concurrency && tries < scheduler.max_concurrency * 4 + 8; tries++) {
       const now = Date.now();
-      const excluded = this.unavailableWorkers(now);
+      const gateways: string[] = [];
+      const excluded = this.unavailableWorkers(now, gateways);
       // A tree one of whose tasks waits for a person to raise its total starts nothing meanwhile.
-      const roots = [...new Set(rootBudgetWaits(this.engine.db).map((w) => w.rootId))];
-      const cands: Candidate[] = this.fleet ? listFleetCandidates(this.engine.db, this.fleet, limits, excluded, [...this.unopenable.keys()], 64, roots) : listCandidates(this.engine.db, limits, excluded, 64, roots);
+      const more = { roots: [...new Set(rootBudgetWaits(this.engine.db).map((w) => w.rootId))], gateways };
+      const cands: Candidate[] = this.fleet ? listFleetCandidates(this.engine.db, this.fleet, limits, excluded, [...this.unopenable.keys()], 64, more) : listCandidates(this.engine.db, limits, excluded, 64, more);
       const pick = pickCandidate(cands, this.lastDispatch, this.affinity);
       if (!pick) break;
       if (this.fleet && this.leavesSealed(pick.id)) continue;
@@ -327,6 +336,8 @@ export class Scheduler extends EventEmitter {
     timer.unref();
     if (task?.cancelRequested) controller.abort('cancel');
     this.perWorker.set(worker, (this.perWorker.get(worker) ?? 0) + 1);
+    const gateway = task?.gateway ?? null;
+    if (gateway) this.perGateway.set(gateway, (this.perGateway.get(gateway) ?? 0) + 1);
     const done = runTask(
       {
         engine: this.engine,
@@ -334,8 +345,16 @@ export class Scheduler extends EventEmitter {
         signal: controller.signal,
         killGraceMs: this.engine.config.scheduler.kill_grace_ms,
         onRateLimit: (w, retryAt) => void pauseForRateLimit(this.engine.db, w, id, retryAt),
-        onWorkerOk: (w) => noteWorkerOk(this.engine.db, w, (fn) => this.engine.write(fn)),
-        onInfraFailure: (w, message) => this.engine.write(() => noteInfraFailure(this.engine.db, this.engine.config, w, message)),
+        onWorkerOk: (w) => {
+          noteWorkerOk(this.engine.db, w, (fn) => this.engine.write(fn));
+          if (gateway) noteWorkerOk(this.engine.db, gatewayKey(gateway), (fn) => this.engine.write(fn));
+        },
+        // A fault of the gateway (a 5xx, its auth refused) counts for it too, whichever worker met it.
+        onInfraFailure: (w, message, byGateway) =>
+          this.engine.write(() => {
+            noteInfraFailure(this.engine.db, this.engine.config, w, message);
+            if (gateway && byGateway) noteInfraFailure(this.engine.db, this.engine.config, gatewayKey(gateway), message);
+          }),
         onPlan: (t, r) => this.hooks.plan(this.engine, t, r),
         teamInputs: (t) => this.hooks.team.inputsFor(this.engine, t),
         stopped: this.stopSignal.signal,
@@ -355,6 +374,7 @@ export class Scheduler extends EventEmitter {
         clearTimeout(timer);
         this.running.delete(id);
         this.perWorker.set(worker, Math.max(0, (this.perWorker.get(worker) ?? 1) - 1));
+        if (gateway) this.perGateway.set(gateway, Math.max(0, (this.perGateway.get(gateway) ?? 1) - 1));
         if (this.stopped && !this.engine.db.open) return status;
         try {
           // In the same tick as the task's end: `run --until-idle` must not see the team idle before its next step.
@@ -368,6 +388,6 @@ export class Scheduler extends EventEmitter {
         this.wake();
         return status;
       });
-    this.running.set(id, { id, name: task?.name ?? id, worker, rootId, attempt: task?.attempt ?? 0, controller, timer, done: settled });
+    this.running.set(id, { id, name: task?.name ?? id, worker, rootId, gateway, attempt: task?.attempt ?? 0, controller, timer, done: settled });
   }
 }
