@@ -11,6 +11,7 @@ kill_grace_ms = 5000      # SIGTERM, then SIGKILL after this grace
 default_worker = "mock"   # worker used when a task names none
 auto_resume_orphans = true # a task orphaned by its runner's loss resumes by itself (read-only kinds anywhere,
                            # execute only on the host with its worktree); never counted in retry_budget
+min_free_mib = 512        # start a worker only while this much memory plus its measured footprint is available (0: off)
 
 [approvals]
 default_mode = "auto_readonly"  # plan_only | auto_readonly | auto_execute

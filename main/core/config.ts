@@ -115,6 +115,8 @@ export const configSchema = z.strictObject({
       default_worker: z.string().min(1).default('mock'),
       /** Resume tasks orphaned by a runner's loss at once, outside the retry budget (tasks/auto-resume.ts). */
       auto_resume_orphans: z.boolean().default(true),
+      /** A worker starts only while available memory stays above this many MiB plus its typical footprint (0: off). */
+      min_free_mib: z.number().int().min(0).max(1_048_576).default(512),
     })
     .prefault({}),
   approvals: z

@@ -14,6 +14,7 @@ import { requireLeaderHooks, type LeaderHooks } from './leader-hooks.js';
 import { claimTask, listCandidates, pickCandidate, type Candidate } from '../store/claims.js';
 import { claimFleetTask, fleetLimitsOf, listFleetCandidates, type FleetCandidate, type FleetIdentity } from './fleet.js';
 import { rootBudgetWaits } from '../store/requests.js';
+import { MemoryGate } from './memory-admission.js';
 import { activeGatewayPauses, activePauses, gatewayKey, isHalfOpen, noteInfraFailure, noteWorkerOk, pauseForRateLimit } from './worker-pauses.js';
 
 export { PAUSE_PREFIX, type WorkerPause } from './worker-pauses.js';
@@ -81,7 +82,14 @@ export class Scheduler extends EventEmitter {
   ) {
     super();
     this.hooks = requireLeaderHooks(hooks);
+    this.memory = new MemoryGate(engine, (id) => {
+      const t = getTask(this.engine.db, id);
+      return t && t.runnerId === this.runnerId ? t.pid : null;
+    }, () => this.wake());
   }
+
+  /** Memory admission ([scheduler] min_free_mib) and the workers' measured footprints. */
+  private readonly memory: MemoryGate;
 
   private readonly hooks: LeaderHooks;
 
@@ -157,6 +165,7 @@ export class Scheduler extends EventEmitter {
     this.engine.events.off('event', this.onEvent);
     this.engine.events.off('config', this.onConfig);
     if (this.pauseTimer) clearTimeout(this.pauseTimer);
+    this.memory.stop();
     if (abortReason) for (const r of this.running.values()) r.controller.abort(abortReason);
     if (abortReason && opts.killNow) await this.killNow(opts.trees);
     await Promise.allSettled([...this.running.values()].map((r) => r.done));
@@ -285,17 +294,20 @@ export class Scheduler extends EventEmitter {
     if (this.stopped || this.paused || this.draining || this.held !== null) return;
     const { scheduler } = this.engine.config;
     const limits = { perRoot: scheduler.per_root, perRepository: scheduler.per_repository };
+    this.memory.beginPass();
     // Bounded: a claim lost to another runner lists again, but a pass never spins.
     for (let tries = 0; this.running.size < scheduler.max_concurrency && tries < scheduler.max_concurrency * 4 + 8; tries++) {
       const now = Date.now();
       const gateways: string[] = [];
-      const excluded = this.unavailableWorkers(now, gateways);
+      const excluded = [...this.unavailableWorkers(now, gateways), ...this.memory.blocked];
       // A tree one of whose tasks waits for a person to raise its total starts nothing meanwhile.
       const more = { roots: [...new Set(rootBudgetWaits(this.engine.db).map((w) => w.rootId))], gateways };
       const cands: Candidate[] = this.fleet ? listFleetCandidates(this.engine.db, this.fleet, limits, excluded, [...this.unopenable.keys()], 64, more) : listCandidates(this.engine.db, limits, excluded, 64, more);
       const pick = pickCandidate(cands, this.lastDispatch, this.affinity);
       if (!pick) break;
       if (this.fleet && this.leavesSealed(pick.id)) continue;
+      // Too little memory for this worker now: its tasks are left out of this pass (and say why).
+      if (!this.memory.admit(pick.worker)) continue;
       const claimed = this.fleet
         ? this.engine.write(() => claimFleetTask(this.engine.db, pick as FleetCandidate, this.fleet!, this.runnerId, fleetLimitsOf(this.engine.config), now))
         : this.engine.write(() => claimTask(this.engine.db, pick.id, this.runnerId, now)) ? 'claimed' : 'taken';
@@ -306,10 +318,13 @@ export class Scheduler extends EventEmitter {
         break;
       }
       if (claimed !== 'claimed') continue;
+      this.memory.started(pick.id, pick.worker);
+      this.memory.clearWait(pick.worker);
       this.lastDispatch.set(pick.rootId, ++this.dispatchSeq);
       this.affinity = pick.cohort && pick.cohort === this.affinity.cohort ? { cohort: pick.cohort, streak: this.affinity.streak + 1 } : { cohort: pick.cohort, streak: 1 };
       this.launch(pick.id, pick.worker, pick.rootId);
     }
+    this.memory.endPass();
     if (this.running.size === 0) this.emit('idle');
   }
 
@@ -377,6 +392,7 @@ export class Scheduler extends EventEmitter {
         if (gateway) this.perGateway.set(gateway, Math.max(0, (this.perGateway.get(gateway) ?? 1) - 1));
         if (this.stopped && !this.engine.db.open) return status;
         try {
+          this.memory.ended(id, worker);
           // In the same tick as the task's end: `run --until-idle` must not see the team idle before its next step.
           this.hooks.team.onEnded(this.engine, id);
         } catch (err) {

@@ -4,10 +4,10 @@ import type { Db } from '../../main/store/db.js';
 import { listEvents } from '../../main/store/events.js';
 
 /** Poll `fn` until it returns something truthy (a condition, never a sleep). */
-export async function until<T>(what: string, fn: () => T | null | undefined | false, ms = 60_000): Promise<T> {
+export async function until<T>(what: string, fn: () => Promise<T | null | undefined | false> | T | null | undefined | false, ms = 60_000): Promise<T> {
   const end = Date.now() + ms;
   for (;;) {
-    const v = fn();
+    const v = await fn();
     if (v) return v;
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 25));
