@@ -180,7 +180,7 @@ export const getTask = defineCommand({
 
 export const listTasksCommand = defineCommand({
   name: 'list_tasks',
-  description: 'Task summaries, newest first, paged by cursor; detail: full records.',
+  description: 'Task summaries, newest first, cursor-paged; detail: full records.',
   input: z.strictObject({
     status: z.array(z.enum(STATUSES)).max(STATUSES.length).optional(),
     root_id: TASK_ID.optional(),
@@ -271,7 +271,7 @@ export const cancelTaskCommand = defineCommand({
 
 export const retryTaskCommand = defineCommand({
   name: 'retry_task',
-  description: 'Run an ended task again (resume: same session and worktree).',
+  description: 'Rerun an ended task (resume: same session and worktree).',
   input: z.strictObject({ id: TASK_ID, strategy: z.enum(RETRY_STRATEGIES).default('same') }),
   readOnly: false,
   handler(ctx, input) {
