@@ -23,6 +23,8 @@ const STORED_MS = 500;
  */
 class RootMeter {
   readonly runs = new Set<MeteredRun>();
+  /** The total this tree reached here, until its limit is raised past it (a run joining meanwhile stops at once). */
+  crossed: BudgetCrossing | null = null;
   stored: Totals = { tokens: 0, usd: 0, turns: 0 };
   storedAt = 0;
   constructor(
@@ -61,6 +63,8 @@ export function meterRun(db: Db, config: Config, rootId: string, run: MeteredRun
   // Its earlier attempts now count through it, not the store.
   m.storedAt = 0;
   const meter = m;
+  const reached = stillCrossed(m, limits);
+  if (reached) run.crossRoot(reached);
   return () => {
     meter.runs.delete(run);
     // What it spent is in the store now (its end wrote it): read again rather than lose it for a moment.
@@ -80,10 +84,31 @@ export function checkRoot(db: Db, config: Config, rootId: string, next: { tokens
   const t = m.totals(db, config);
   const { root_max_tokens: tokens, root_max_cost_usd: usd, root_max_turns: turns } = m.limits;
   const at = Date.now();
-  let c: BudgetCrossing | null = null;
+  let c: BudgetCrossing | null = stillCrossed(m, m.limits);
   if (tokens !== undefined && t.tokens + next.tokens > tokens) c = { field: 'root_max_tokens', limit: tokens, spent: Math.round(t.tokens), at };
   else if (usd !== undefined && t.usd + next.usd > usd) c = { field: 'root_max_cost_usd', limit: usd, spent: t.usd, at };
   else if (turns !== undefined && next.turn && t.turns >= turns) c = { field: 'root_max_turns', limit: turns, spent: t.turns, at };
-  if (c) for (const r of [...m.runs]) r.crossRoot(c);
+  if (c) {
+    m.crossed = c;
+    for (const r of [...m.runs]) r.crossRoot(c);
+  }
   return c;
+}
+
+/** The crossing the tree's meter keeps, while the limit it crossed has not been raised past it. */
+function stillCrossed(m: RootMeter, limits: RootLimits): BudgetCrossing | null {
+  const c = m.crossed;
+  if (!c) return null;
+  const now = limits[c.field as keyof RootLimits];
+  if (now !== undefined && now <= c.limit) return c;
+  m.crossed = null;
+  return null;
+}
+
+/**
+ * Trees whose total a run in this process reached, before its stop is in the store: the dispatcher starts
+ * none of their tasks in the moment between (the store's pending budget requests cover the rest).
+ */
+export function crossedRoots(): string[] {
+  return [...meters.values()].filter((m) => m.crossed !== null).map((m) => m.rootId);
 }

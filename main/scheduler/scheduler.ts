@@ -15,6 +15,7 @@ import { claimTask, listCandidates, pickCandidate, type Candidate } from '../sto
 import { claimFleetTask, fleetLimitsOf, listFleetCandidates, type FleetCandidate, type FleetIdentity } from './fleet.js';
 import { rootBudgetWaits } from '../store/requests.js';
 import { MemoryGate } from './memory-admission.js';
+import { crossedRoots } from '../runner/root-meter.js';
 import { activeGatewayPauses, activePauses, gatewayKey, isHalfOpen, noteInfraFailure, noteWorkerOk, pauseForRateLimit } from './worker-pauses.js';
 
 export { PAUSE_PREFIX, type WorkerPause } from './worker-pauses.js';
@@ -301,7 +302,7 @@ export class Scheduler extends EventEmitter {
       const gateways: string[] = [];
       const excluded = [...this.unavailableWorkers(now, gateways), ...this.memory.blocked];
       // A tree one of whose tasks waits for a person to raise its total starts nothing meanwhile.
-      const more = { roots: [...new Set(rootBudgetWaits(this.engine.db).map((w) => w.rootId))], gateways };
+      const more = { roots: [...new Set([...rootBudgetWaits(this.engine.db).map((w) => w.rootId), ...crossedRoots()])], gateways };
       const cands: Candidate[] = this.fleet ? listFleetCandidates(this.engine.db, this.fleet, limits, excluded, [...this.unopenable.keys()], 64, more) : listCandidates(this.engine.db, limits, excluded, 64, more);
       const pick = pickCandidate(cands, this.lastDispatch, this.affinity);
       if (!pick) break;
