@@ -1,5 +1,6 @@
 import type { Db } from '../store/db.js';
 import { deleteSetting, getSetting, setSetting } from '../store/settings.js';
+import { getTask } from '../store/tasks.js';
 import type { EngineContext } from '../tasks/engine-context.js';
 import { availableMib, treeRssMib } from '../platform/proc/memory.js';
 
@@ -55,11 +56,17 @@ export class MemoryGate {
   #sampler: NodeJS.Timeout | null = null;
   #recheck: NodeJS.Timeout | null = null;
 
+  /** `runnerId`: the runner whose runs it samples (a task now another's is not measured). */
   constructor(
     private readonly engine: EngineContext,
-    private readonly pidOf: (taskId: string) => number | null,
+    private readonly runnerId: string,
     private readonly wake: () => void,
   ) {}
+
+  private pidOf(taskId: string): number | null {
+    const t = getTask(this.engine.db, taskId);
+    return t && t.runnerId === this.runnerId ? t.pid : null;
+  }
 
   /** A dispatch pass starts: memory is read once, at the first worker it is asked about. */
   beginPass(): void {

@@ -16,7 +16,7 @@ import { claimFleetTask, fleetLimitsOf, listFleetCandidates, type FleetCandidate
 import { rootBudgetWaits } from '../store/requests.js';
 import { MemoryGate } from './memory-admission.js';
 import { crossedRoots } from '../runner/root-meter.js';
-import { activeGatewayPauses, activePauses, gatewayKey, isHalfOpen, noteInfraFailure, noteWorkerOk, pauseForRateLimit } from './worker-pauses.js';
+import { activeGatewayPauses, activePauses, breakerHooks, gatewayKey, isHalfOpen, pauseForRateLimit } from './worker-pauses.js';
 
 export { PAUSE_PREFIX, type WorkerPause } from './worker-pauses.js';
 
@@ -83,10 +83,7 @@ export class Scheduler extends EventEmitter {
   ) {
     super();
     this.hooks = requireLeaderHooks(hooks);
-    this.memory = new MemoryGate(engine, (id) => {
-      const t = getTask(this.engine.db, id);
-      return t && t.runnerId === this.runnerId ? t.pid : null;
-    }, () => this.wake());
+    this.memory = new MemoryGate(engine, runnerId, () => this.wake());
   }
 
   /** Memory admission ([scheduler] min_free_mib) and the workers' measured footprints. */
@@ -361,16 +358,7 @@ export class Scheduler extends EventEmitter {
         signal: controller.signal,
         killGraceMs: this.engine.config.scheduler.kill_grace_ms,
         onRateLimit: (w, retryAt) => void pauseForRateLimit(this.engine.db, w, id, retryAt),
-        onWorkerOk: (w) => {
-          noteWorkerOk(this.engine.db, w, (fn) => this.engine.write(fn));
-          if (gateway) noteWorkerOk(this.engine.db, gatewayKey(gateway), (fn) => this.engine.write(fn));
-        },
-        // A fault of the gateway (a 5xx, its auth refused) counts for it too, whichever worker met it.
-        onInfraFailure: (w, message, byGateway) =>
-          this.engine.write(() => {
-            noteInfraFailure(this.engine.db, this.engine.config, w, message);
-            if (gateway && byGateway) noteInfraFailure(this.engine.db, this.engine.config, gatewayKey(gateway), message);
-          }),
+        ...breakerHooks(this.engine, gateway),
         onPlan: (t, r) => this.hooks.plan(this.engine, t, r),
         teamInputs: (t) => this.hooks.team.inputsFor(this.engine, t),
         stopped: this.stopSignal.signal,

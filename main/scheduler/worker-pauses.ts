@@ -127,3 +127,22 @@ export function workerWaitReason(db: Db, config: Config, key: string, now = Date
   }
   return null;
 }
+
+/**
+ * A run's breaker bookkeeping: a good turn closes its worker's breaker and its gateway's; an infrastructure
+ * failure counts for the worker, and for the gateway too when it was the gateway's fault (a 5xx, its auth
+ * refused), whichever worker met it.
+ */
+export function breakerHooks(engine: { db: Db; config: Config; write<T>(fn: () => T): T }, gateway: string | null) {
+  return {
+    onWorkerOk: (worker: string) => {
+      noteWorkerOk(engine.db, worker, (fn) => engine.write(fn));
+      if (gateway) noteWorkerOk(engine.db, gatewayKey(gateway), (fn) => engine.write(fn));
+    },
+    onInfraFailure: (worker: string, message: string, byGateway: boolean) =>
+      engine.write(() => {
+        noteInfraFailure(engine.db, engine.config, worker, message);
+        if (gateway && byGateway) noteInfraFailure(engine.db, engine.config, gatewayKey(gateway), message);
+      }),
+  };
+}
