@@ -5,7 +5,7 @@ import { AppError } from '../core/errors.js';
 import type { CustodySummary, TreeNode, VerificationSummary } from '../commands/tasks.js';
 import { STATUSES, type Task } from '../tasks/types.js';
 import type { NeedsInput } from '../tasks/summary.js';
-import { formatBudget } from '../tasks/budget-spend.js';
+import { formatBudget, formatRootBudget, type BudgetView } from '../tasks/budget-spend.js';
 import { RETRY_STRATEGIES } from '../tasks/ops.js';
 import { formatRoute, type RouteRecord } from '../workers/route-record.js';
 import { collect, splitList, withEngine } from './context.js';
@@ -36,7 +36,7 @@ function taskLine(t: Task): string[] {
   return [t.id, t.status, t.kind, t.worker, ago(t.createdAt), t.name];
 }
 
-export function printTask(t: Task & { waitingOn?: string[]; waitingFor?: string; needs?: NeedsInput }, verification?: VerificationSummary | null, route?: RouteRecord | null, custody: CustodySummary[] = [], budget?: Parameters<typeof formatBudget>[0]): void {
+export function printTask(t: Task & { waitingOn?: string[]; waitingFor?: string; needs?: NeedsInput }, verification?: VerificationSummary | null, route?: RouteRecord | null, custody: CustodySummary[] = [], budget?: Parameters<typeof formatBudget>[0] & Pick<BudgetView, 'root'>): void {
   const lines = [
     `${t.id}  ${t.status}${t.waitingOn?.length ? ` (waiting on approval of ${t.waitingOn.join(', ')})` : ''}`,
     ...(t.waitingFor ? [`waiting:    ${t.waitingFor}`] : []),
@@ -53,6 +53,7 @@ export function printTask(t: Task & { waitingOn?: string[]; waitingFor?: string;
     lines.push(`usage:      ${t.usage.inputTokens} in (${t.usage.cachedTokens} cached), ${t.usage.outputTokens} out${t.usage.costUsd !== null ? `, $${t.usage.costUsd.toFixed(4)}` : ''}`);
   }
   if (budget) lines.push(`budget:     ${formatBudget(budget)}   (spent/limit)`);
+  if (budget?.root) lines.push(`tree:       ${formatRootBudget(budget.root)}   (tree ${budget.root.id}, spent/limit)`);
   if (t.error) lines.push(`error:      ${t.error.code}: ${t.error.message}`);
   for (const c of custody) {
     const paths = c.restored.map((r) => r.path);
@@ -269,7 +270,8 @@ function readOptionFile(flag: string, path: string): string {
 
 /**
  * `--max-concurrency/--max-attempts/--max-retries`: the budget of the task tree a submit or orchestrate creates;
- * `--max-tokens/--max-cost-usd/--max-turns/--max-wall-s`: what each of its tasks may spend (over config [budgets]).
+ * `--max-tokens/--max-cost-usd/--max-turns/--max-wall-s`: what each of its tasks may spend (over config [budgets]);
+ * `--root-max-tokens/--root-max-cost-usd/--root-max-turns`: what the whole tree may spend, its tasks summed.
  */
 export function addBudgetOptions(cmd: Command): Command {
   return cmd
@@ -279,14 +281,17 @@ export function addBudgetOptions(cmd: Command): Command {
     .option('--max-tokens <n>', 'tokens (input + output) each task may spend over its attempts (default budgets.max_tokens)', parseIntOption('max-tokens'))
     .option('--max-cost-usd <usd>', 'USD each task may spend (default budgets.max_cost_usd)', parseNumberOption('max-cost-usd'))
     .option('--max-turns <n>', 'worker turns each task may take, auto-repairs and follow-ups included (default budgets.max_turns)', parseIntOption('max-turns'))
-    .option('--max-wall-s <seconds>', 'seconds each task may run over its attempts (default budgets.max_wall_s)', parseIntOption('max-wall-s'));
+    .option('--max-wall-s <seconds>', 'seconds each task may run over its attempts (default budgets.max_wall_s)', parseIntOption('max-wall-s'))
+    .option('--root-max-tokens <n>', 'tokens the whole tree may spend, its tasks summed (default budgets.root_max_tokens)', parseIntOption('root-max-tokens'))
+    .option('--root-max-cost-usd <usd>', 'USD the whole tree may spend (default budgets.root_max_cost_usd)', parseNumberOption('root-max-cost-usd'))
+    .option('--root-max-turns <n>', 'worker turns the whole tree may take (default budgets.root_max_turns)', parseIntOption('root-max-turns'));
 }
 
-type BudgetOptions = { maxConcurrency?: number; maxAttempts?: number; maxRetries?: number; maxTokens?: number; maxCostUsd?: number; maxTurns?: number; maxWallS?: number };
+type BudgetOptions = { maxConcurrency?: number; maxAttempts?: number; maxRetries?: number; maxTokens?: number; maxCostUsd?: number; maxTurns?: number; maxWallS?: number; rootMaxTokens?: number; rootMaxCostUsd?: number; rootMaxTurns?: number };
 
 /** The `budget` input from those options, or undefined when none was given. */
 export function budgetOf(o: BudgetOptions): Record<string, number | undefined> | undefined {
-  const b = { concurrency: o.maxConcurrency, attempts: o.maxAttempts, retries: o.maxRetries, max_tokens: o.maxTokens, max_cost_usd: o.maxCostUsd, max_turns: o.maxTurns, max_wall_s: o.maxWallS };
+  const b = { concurrency: o.maxConcurrency, attempts: o.maxAttempts, retries: o.maxRetries, max_tokens: o.maxTokens, max_cost_usd: o.maxCostUsd, max_turns: o.maxTurns, max_wall_s: o.maxWallS, root_max_tokens: o.rootMaxTokens, root_max_cost_usd: o.rootMaxCostUsd, root_max_turns: o.rootMaxTurns };
   return Object.values(b).some((v) => v !== undefined) ? b : undefined;
 }
 

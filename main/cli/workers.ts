@@ -30,7 +30,7 @@ export function registerWorkerCommands(program: Command): void {
     .option('--json')
     .action(async (o, cmd: Command) => {
       await withEngine(cmd, async (call) => {
-        const r = (await call('list_workers', {})) as { workers: WorkerListing[] };
+        const r = (await call('list_workers', {})) as { workers: WorkerListing[]; gateways: { name: string; paused: string }[] };
         if (o.json) return printJson(r);
         out(
           table(
@@ -41,6 +41,7 @@ export function registerWorkerCommands(program: Command): void {
             ]),
           ),
         );
+        for (const g of r.gateways) out(g.paused);
       });
     });
 

@@ -3,7 +3,7 @@ import { parse as parseToml } from 'smol-toml';
 import { loadConfig } from '../core/config.js';
 import { configProblems } from '../core/config-rules.js';
 import { connect } from 'node:net';
-import { workerWaitReason } from '../scheduler/worker-pauses.js';
+import { gatewayKey, workerWaitReason } from '../scheduler/worker-pauses.js';
 import { z } from 'zod';
 import { isWritable } from '../core/home.js';
 import { storeIdOf } from '../store/identity.js';
@@ -203,6 +203,9 @@ async function workerChecks(ctx: CommandContext): Promise<DoctorCheck[]> {
 async function gatewayChecks(ctx: CommandContext): Promise<DoctorCheck[]> {
   return Promise.all(
     Object.entries(ctx.engine.config.gateways).map(async ([name, g]): Promise<DoctorCheck> => {
+      // Paused by its circuit breaker (faults met through it, by any worker): why the tasks routed to it wait.
+      const paused = workerWaitReason(ctx.engine.db, ctx.engine.config, gatewayKey(name));
+      if (paused) return { name: `gateway ${name}`, ok: false, optional: true, detail: paused, fix: 'it retries by itself at that time (one probe task); fix the gateway (logs of its last failed tasks: lightworker show ID)' };
       const url = new URL(g.base_url);
       const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
       const reachable = await canConnect(url.hostname.replace(/^\[|\]$/g, ''), port, 1500);

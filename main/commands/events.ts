@@ -7,7 +7,7 @@ import { defineCommand } from './table.js';
 
 export const getEvents = defineCommand({
   name: 'get_events',
-  description: 'Events after a cursor (oldest first) or the newest; gives the next cursor.',
+  description: 'Events after cursor (oldest first) or newest; gives next cursor.',
   input: z.strictObject({
     cursor: z.number().int().min(0).default(0),
     task_id: TASK_ID.optional(),

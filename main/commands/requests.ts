@@ -8,7 +8,7 @@ import { authorityOf, defineCommand, FACE_LABELS, requirePersonOrAllowed } from 
 
 export const answerTaskCommand = defineCommand({
   name: 'answer_task',
-  description: 'Answer a waiting task: text, or allow/deny (a budget: allow raises it, text the new limit).',
+  description: 'Answer a waiting task: text, or allow/deny (budget: allow raises it; text: new limit).',
   input: z.strictObject({
     id: TASK_ID,
     text: noNul(z.string().min(1).max(32_768)).optional(),

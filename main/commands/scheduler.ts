@@ -25,7 +25,7 @@ export const MAX_WAIT_IDS = 500;
 
 export const waitTasksCommand = defineCommand({
   name: 'wait_tasks',
-  description: 'Block up to 55 s until all tasks end or one needs a person.',
+  description: 'Wait up to 55 s until all end or one needs a person.',
   input: z.strictObject({
     ids: z.array(TASK_ID).min(1).max(MAX_WAIT_IDS),
     timeout_s: z.number().min(0).max(55).default(55),

@@ -9,7 +9,7 @@ import { createTasks, type CreateContext } from '../tasks/create.js';
 import { allWorkerNames } from '../workers/registry.js';
 import { costOfRoot, costOfTask, effectivePrices, type CostSummary } from '../tasks/cost.js';
 import { budgetView } from '../tasks/budget-spend.js';
-import { workerWaitReason } from '../scheduler/worker-pauses.js';
+import { queuedWaitReason } from '../scheduler/queue-reasons.js';
 import { approveTask, cancelTask, RETRY_STRATEGIES, retryTask, waitingOn } from '../tasks/ops.js';
 import { batchInputSchema, TASK_ID, taskInputSchema } from '../tasks/schema.js';
 import { summarizeTask, type NeedsInput, type TaskSummary } from '../tasks/summary.js';
@@ -29,14 +29,14 @@ export type PresentedTask = Task & { waitingOn?: string[]; waitingFor?: string; 
 
 /**
  * A task as shown to callers: plus `waitingOn` when something upstream needs approval, `waitingFor` when
- * no runner of the fleet can run it or its worker is paused (a rate limit, an open breaker), `needs` when it
+ * no runner of the fleet can run it, its tree's total is reached or its worker is paused (a rate limit, an open breaker), `needs` when it
  * asks a person.
  */
 export function presentTask(ctx: CommandContext, t: Task): PresentedTask {
   const w = upstreamApprovals(ctx, t);
   let shown: PresentedTask = w.length ? { ...t, waitingOn: w } : t;
   const unserved =
-    t.status !== 'queued' ? null : ((storeCapabilities(ctx.engine.db).sharedByHosts ? fleetWaitingFor(ctx.engine.db, t.id) : null) ?? workerWaitReason(ctx.engine.db, ctx.engine.config, t.worker));
+    t.status !== 'queued' ? null : ((storeCapabilities(ctx.engine.db).sharedByHosts ? fleetWaitingFor(ctx.engine.db, t.id) : null) ?? queuedWaitReason(ctx.engine.db, ctx.engine.config, t));
   if (unserved) shown = { ...shown, waitingFor: unserved };
   return t.status === 'waiting_input' || t.status === 'paused' ? withNeeds(ctx.engine, shown) : shown;
 }
@@ -180,7 +180,7 @@ export const getTask = defineCommand({
 
 export const listTasksCommand = defineCommand({
   name: 'list_tasks',
-  description: 'Task summaries, newest first, paged by cursor; detail: full records.',
+  description: 'Task summaries, newest first, cursor-paged; detail: full records.',
   input: z.strictObject({
     status: z.array(z.enum(STATUSES)).max(STATUSES.length).optional(),
     root_id: TASK_ID.optional(),
@@ -271,7 +271,7 @@ export const cancelTaskCommand = defineCommand({
 
 export const retryTaskCommand = defineCommand({
   name: 'retry_task',
-  description: 'Run an ended task again (resume: same session and worktree).',
+  description: 'Rerun an ended task (resume: same session and worktree).',
   input: z.strictObject({ id: TASK_ID, strategy: z.enum(RETRY_STRATEGIES).default('same') }),
   readOnly: false,
   handler(ctx, input) {

@@ -7,7 +7,7 @@ import { promptInArgv, promptInArgvWarning, validateLinkedSpec, type LinkedWorke
 import { allWorkerNames, BUILTIN_ADAPTERS, LINKED_PREFIX, resolveAdapter } from '../workers/registry.js';
 import { resolveAuth, workerAuthSettings, type GatewayKey } from '../workers/credentials.js';
 import { addGatewayPreset } from '../workers/gateway-presets.js';
-import { workerWaitReason } from '../scheduler/worker-pauses.js';
+import { gatewayKey, workerWaitReason } from '../scheduler/worker-pauses.js';
 import { defineCommand, requirePersonOrAllowed, type CommandContext } from './table.js';
 
 export interface WorkerListing extends WorkerInfo {
@@ -78,7 +78,7 @@ export const listWorkers = defineCommand({
   description: 'Worker CLIs: installed, authenticated, why unusable.',
   input: z.strictObject({}),
   readOnly: true,
-  async handler(ctx): Promise<{ workers: WorkerListing[] }> {
+  async handler(ctx): Promise<{ workers: WorkerListing[]; gateways: { name: string; paused: string }[] }> {
     const names = allWorkerNames(ctx.engine);
     const workers = await Promise.all(
       names.map(async (name): Promise<WorkerListing> => {
@@ -97,7 +97,12 @@ export const listWorkers = defineCommand({
         };
       }),
     );
-    return { workers };
+    // Gateways whose breaker is open or half-open: every worker routed through one waits for it.
+    const gateways = Object.keys(ctx.engine.config.gateways).flatMap((name) => {
+      const paused = workerWaitReason(ctx.engine.db, ctx.engine.config, gatewayKey(name));
+      return paused ? [{ name, paused }] : [];
+    });
+    return { workers, gateways };
   },
 });
 

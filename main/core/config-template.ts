@@ -11,6 +11,7 @@ kill_grace_ms = 5000      # SIGTERM, then SIGKILL after this grace
 default_worker = "mock"   # worker used when a task names none
 auto_resume_orphans = true # a task orphaned by its runner's loss resumes by itself (read-only kinds anywhere,
                            # execute only on the host with its worktree); never counted in retry_budget
+min_free_mib = 512        # start a worker only while this much memory plus its measured footprint is available (0: off)
 
 [approvals]
 default_mode = "auto_readonly"  # plan_only | auto_readonly | auto_execute
@@ -29,10 +30,12 @@ maximum_follow_up_turns = 20    # follow-ups into one task's session
 # max_cost_usd = 5.0           # priced from [prices] (else what the worker reports)
 # max_turns = 20               # worker turns, auto-repairs and follow-ups included
 # max_wall_s = 3600            # time the task's runs took, waits for a person excluded
+# root_max_tokens = 10000000   # the same summed over a whole task tree (root_max_cost_usd, root_max_turns too)
 on_exceeded = "ask"            # ask: the task waits ("raise it or stop"); fail: it ends budget_exceeded
 
 # A worker failing for infrastructure reasons (crash on start, auth, 5xx, unparsable output) this many
 # times in a row takes no new task for cooldown_s, doubling each time it opens again; one probe task closes it.
+# A gateway's faults (5xx, refused auth), met by any worker routed through it, open its own breaker the same way.
 [breaker]
 failures = 5
 cooldown_s = 60

@@ -115,6 +115,8 @@ export const configSchema = z.strictObject({
       default_worker: z.string().min(1).default('mock'),
       /** Resume tasks orphaned by a runner's loss at once, outside the retry budget (tasks/auto-resume.ts). */
       auto_resume_orphans: z.boolean().default(true),
+      /** A worker starts only while available memory stays above this many MiB plus its typical footprint (0: off). */
+      min_free_mib: z.number().int().min(0).max(1_048_576).default(512),
     })
     .prefault({}),
   approvals: z
@@ -143,6 +145,10 @@ export const configSchema = z.strictObject({
       max_cost_usd: z.number().positive().optional(),
       max_turns: z.number().int().min(1).max(10_000).optional(),
       max_wall_s: z.number().int().min(1).max(30 * 86_400).optional(),
+      /** What a whole task tree may spend, its tasks' usage summed while they run (also a ceiling for agents). */
+      root_max_tokens: z.number().int().min(1).optional(),
+      root_max_cost_usd: z.number().positive().optional(),
+      root_max_turns: z.number().int().min(1).max(100_000).optional(),
       /** A crossed budget: `ask` waits for a person (raise it or stop), `fail` ends the task `budget_exceeded`. */
       on_exceeded: z.enum(['ask', 'fail']).default('ask'),
     })

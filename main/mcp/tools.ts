@@ -200,11 +200,10 @@ const FIELD_HINTS: Record<string, string> = {
   kind: 'default explore; only execute writes',
   mode: 'auto_readonly (default): execute waits for a person; plan_only: all wait',
   ref: 'batch-local name for depends_on',
-  depends_on: 'ids or batch refs to finish first',
+  depends_on: 'ids/batch refs to finish first',
   worker: 'codex, claude-code, opencode, mock, linked',
   verify: 'commands that must exit 0',
   priority: '0-100, high first',
-  client_request_id: 'UUID; resend on retry',
 };
 
 /**
@@ -258,24 +257,36 @@ function stripNoise(node: unknown): void {
 }
 
 /**
- * Fields accepted over MCP but not listed: `budget` (a task tree's limits, set from the CLI) would cost
- * tools/list ~500 bytes in three tools for a knob agents rarely need; get_events' `before` (paging
- * backwards, for the console) 70 bytes, where `cursor` and `newest` page an agent's way.
+ * Fields accepted over MCP but not listed: get_events' `before` (paging backwards, for the console) would
+ * cost 70 bytes, where `cursor` and `newest` page an agent's way; delegate_task's `parent_id` (joining an
+ * existing tree, which LightWorker's own planners and teams do) 30 bytes, where depends_on is an agent's way.
  */
-const UNLISTED_FIELDS = ['budget', 'before'];
+const UNLISTED_FIELDS = ['before', 'parent_id'];
 
 /**
- * Fields listed on one tool only, accepted on the others named here: client_request_id is listed (with
- * its hint) on delegate_task, and the `initialize` instructions say it applies to delegate_batch and
- * orchestrate_goal as well — 40 bytes a tool on every listing otherwise.
+ * Objects listed as one line instead of their fields (the server still checks each field, naming a wrong
+ * one): `budget`'s ten fields would cost ~500 bytes; the names an agent needs fit in one description.
  */
-const LISTED_ON_ONE: Record<string, string> = { client_request_id: 'delegate_task' };
+const ONE_LINE_OBJECTS: Record<string, string> = {
+  budget: 'max_tokens|max_cost_usd|max_turns|max_wall_s; root_max_*: tree sum',
+};
+
+/**
+ * Fields listed on one tool only, accepted on the others named here: client_request_id and budget are
+ * listed (with their hints) on delegate_task, and the `initialize` instructions say they apply to
+ * delegate_batch and orchestrate_goal as well — 40 and 130 bytes a tool on every listing otherwise.
+ */
+const LISTED_ON_ONE: Record<string, string> = { client_request_id: 'delegate_task', budget: 'delegate_task' };
 
 function dropUnlisted(node: unknown): void {
   if (!node || typeof node !== 'object') return;
   if (Array.isArray(node)) return node.forEach(dropUnlisted);
   const o = node as Record<string, unknown>;
-  if (o.properties && typeof o.properties === 'object') for (const k of UNLISTED_FIELDS) delete (o.properties as Record<string, unknown>)[k];
+  if (o.properties && typeof o.properties === 'object') {
+    const props = o.properties as Record<string, unknown>;
+    for (const k of UNLISTED_FIELDS) delete props[k];
+    for (const [k, description] of Object.entries(ONE_LINE_OBJECTS)) if (props[k]) props[k] = { type: 'object', description };
+  }
   for (const v of Object.values(o)) dropUnlisted(v);
 }
 
@@ -301,7 +312,8 @@ export function serverInstructions(tools: ToolSpec[]): string {
     'Set client_request_id (a fresh UUID per call) on delegate_task' +
       (has.has('delegate_batch') ? ', delegate_batch' : '') +
       (has.has('orchestrate_goal') ? ' and orchestrate_goal' : '') +
-      ", and send the same one when you retry a call whose answer you did not get: the retry returns the first call's tasks (replayed: true) instead of creating them twice.",
+      ", and send the same one when you retry a call whose answer you did not get: the retry returns the first call's tasks (replayed: true) instead of creating them twice." +
+      ' budget (listed on delegate_task, taken by delegate_batch and orchestrate_goal too) limits what each task (max_*) and the whole tree (root_max_*) may spend; you may only lower what the person configured, never raise it.',
     'Follow with get_task' + (has.has('wait_tasks') ? ', wait_tasks (blocks up to 55 s until tasks settle or need approval)' : '') + ', list_tasks (summaries, cursor paging)' +
       (has.has('get_events') ? ', get_events (cursor paging)' : '') + (has.has('get_task_diff') ? ', get_task_diff' : '') + '; get_task has the full record.',
     has.has('approve_task')

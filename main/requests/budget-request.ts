@@ -7,7 +7,8 @@ import type { Db } from '../store/db.js';
 import { closeRequest, getRequest, pendingRequestOf, type TaskRequest } from '../store/requests.js';
 import { requireTask } from '../store/tasks.js';
 import { resumeRequestOf } from '../tasks/ops.js';
-import { budgetQuestion, checkCeiling, GUARD_FIELDS, raiseLimit, type BudgetCrossing, type GuardField } from '../tasks/budget.js';
+import { budgetQuestion, checkCeiling, getRootBudget, type RootBudget, GUARD_FIELDS, isRootField, raiseLimit, raiseRootLimit, ROOT_GUARD_FIELDS, type BudgetCrossing, type GuardField } from '../tasks/budget.js';
+import { prep } from '../store/db.js';
 import { continueTask } from '../tasks/followup.js';
 import { transition } from '../tasks/state.js';
 import type { Authority, Task } from '../tasks/types.js';
@@ -23,7 +24,7 @@ export function openBudgetRequest(db: Db, config: Config, t: Task, c: BudgetCros
 
 /** The crossing a budget request records. */
 function crossingOf(req: TaskRequest): BudgetCrossing {
-  const field = GUARD_FIELDS.find((f) => f === req.scope) ?? 'max_tokens';
+  const field = [...GUARD_FIELDS, ...ROOT_GUARD_FIELDS].find((f) => f === req.scope) ?? 'max_tokens';
   const r = JSON.parse(req.reason ?? '{}') as { limit?: number; spent?: number };
   return { field, limit: Number(r.limit) || 0, spent: Number(r.spent) || 0 };
 }
@@ -33,7 +34,7 @@ function limitIn(field: GuardField, text: string): number | null {
   const m = /(\d+(?:\.\d+)?)/.exec(text.replace(/[_,]/g, ''));
   if (!m) return null;
   const v = Number(m[1]);
-  return field === 'max_cost_usd' ? v : Math.round(v);
+  return field === 'max_cost_usd' || field === 'root_max_cost_usd' ? v : Math.round(v);
 }
 
 export interface BudgetAnswer {
@@ -46,14 +47,36 @@ export interface BudgetAnswer {
 /**
  * Answer a budget request: `allow` raises the limit (to the number in `text`, else by one more budget's
  * worth past what was spent) and continues the task in its session as a new attempt; `deny` ends it
- * `failed` with `budget_exceeded`. An agent may raise only up to config [budgets]' ceiling.
+ * `failed` with `budget_exceeded`. An agent may raise only up to config [budgets]' ceiling. A tree's total
+ * (`root_*`) raised continues every task of the tree stopped by it, not only the one answered.
  */
 export function answerBudgetRequest(db: Db, config: Config, taskId: string, a: BudgetAnswer): { task: Task; request: TaskRequest } {
   const t = requireTask(db, taskId);
   const req = pendingRequestOf(db, taskId);
   if (t.status !== 'waiting_input' || req?.kind !== 'budget') throw new AppError('illegal_transition', `task ${taskId} is ${t.status}; it has no budget request waiting for an answer`, { status: t.status });
   const task = answerCrossing(db, config, t, req, a);
+  if (isRootField(req.scope ?? '') && task.status !== 'failed') {
+    const text = String(getRootLimit(db, t.rootId, req.scope!));
+    for (const s of siblingsStoppedBy(db, t.rootId, req.scope!, t.id)) {
+      try {
+        answerCrossing(db, config, requireTask(db, s.taskId), getRequest(db, s.requestId)!, { ...a, decision: 'allow', text });
+      } catch (err) {
+        // One that crossed later, past the new limit (refused before anything is written): it keeps its own request.
+        if (!(err instanceof AppError)) throw err;
+      }
+    }
+  }
   return { task, request: getRequest(db, req.id)! };
+}
+
+/** Other tasks of the tree waiting on a budget request for the same tree total. */
+function siblingsStoppedBy(db: Db, rootId: string, field: string, except: string): { taskId: string; requestId: string }[] {
+  return prep(db, `SELECT r.task_id AS taskId, r.id AS requestId FROM requests r JOIN tasks t ON t.id = r.task_id
+    WHERE t.root_id = ? AND t.status = 'waiting_input' AND r.status = 'pending' AND r.kind = 'budget' AND r.scope = ? AND r.task_id <> ?`).all(rootId, field, except) as { taskId: string; requestId: string }[];
+}
+
+function getRootLimit(db: Db, rootId: string, field: string): number {
+  return Number(getRootBudget(db, rootId)?.[field as keyof RootBudget]);
 }
 
 function answerCrossing(db: Db, config: Config, t: Task, req: TaskRequest, a: BudgetAnswer): Task {
@@ -69,13 +92,14 @@ function answerCrossing(db: Db, config: Config, t: Task, req: TaskRequest, a: Bu
   }
   const limit = limitIn(c.field, a.text) ?? c.spent + c.limit;
   if (limit <= c.spent) {
-    throw new AppError('invalid_input', `text: ${c.field} ${limit} is not above what the task already spent (${c.spent}); name a higher limit`, { field: 'text' });
+    throw new AppError('invalid_input', `text: ${c.field} ${limit} is not above what the ${isRootField(c.field) ? 'task tree' : 'task'} already spent (${c.spent}); name a higher limit`, { field: 'text' });
   }
   if (a.authority === 'agent') checkCeiling(config, { [c.field]: limit }, 'budget');
-  raiseLimit(db, t.id, c.field, limit);
+  if (isRootField(c.field)) raiseRootLimit(db, t.rootId, c.field, limit);
+  else raiseLimit(db, t.id, c.field, limit);
   closeRequest(db, req.id, 'answered', { decision: 'allow', answer: String(limit), answeredBy: a.by, at: now });
   appendEvent(db, t.id, 'request.answered', { requestId: req.id, kind: req.kind, decision: 'allow', by: a.by, remember: false, answer: `${c.field} = ${limit}` }, now);
-  const message = `LightWorker stopped you because the task reached its ${c.field} budget; ${a.by} raised it to ${limit}. Continue the task where you stopped, and finish with the result contract.`;
+  const message = `LightWorker stopped you because the ${isRootField(c.field) ? "task's tree" : 'task'} reached its ${c.field} budget; ${a.by} raised it to ${limit}. Continue the task where you stopped, and finish with the result contract.`;
   // The run's timeout keeps counting from where it stopped, as after any answer.
   const spentMs = (resumeRequestOf(db, t)?.followUp?.spentMs ?? 0) + Math.max(0, req.createdAt - (t.startedAt ?? req.createdAt));
   return continueTask(db, config, t, { message, by: a.by, strategy: 'answer', spentMs, authority: 'engine', cachelab: taskCachelab });

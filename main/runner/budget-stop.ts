@@ -3,7 +3,7 @@ import { appendEvent } from '../store/events.js';
 import { closeAttempt } from '../store/attempts.js';
 import { getTask } from '../store/tasks.js';
 import { openBudgetRequest } from '../requests/budget-request.js';
-import { budgetQuestion, type BudgetCrossing } from '../tasks/budget.js';
+import { budgetQuestion, isRootField, markRootReached, type BudgetCrossing } from '../tasks/budget.js';
 import { transition } from '../tasks/state.js';
 import type { Task, TaskStatus } from '../tasks/types.js';
 import type { Spend } from './spend-guard.js';
@@ -21,6 +21,7 @@ export function stopForBudget(engine: EngineContext, task: Task, crossing: Budge
     if (!cur || !['starting', 'running', 'verifying'].includes(cur.status)) return null;
     const now = Date.now();
     appendEvent(engine.db, task.id, 'task.budget_reached', { attempt: task.attempt, ...crossing, spent: { ...spent } }, now);
+    if (isRootField(crossing.field)) markRootReached(engine.db, task.rootId, crossing);
     const question = budgetQuestion(crossing);
     if (engine.config.budgets.on_exceeded === 'fail') {
       const message = `${question.replace('; raise it or stop', '')} (config.toml [budgets] on_exceeded = "fail"); its process tree was stopped`;

@@ -38,7 +38,7 @@ import { SpendGuard } from './spend-guard.js';
 import { stopForBudget } from './budget-stop.js';
 import { RateLimited, requeueRateLimited } from './rate-limited.js';
 import { retryAtOf } from '../workers/rate-limit.js';
-import { INFRA_CODES, isInfraFailure } from './infra-failure.js';
+import { INFRA_CODES, isInfraFailure, type InfraBlame } from './infra-failure.js';
 
 export interface RunContext {
   engine: EngineContext;
@@ -51,7 +51,7 @@ export interface RunContext {
   /** A turn of this worker succeeded (clears rate-limit backoff and closes its breaker). */
   onWorkerOk?: (worker: string) => void;
   /** The task failed for an infrastructure reason of its worker (the circuit breaker counts these). */
-  onInfraFailure?: (worker: string, message: string) => void;
+  onInfraFailure?: (worker: string, message: string, byGateway: boolean) => void;
   /** Called when a plan task completed with a valid plan (orchestration expands it). */
   onPlan?: (task: Task, result: unknown) => void;
   /** What a team member reads of the steps before it (orchestration's teams), or null outside a team. */
@@ -67,8 +67,8 @@ export interface RunContext {
 const ABORT_STATUS: Record<string, TaskStatus> = { timeout: 'timed_out', cancel: 'cancelled', shutdown: 'cancelled', leader_lost: 'orphaned' };
 
 class StopTask extends Error {
-  /** `infra`: the worker itself failed (its circuit breaker counts it). */
-  constructor(readonly status: TaskStatus, readonly code: TaskErrorCode, message: string, readonly infra = false) {
+  /** `infra`: the worker itself failed (its circuit breaker counts it), 'gateway': through its gateway's fault (that one's too). */
+  constructor(readonly status: TaskStatus, readonly code: TaskErrorCode, message: string, readonly infra: InfraBlame = false) {
     super(message);
   }
 }
@@ -333,7 +333,7 @@ async function runWorkerTurn(ctx: RunContext, adapter: WorkerAdapter, turn: Work
     const code = result.error?.code ?? 'worker_failed';
     const detail = result.error?.message ?? `worker exited with code ${result.exitCode}`;
     if (code === 'rate_limited') throw new RateLimited(detail, retryAtOf(`${detail}\n${result.stderrTail}`));
-    throw new StopTask('failed', code, detail, isInfraFailure(result, parsed));
+    throw new StopTask('failed', code, detail, isInfraFailure(result, parsed, turn.gateway !== null));
   }
   ctx.onWorkerOk?.(adapter.name);
   return result;
@@ -389,7 +389,7 @@ async function finishWithError(ctx: RunContext, task: Task, err: unknown): Promi
       transition(engine.db, task.id, cur.status, status, { reason: message.split('\n')[0].slice(0, 300), fields: { errorCode: code, errorMessage: message, pid: null }, fence: fenceOf(ctx, task) });
       endAttempt(ctx, task, status, code);
     }));
-    if (INFRA_CODES.has(code) || (err instanceof StopTask && err.infra)) ctx.onInfraFailure?.(task.worker, message);
+    if (INFRA_CODES.has(code) || (err instanceof StopTask && err.infra)) ctx.onInfraFailure?.(task.worker, message, err instanceof StopTask && err.infra === 'gateway');
   } catch (e) {
     // Someone else moved the task (e.g. orphaned after a takeover); their state stands.
     if (!isAppError(e)) throw e;

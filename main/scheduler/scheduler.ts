@@ -13,7 +13,10 @@ import { storeFaultOf } from '../store/store-faults.js';
 import { requireLeaderHooks, type LeaderHooks } from './leader-hooks.js';
 import { claimTask, listCandidates, pickCandidate, type Candidate } from '../store/claims.js';
 import { claimFleetTask, fleetLimitsOf, listFleetCandidates, type FleetCandidate, type FleetIdentity } from './fleet.js';
-import { activePauses, isHalfOpen, noteInfraFailure, noteWorkerOk, pauseForRateLimit } from './worker-pauses.js';
+import { rootBudgetWaits } from '../store/requests.js';
+import { MemoryGate } from './memory-admission.js';
+import { crossedRoots } from '../runner/root-meter.js';
+import { activeGatewayPauses, activePauses, breakerHooks, gatewayKey, isHalfOpen, pauseForRateLimit } from './worker-pauses.js';
 
 export { PAUSE_PREFIX, type WorkerPause } from './worker-pauses.js';
 
@@ -22,6 +25,7 @@ interface Running {
   name: string;
   worker: string;
   rootId: string;
+  gateway: string | null;
   /** The attempt it runs (its processes carry this attempt's marker). */
   attempt: number;
   controller: AbortController;
@@ -45,6 +49,8 @@ export class Scheduler extends EventEmitter {
   private readonly running = new Map<string, Running>();
   private readonly lastDispatch = new Map<string, number>();
   private readonly perWorker = new Map<string, number>();
+  /** Tasks running per gateway (a half-open gateway breaker lets one probe through). */
+  private readonly perGateway = new Map<string, number>();
   private affinity: { cohort: string | null; streak: number } = { cohort: null, streak: 0 };
   private wakeQueued = false;
   private stopped = true;
@@ -77,7 +83,11 @@ export class Scheduler extends EventEmitter {
   ) {
     super();
     this.hooks = requireLeaderHooks(hooks);
+    this.memory = new MemoryGate(engine, runnerId, () => this.wake());
   }
+
+  /** Memory admission ([scheduler] min_free_mib) and the workers' measured footprints. */
+  private readonly memory: MemoryGate;
 
   private readonly hooks: LeaderHooks;
 
@@ -153,6 +163,7 @@ export class Scheduler extends EventEmitter {
     this.engine.events.off('event', this.onEvent);
     this.engine.events.off('config', this.onConfig);
     if (this.pauseTimer) clearTimeout(this.pauseTimer);
+    this.memory.stop();
     if (abortReason) for (const r of this.running.values()) r.controller.abort(abortReason);
     if (abortReason && opts.killNow) await this.killNow(opts.trees);
     await Promise.allSettled([...this.running.values()].map((r) => r.done));
@@ -242,11 +253,16 @@ export class Scheduler extends EventEmitter {
 
   /**
    * Workers that cannot take work now: per-worker concurrency, pauses (a rate limit, an open breaker) and a
-   * half-open breaker whose one probe task is running.
+   * half-open breaker whose one probe task is running; `gateways` gets the gateways that cannot, the same way.
    */
-  private unavailableWorkers(now: number): string[] {
+  private unavailableWorkers(now: number, gateways: string[] = []): string[] {
     const out: string[] = [];
     let nextWake = Infinity;
+    for (const [name, n] of this.perGateway) if (n > 0 && isHalfOpen(this.engine.db, this.engine.config, gatewayKey(name), now)) gateways.push(name);
+    for (const { gateway, pause } of activeGatewayPauses(this.engine.db, now)) {
+      gateways.push(gateway);
+      nextWake = Math.min(nextWake, pause.until);
+    }
     for (const [name, n] of this.perWorker) {
       try {
         if (n >= resolveAdapter(this.engine, name).maxConcurrency) out.push(name);
@@ -276,14 +292,20 @@ export class Scheduler extends EventEmitter {
     if (this.stopped || this.paused || this.draining || this.held !== null) return;
     const { scheduler } = this.engine.config;
     const limits = { perRoot: scheduler.per_root, perRepository: scheduler.per_repository };
+    this.memory.beginPass();
     // Bounded: a claim lost to another runner lists again, but a pass never spins.
     for (let tries = 0; this.running.size < scheduler.max_concurrency && tries < scheduler.max_concurrency * 4 + 8; tries++) {
       const now = Date.now();
-      const excluded = this.unavailableWorkers(now);
-      const cands: Candidate[] = this.fleet ? listFleetCandidates(this.engine.db, this.fleet, limits, excluded, [...this.unopenable.keys()]) : listCandidates(this.engine.db, limits, excluded);
+      const gateways: string[] = [];
+      const excluded = [...this.unavailableWorkers(now, gateways), ...this.memory.blocked];
+      // A tree one of whose tasks waits for a person to raise its total starts nothing meanwhile.
+      const more = { roots: [...new Set([...rootBudgetWaits(this.engine.db).map((w) => w.rootId), ...crossedRoots()])], gateways };
+      const cands: Candidate[] = this.fleet ? listFleetCandidates(this.engine.db, this.fleet, limits, excluded, [...this.unopenable.keys()], 64, more) : listCandidates(this.engine.db, limits, excluded, 64, more);
       const pick = pickCandidate(cands, this.lastDispatch, this.affinity);
       if (!pick) break;
       if (this.fleet && this.leavesSealed(pick.id)) continue;
+      // Too little memory for this worker now: its tasks are left out of this pass (and say why).
+      if (!this.memory.admit(pick.worker)) continue;
       const claimed = this.fleet
         ? this.engine.write(() => claimFleetTask(this.engine.db, pick as FleetCandidate, this.fleet!, this.runnerId, fleetLimitsOf(this.engine.config), now))
         : this.engine.write(() => claimTask(this.engine.db, pick.id, this.runnerId, now)) ? 'claimed' : 'taken';
@@ -294,10 +316,13 @@ export class Scheduler extends EventEmitter {
         break;
       }
       if (claimed !== 'claimed') continue;
+      this.memory.started(pick.id, pick.worker);
+      this.memory.clearWait(pick.worker);
       this.lastDispatch.set(pick.rootId, ++this.dispatchSeq);
       this.affinity = pick.cohort && pick.cohort === this.affinity.cohort ? { cohort: pick.cohort, streak: this.affinity.streak + 1 } : { cohort: pick.cohort, streak: 1 };
       this.launch(pick.id, pick.worker, pick.rootId);
     }
+    this.memory.endPass();
     if (this.running.size === 0) this.emit('idle');
   }
 
@@ -324,6 +349,8 @@ export class Scheduler extends EventEmitter {
     timer.unref();
     if (task?.cancelRequested) controller.abort('cancel');
     this.perWorker.set(worker, (this.perWorker.get(worker) ?? 0) + 1);
+    const gateway = task?.gateway ?? null;
+    if (gateway) this.perGateway.set(gateway, (this.perGateway.get(gateway) ?? 0) + 1);
     const done = runTask(
       {
         engine: this.engine,
@@ -331,8 +358,7 @@ export class Scheduler extends EventEmitter {
         signal: controller.signal,
         killGraceMs: this.engine.config.scheduler.kill_grace_ms,
         onRateLimit: (w, retryAt) => void pauseForRateLimit(this.engine.db, w, id, retryAt),
-        onWorkerOk: (w) => noteWorkerOk(this.engine.db, w, (fn) => this.engine.write(fn)),
-        onInfraFailure: (w, message) => this.engine.write(() => noteInfraFailure(this.engine.db, this.engine.config, w, message)),
+        ...breakerHooks(this.engine, gateway),
         onPlan: (t, r) => this.hooks.plan(this.engine, t, r),
         teamInputs: (t) => this.hooks.team.inputsFor(this.engine, t),
         stopped: this.stopSignal.signal,
@@ -352,8 +378,10 @@ export class Scheduler extends EventEmitter {
         clearTimeout(timer);
         this.running.delete(id);
         this.perWorker.set(worker, Math.max(0, (this.perWorker.get(worker) ?? 1) - 1));
+        if (gateway) this.perGateway.set(gateway, Math.max(0, (this.perGateway.get(gateway) ?? 1) - 1));
         if (this.stopped && !this.engine.db.open) return status;
         try {
+          this.memory.ended(id, worker);
           // In the same tick as the task's end: `run --until-idle` must not see the team idle before its next step.
           this.hooks.team.onEnded(this.engine, id);
         } catch (err) {
@@ -365,6 +393,6 @@ export class Scheduler extends EventEmitter {
         this.wake();
         return status;
       });
-    this.running.set(id, { id, name: task?.name ?? id, worker, rootId, attempt: task?.attempt ?? 0, controller, timer, done: settled });
+    this.running.set(id, { id, name: task?.name ?? id, worker, rootId, gateway, attempt: task?.attempt ?? 0, controller, timer, done: settled });
   }
 }

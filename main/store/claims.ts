@@ -10,6 +10,12 @@ export interface Candidate {
   cohort: string | null;
 }
 
+/** Trees and gateways whose tasks may not start now (beside the workers that cannot). */
+export interface CandidateExclusions {
+  roots?: string[];
+  gateways?: string[];
+}
+
 export interface ClaimLimits {
   perRoot: number;
   perRepository: number;
@@ -20,6 +26,8 @@ export const CANDIDATES_SQL = `SELECT t.id, t.root_id AS rootId, t.workspace, t.
        FROM tasks t INDEXED BY tasks_ready
        WHERE t.status = 'queued' AND t.deps_pending = 0
          AND t.worker NOT IN (SELECT value FROM json_each(?))
+         AND t.root_id NOT IN (SELECT value FROM json_each(?))
+         AND COALESCE(t.gateway, '') NOT IN (SELECT value FROM json_each(?))
          AND (SELECT COUNT(*) FROM tasks a WHERE a.status IN ('starting','running','verifying') AND a.root_id = t.root_id)
              < COALESCE((SELECT CAST(json_extract(s.value, '$.concurrency') AS INTEGER) FROM settings s WHERE s.key = 'root_budget.' || t.root_id), ?)
          AND (SELECT COUNT(*) FROM tasks a WHERE a.status IN ('starting','running','verifying') AND a.workspace = t.workspace) < ?
@@ -29,11 +37,12 @@ export const CANDIDATES_SQL = `SELECT t.id, t.root_id AS rootId, t.workspace, t.
 /**
  * Runnable queued tasks, best first by priority then age: every dependency completed or accepted
  * (`deps_pending = 0`: the ready set, migration 006, read through its partial index), and their root and
- * repository under the limits (a root's own budget, tasks/budget.ts, over perRoot). `exclude` lists
- * workers that cannot take work now.
+ * repository under the limits (a root's own budget, tasks/budget.ts, over perRoot). `excludeWorkers` lists
+ * workers that cannot take work now, `exclude.roots` trees that may start nothing now (a tree total reached),
+ * `exclude.gateways` gateways that take no work now (an open breaker).
  */
-export function listCandidates(db: Db, limits: ClaimLimits, excludeWorkers: string[], max = 64): Candidate[] {
-  const rows = prep(db, CANDIDATES_SQL).all(JSON.stringify(excludeWorkers), limits.perRoot, limits.perRepository, max) as Candidate[];
+export function listCandidates(db: Db, limits: ClaimLimits, excludeWorkers: string[], max = 64, exclude: CandidateExclusions = {}): Candidate[] {
+  const rows = prep(db, CANDIDATES_SQL).all(JSON.stringify(excludeWorkers), JSON.stringify(exclude.roots ?? []), JSON.stringify(exclude.gateways ?? []), limits.perRoot, limits.perRepository, max) as Candidate[];
   return rows;
 }
 

@@ -2,7 +2,7 @@ import type { StoreWriter as Engine } from './engine-handle.js';
 import { prep, type Db } from './db.js';
 import { appendEvent } from './events.js';
 import { isSameProcess, processStartTime } from '../platform/proc/process.js';
-import { claimTask, type Candidate, type ClaimLimits } from './claims.js';
+import { claimTask, type Candidate, type CandidateExclusions, type ClaimLimits } from './claims.js';
 import { runnerMayClaim } from './fleet-claims.js';
 
 // The fleet's rows (runners, their leases, claims across hosts): what scheduler/fleet.ts and the service
@@ -97,14 +97,16 @@ export const FLEET_CANDIDATES_SQL = `SELECT t.id, t.root_id AS rootId, t.workspa
          AND NOT EXISTS (SELECT 1 FROM settings h WHERE h.key = 'run_host.' || t.id AND h.value <> ?)
          AND t.id NOT IN (SELECT value FROM json_each(?))
          AND t.worker NOT IN (SELECT value FROM json_each(?))
+         AND t.root_id NOT IN (SELECT value FROM json_each(?))
+         AND COALESCE(t.gateway, '') NOT IN (SELECT value FROM json_each(?))
          AND (SELECT COUNT(*) FROM tasks a WHERE a.status IN ('starting','running','verifying') AND a.root_id = t.root_id)
              < COALESCE((SELECT CAST(json_extract(s.value, '$.concurrency') AS INTEGER) FROM settings s WHERE s.key = 'root_budget.' || t.root_id), ?)
          AND (SELECT COUNT(*) FROM tasks a WHERE a.status IN ('starting','running','verifying') AND COALESCE(a.repo_key, a.workspace) = COALESCE(t.repo_key, t.workspace)) < ?
        ORDER BY t.priority DESC, t.id
        LIMIT ?`;
 
-export function listFleetCandidates(db: Db, me: FleetIdentity, limits: ClaimLimits, excludeWorkers: string[], skipIds: string[] = [], max = 64): FleetCandidate[] {
-  return prep(db, FLEET_CANDIDATES_SQL).all(me.host, JSON.stringify([...me.repos.keys()]), JSON.stringify(me.host), JSON.stringify(skipIds), JSON.stringify(excludeWorkers), limits.perRoot, limits.perRepository, max) as FleetCandidate[];
+export function listFleetCandidates(db: Db, me: FleetIdentity, limits: ClaimLimits, excludeWorkers: string[], skipIds: string[] = [], max = 64, exclude: CandidateExclusions = {}): FleetCandidate[] {
+  return prep(db, FLEET_CANDIDATES_SQL).all(me.host, JSON.stringify([...me.repos.keys()]), JSON.stringify(me.host), JSON.stringify(skipIds), JSON.stringify(excludeWorkers), JSON.stringify(exclude.roots ?? []), JSON.stringify(exclude.gateways ?? []), limits.perRoot, limits.perRepository, max) as FleetCandidate[];
 }
 
 /** `lost`: this runner is no longer active or its lease ran out (it claims nothing until it joins again). */

@@ -90,6 +90,15 @@ export function pendingRequestOf(db: Db, taskId: string): TaskRequest | null {
   return row ? toRequest(row) : null;
 }
 
+/**
+ * Trees one of whose tasks waits for a person to raise a tree total (a pending budget request on a
+ * `root_*` field): no other task of such a tree starts meanwhile. Oldest request per tree.
+ */
+export function rootBudgetWaits(db: Db): { rootId: string; taskId: string; question: string }[] {
+  return prep(db, `SELECT t.root_id AS rootId, r.task_id AS taskId, r.question AS question FROM requests r JOIN tasks t ON t.id = r.task_id
+    WHERE r.status = 'pending' AND r.kind = 'budget' AND r.scope LIKE 'root!_%' ESCAPE '!' ORDER BY r.created_at, r.id`).all() as { rootId: string; taskId: string; question: string }[];
+}
+
 export interface ListRequestsQuery {
   status?: RequestStatus[];
   taskId?: string;

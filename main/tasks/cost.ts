@@ -109,6 +109,11 @@ export function costOfTask(db: Db, prices: Record<string, Price>, taskId: string
   return summarize(rows, prices);
 }
 
+/** Cost of a tree's tasks but those in `skip` (tasks whose running attempt is counted live elsewhere). */
+export function costOfRootExcept(db: Db, prices: Record<string, Price>, rootId: string, skip: ReadonlySet<string>): CostSummary {
+  return summarize(usageEventsOfRoot(db, rootId).filter((r) => !skip.has(r.task_id)), prices);
+}
+
 /** Cost of a whole tree (every task whose root is `rootId`, the root included), and USD per task of it. */
 export function costOfRoot(db: Db, prices: Record<string, Price>, rootId: string): { total: CostSummary; byTask: Map<string, number | null> } {
   const rows = usageEventsOfRoot(db, rootId);

@@ -14,7 +14,7 @@ import { getTask, insertTask, type NewTaskRow } from '../store/tasks.js';
 import { stampOrigin } from './repo-identity.js';
 import type { ParsedTaskInput } from './schema.js';
 import { redactNewTask, sealSecrets } from './secrets.js';
-import { checkCeiling, guardFieldsOf, setRootBudget, type RootBudget } from './budget.js';
+import { checkCeiling, guardFieldsOf, rootFieldsOf, setRootBudget, type RootBudget } from './budget.js';
 import type { Authority, Task, TaskKind, TaskMode, TaskStatus } from './types.js';
 import { checkAutoRepair } from './auto-repair.js';
 import { routedGateway, routedModel } from './route-rule.js';
@@ -221,7 +221,7 @@ function rootBudgets(inputs: ParsedTaskInput[], rows: NewTaskRow[], newIds: Set<
   inputs.forEach((t, i) => {
     if (!t.budget) return;
     const field = fieldOf(inputs, i, 'budget');
-    if (authority === 'agent') checkCeiling(config, guardFieldsOf(t.budget), field);
+    if (authority === 'agent') checkCeiling(config, { ...guardFieldsOf(t.budget), ...rootFieldsOf(t.budget) }, field);
     const root = rows[i].rootId;
     if (!newIds.has(root)) throw new AppError('invalid_input', `${field}: a budget is set when a task tree is created; this task joins tree ${root}`, { field });
     const seen = out.get(root);

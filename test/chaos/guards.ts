@@ -7,6 +7,7 @@
 //   tasks that failed (must be 0), retries spent, how long they waited.
 // - flapping: a worker that crashes (503, no JSON) while a file exists, removed after a few seconds. Measured:
 //   how often its breaker opened, tasks started while it was open (beyond the one probe), tasks left failed.
+// - tree totals and memory admission: guards-trees.ts.
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,6 +18,7 @@ import { getTask } from '../../main/store/tasks.js';
 import { activePause } from '../../main/scheduler/worker-pauses.js';
 import { makeHome, type TestHome } from '../helpers/env.js';
 import { sleep } from './rng.js';
+import { runTreeGuards, type TreeGuardFigures } from './guards-trees.js';
 
 const SCRIPTED = fileURLToPath(new URL('../fixtures/guards/scripted-codex.mjs', import.meta.url));
 const STEP = 1000;
@@ -31,7 +33,7 @@ export interface GuardsOptions {
   log: (line: string) => void;
 }
 
-export interface GuardsFigures {
+export interface GuardsFigures extends TreeGuardFigures {
   runaways: number;
   /** Tokens stored past each runaway's budget (input + output). */
   pastBudget: number[];
@@ -80,7 +82,8 @@ export async function runGuards(o: GuardsOptions): Promise<GuardsFigures> {
   const run = await runaways(o, notes);
   const lim = await rateLimits(o);
   const flap = await flapping(o, notes);
-  return { ...run, ...lim, ...flap, notes };
+  const trees = await runTreeGuards(Math.max(1, Math.ceil(o.runaways / 4)), o.runaways);
+  return { ...run, ...lim, ...flap, ...trees, notes };
 }
 
 async function runaways(o: GuardsOptions, notes: string[]) {

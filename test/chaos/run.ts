@@ -128,7 +128,11 @@ Bold figures must be 0; the command exits non-zero otherwise.
   own timestamps; **not stopped**: still running, or more than one line written after the stop. *Rate limits*: the
   first half of the runs get a 429 naming a 1 s reset, with \`retry_budget = 0\`; **failed** / **retries spent** must be 0.
   *Flapping*: the worker crashes (503, no JSON) for 4 s; **starts while open**: a task claimed while its breaker's
-  pause was in force (the probe after it is not one).
+  pause was in force (the probe after it is not one). *Tree totals* (\`test/chaos/guards-trees.ts\`): trees of three
+  runaways, two running at once, under \`root_max_tokens\` only; **not stopped**: a running task of the tree not stopped
+  with it, or more than one line written after the stop; **starts past the total**: a task of the tree claimed after it
+  was reached. *Memory*: a fake meminfo (\`LIGHTWORKER_MEMINFO\`) says 300 MiB free under a 512 MiB floor while tasks
+  are queued, then 100,000; **started below the floor** must be 0.
 
 - **Escaped survivors**: a linked worker (\`test/fixtures/containment/escape-agent.sh\`) leaves six processes behind per
   task, each out of the process group and without the \`LIGHTWORKER_*\` marker: \`env -i setsid -f sleep\`; a Python

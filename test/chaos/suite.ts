@@ -129,6 +129,9 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     'tasks failed by rate limits': guards?.rateLimitFailures ?? 0,
     'retries spent on rate limits': guards?.retriesSpent ?? 0,
     'starts while a breaker was open': guards?.startsWhileOpen ?? 0,
+    'task trees not stopped at their total': guards?.treesNotStopped ?? 0,
+    'starts in a tree past its total': guards?.treeStartsAfterTotal ?? 0,
+    'tasks started below the memory floor': guards?.memoryStartsBelowFloor ?? 0,
   };
   const { log: _log, ...options } = o;
   return { options, kills, compete, mcp, manyClients, http, secrets, accepts, custody, damage, escape, floods, guards, failures, durationS: Math.round((Date.now() - started) / 1000) };
@@ -210,6 +213,13 @@ function guardRows(r: ChaosReport): [string, string | number][] {
     ['**retries spent on rate limits**', r.failures['retries spent on rate limits']],
     ['flapping worker (crashes 4 s, then repaired; breaker 3 failures, 1 s doubling)', `${g.flaps} tasks: ${g.flapsFailed} failed while it crashed, ${g.flapsCompleted} completed; breaker opened ${g.breakerOpenings} times`],
     ['**starts while a breaker was open**', r.failures['starts while a breaker was open']],
+    ['task trees (3 runaways, 2 at once, only a tree total of 10k–24k tokens)', g.trees],
+    ['tokens stored past a tree total: max (one event of each running task is 2,000)', Math.max(0, ...g.treePastBudget).toLocaleString('en')],
+    ['usage lines written after a tree stop was decided: max', Math.max(0, ...g.treeAfterStop)],
+    ['**task trees not stopped at their total** (a running task not stopped, or > 1 line after the stop)', r.failures['task trees not stopped at their total']],
+    ['**starts in a tree past its total**', r.failures['starts in a tree past its total']],
+    ['tasks held for memory (fake meminfo: 300 MiB free, 512 MiB floor; then room)', `${g.memoryHeld} held, ${g.memoryCompleted} completed after`],
+    ['**tasks started below the memory floor**', r.failures['tasks started below the memory floor']],
   ];
 }
 

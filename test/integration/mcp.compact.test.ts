@@ -112,6 +112,13 @@ describe('compact MCP answers', () => {
     expect(props.objective).toEqual({ type: 'string', description: 'self-contained instructions' });
     expect(props.kind.type).toBe('string');
     expect(listed.tools.find((t) => t.name === 'orchestrate_goal')!.description).toMatch(/fields as in delegate_task/);
+    // budget: listed once, on delegate_task, as one line naming its fields (per task and the tree's totals).
+    expect(props.budget).toEqual({ type: 'object', description: expect.stringMatching(/max_tokens.*max_cost_usd.*max_turns.*max_wall_s.*root_max_\*/) });
+    expect(Object.keys(listed.tools.find((t) => t.name === 'orchestrate_goal')!.inputSchema.properties!)).not.toContain('budget');
+    const limited = await h.call('delegate_task', { objective: 'x', workspace: h.repo, budget: { max_tokens: 5000, root_max_tokens: 9000 } });
+    expect(limited.isError).toBeFalsy();
+    const wrongBudget = await h.call('delegate_task', { objective: 'x', workspace: h.repo, budget: { max_tokenz: 5 } });
+    expect(wrongBudget.structuredContent.message).toMatch(/budget\.max_tokenz|max_tokenz/);
     const bad = await h.call('delegate_batch', { tasks: [{ objective: 'x', workspace: h.repo, bogus: 1 }] });
     expect(bad.isError).toBe(true);
     expect(bad.structuredContent.message).toMatch(/tasks\[0\]\.bogus/);

@@ -99,10 +99,10 @@ describe('the ready set', () => {
     // The dispatch query reads the ready set's partial index, not every queued row.
     if (isPostgres(h.engine.db)) {
       h.engine.db.exec('ANALYZE tasks');
-      const plan = h.engine.db.prepare(`EXPLAIN ${CANDIDATES_SQL}`).all('[]', 2, 3, 64) as { 'QUERY PLAN': string }[];
+      const plan = h.engine.db.prepare(`EXPLAIN ${CANDIDATES_SQL}`).all('[]', '[]', '[]', 2, 3, 64) as { 'QUERY PLAN': string }[];
       expect(plan.map((r) => r['QUERY PLAN']).join('\n')).toMatch(/Index Scan using tasks_ready on tasks t/);
     } else {
-      const plan = h.engine.db.prepare(`EXPLAIN QUERY PLAN ${CANDIDATES_SQL}`).all('[]', 2, 3, 64) as { detail: string }[];
+      const plan = h.engine.db.prepare(`EXPLAIN QUERY PLAN ${CANDIDATES_SQL}`).all('[]', '[]', '[]', 2, 3, 64) as { detail: string }[];
       expect(plan[0].detail).toMatch(/^SCAN t USING (COVERING )?INDEX tasks_ready$/);
     }
     // Approving the gate makes it ready; its 2,000 dependents become ready once it completes.
