@@ -22,6 +22,8 @@ export const useSettings = defineStore('settings', () => {
   const path = ref('');
   /** The price table in effect and its built-in rows (get_settings). */
   const prices = ref<{ effective: Record<string, Price>; builtin: Record<string, Price> } | null>(null);
+  /** The built-in profiles (planner, fast_worker, …) routing may name besides [profiles]. */
+  const builtinProfiles = ref<Record<string, unknown>>({});
   const error = ref<string | null>(null);
   const saving = ref(false);
   const savedAt = ref<number | null>(null);
@@ -33,6 +35,7 @@ export const useSettings = defineStore('settings', () => {
       const r = await api().call('get_settings');
       config.value = r.config;
       prices.value = r.prices ?? null;
+      builtinProfiles.value = r.builtinProfiles ?? {};
       path.value = r.path;
       error.value = null;
     } catch (err) {
@@ -73,5 +76,5 @@ export const useSettings = defineStore('settings', () => {
     }
   }
 
-  return { config, path, prices, error, saving, savedAt, snippets, snippetError, load, save, savePrices, loadSnippet };
+  return { config, path, prices, builtinProfiles, error, saving, savedAt, snippets, snippetError, load, save, savePrices, loadSnippet };
 });
