@@ -132,6 +132,27 @@ describe('update_settings as the console calls it (every section sent back)', ()
   });
 });
 
+describe('update_settings refuses routing that names a profile that does not exist', () => {
+  it('an unknown profile in routing.types or routing.escalation is refused at that key, and the file is untouched', async () => {
+    const h = makeHome();
+    try {
+      h.configure(HAND_WRITTEN);
+      await expect(h.call('update_settings', { settings: { routing: { types: { feature: 'speedy' } } } })).rejects.toMatchObject({
+        code: 'invalid_input', message: expect.stringContaining('settings: routing.types.feature: unknown profile "speedy"'),
+      });
+      await expect(h.call('update_settings', { settings: { routing: { escalation: ['fast_worker', 'expert'] } } })).rejects.toMatchObject({
+        message: expect.stringContaining('settings: routing.escalation.1: unknown profile "expert"'),
+      });
+      expect(readFileSync(h.engine.home.config, 'utf8')).toBe(HAND_WRITTEN);
+      // Defined in the same save, it is known.
+      await h.call('update_settings', { settings: { profiles: { expert: { reasoning_effort: 'xhigh' } }, routing: { escalation: ['fast_worker', 'expert'], types: { feature: 'expert' } } } });
+      expect((await h.call('get_settings')).config.routing).toMatchObject({ escalation: ['fast_worker', 'expert'], types: { feature: 'expert' } });
+    } finally {
+      h.cleanup();
+    }
+  });
+});
+
 describe('a running process reloads config.toml', () => {
   it('`run` applies a raised limit at once, and keeps its config (logging config.invalid) when the file breaks', async () => {
     const { home, config } = homeWith('[scheduler]\nmax_concurrency = 1\n');
