@@ -17,16 +17,35 @@ let original: any;
 test.beforeAll(async ({ lw }) => {
   original = (await lw.call('get_settings')).config;
 });
-// The server is shared with other specs: leave its routing as it was.
+// Another spec on this server may have narrowed the allowed models: start from the documented defaults.
+test.beforeEach(async ({ lw }) => {
+  await lw.call('update_settings', {
+    settings: {
+      models: { allow: ['gpt-5.5', 'gpt-5.5-mini', 'claude-sonnet-4-5', 'claude-haiku-4-5', 'mock-model'], fast: 'gpt-5.5-mini', reasoning: 'gpt-5.5', per_worker: { 'claude-code': { fast: 'claude-haiku-4-5', reasoning: 'claude-sonnet-4-5' } }, routes: {} },
+      profiles: {}, gateways: {},
+      routing: { types: { chore: 'cheapest' }, escalation: ['fast_worker', 'deep_worker'], default_gateway: null },
+    },
+  });
+});
+// The server is shared with other specs: leave config.toml as it was. Null removes what these tests wrote
+// (the defaults apply again); sending the original back then writes only what differed from a default.
 test.afterEach(async ({ lw }) => {
   const c = original;
   await lw.call('update_settings', {
     settings: {
-      models: { allow: c.models.allow, per_worker: c.models.per_worker, routes: c.models.routes },
-      profiles: c.profiles, gateways: c.gateways,
-      routing: { types: c.routing.types, escalation: c.routing.escalation, default_gateway: c.routing.default_gateway ?? null },
+      models: { allow: null, fast: null, reasoning: null, per_worker: null, routes: null },
+      profiles: {}, gateways: {},
+      routing: { types: null, escalation: null, default_gateway: null },
     },
   });
+  await lw.call('update_settings', {
+    settings: {
+      models: { allow: c.models.allow, fast: c.models.fast, reasoning: c.models.reasoning, per_worker: c.models.per_worker, routes: c.models.routes },
+      profiles: c.profiles, gateways: c.gateways,
+      routing: { types: c.routing.types, escalation: c.routing.escalation, ...(c.routing.default_gateway ? { default_gateway: c.routing.default_gateway } : {}) },
+    },
+  });
+  expect((await lw.call('get_settings')).config).toEqual(c);
 });
 
 async function fillRouting(page: Page): Promise<void> {
@@ -81,7 +100,7 @@ test('gateways, profiles and routing filled as forms survive a reload and are wh
   expect(c.routing).toEqual({ types: { chore: 'cheapest', feature: 'quick' }, escalation: ['quick', 'deep_worker'], default_gateway: 'deepgw' });
   expect(c.models.routes).toEqual({ 'gpt-5.5': { primary: { gateway: 'deepgw', model: 'glm-4.6' }, fallback: { gateway: 'fastgw' } } });
   expect(c.models.per_worker.codex).toEqual({ fast: 'gpt-5.5-mini', reasoning: 'gpt-5.5' });
-  expect(c.models.per_worker['claude-code']).toEqual(original.models.per_worker['claude-code']);
+  expect(c.models.per_worker['claude-code']).toEqual({ fast: 'claude-haiku-4-5', reasoning: 'claude-sonnet-4-5' });
 
   await page.reload();
   await expect(field(page, 'gateways.fastgw.base_url')).toHaveValue('http://127.0.0.1:4100/v1');
