@@ -159,6 +159,11 @@ test('a bad gateway, profile or route is refused at its field and nothing change
   await expectRefusedAt(page, lw, 'profiles.quick.gateway', 'unknown gateway "fastgw"');
   await field(page, 'profiles.quick.gateway').selectOption('deepgw');
   await field(page, 'models.routes.gpt-5.5.fallback.gateway').selectOption('');
+  // The worker names come from list_workers (it probes the CLIs, so it may answer after the page is up).
+  await expect(page.locator('#settings-workers option[value=mock]')).toBeAttached();
+  await field(page, 'profiles.quick.worker').fill('no-such-worker');
+  await expectRefusedAt(page, lw, 'profiles.quick.worker', 'unknown worker "no-such-worker"');
+  await field(page, 'profiles.quick.worker').fill('');
   await field(page, 'profiles.quick.name').fill('');
   await expectRefusedAt(page, lw, 'profiles.new1.name', 'give the profile a name');
   await field(page, 'profiles.new1.name').fill('speedy');

@@ -87,10 +87,15 @@ function checkNames(names: string[], section: string, what: string, problems: Pr
 
 /**
  * The form's problems, first one first (the page shows and scrolls to it), and the sections to save when
- * there are none. `builtinProfiles` are the names routing may use besides the form's own profiles.
+ * there are none. `builtinProfiles` are the names routing may use besides the form's own profiles; `workers`
+ * the worker names a profile or pair may use (empty: not checked here).
  */
-export function sectionsFromForm(f: RoutingForm, builtinProfiles: string[]): { problems: Problem[]; sections: Sections } {
+export function sectionsFromForm(f: RoutingForm, builtinProfiles: string[], workers: string[] = []): { problems: Problem[]; sections: Sections } {
   const problems: Problem[] = [];
+  // The workers list_workers names (built-in and linked); unknown when it could not be read.
+  const knownWorker = (name: string, key: string) => {
+    if (name && workers.length && !workers.includes(name)) problems.push({ key, message: `unknown worker "${name}" (known: ${workers.join(', ')})` });
+  };
   const gatewayNames = new Set(f.gateways.map((g) => g.name.trim()).filter(Boolean));
   const profileNames = new Set([...builtinProfiles, ...f.profiles.map((p) => p.name.trim()).filter(Boolean)]);
   const knownGateway = (name: string, key: string) => {
@@ -122,6 +127,7 @@ export function sectionsFromForm(f: RoutingForm, builtinProfiles: string[]): { p
     if (!p.kinds.length) problems.push({ key: `${k}.kinds`, message: 'pick at least one kind of task it may run' });
     if (p.cost !== '' && (!Number.isInteger(Number(p.cost)) || Number(p.cost) < 0 || Number(p.cost) > 1000)) problems.push({ key: `${k}.cost`, message: 'a whole number from 0 to 1000' });
     knownGateway(p.gateway, `${k}.gateway`);
+    knownWorker(p.worker.trim(), `${k}.worker`);
     profiles[p.name.trim()] = {
       reasoning_effort: p.reasoning_effort as Config['profiles'][string]['reasoning_effort'],
       kinds: KINDS.filter((kind) => p.kinds.includes(kind)),
@@ -170,6 +176,7 @@ export function sectionsFromForm(f: RoutingForm, builtinProfiles: string[]): { p
     const worker = w.worker.trim();
     if (!worker) problems.push({ key: `${k}.worker`, message: 'name the worker this pair is for' });
     else if (perWorker[worker]) problems.push({ key: `${k}.worker`, message: `worker "${worker}" has two pairs` });
+    knownWorker(worker, `${k}.worker`);
     if (!w.fast) problems.push({ key: `${k}.fast`, message: 'pick its fast model' });
     if (!w.reasoning) problems.push({ key: `${k}.reasoning`, message: 'pick its reasoning model' });
     perWorker[worker] = { fast: w.fast, reasoning: w.reasoning };
