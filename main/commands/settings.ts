@@ -92,8 +92,10 @@ export const getSettings = defineCommand({
   readOnly: true,
   handler(ctx) {
     const prices = { effective: effectivePrices(ctx.engine.config), builtin: DEFAULT_PRICES };
+    // Whether each gateway's key variable is set where LightWorker runs (never its value), so a form can say so.
+    const keyEnvSet = Object.fromEntries(Object.values(ctx.engine.config.gateways).map((g) => [g.key_env, Boolean(process.env[g.key_env])]));
     // The built-in profiles are what a [profiles.NAME] of the same name overrides, and what routing may name.
-    return { path: ctx.engine.home.config, exists: existsSync(ctx.engine.home.config), config: ctx.engine.config, prices, builtinProfiles: BUILTIN_PROFILE_SPECS };
+    return { path: ctx.engine.home.config, exists: existsSync(ctx.engine.home.config), config: ctx.engine.config, prices, builtinProfiles: BUILTIN_PROFILE_SPECS, keyEnvSet };
   },
 });
 

@@ -105,6 +105,8 @@ test('gateways, profiles and routing filled as forms survive a reload and are wh
   await page.reload();
   await expect(field(page, 'gateways.fastgw.base_url')).toHaveValue('http://127.0.0.1:4100/v1');
   await expect(field(page, 'gateways.fastgw.key_env')).toHaveValue('FAST_GATEWAY_KEY');
+  // Whether the variable is set where LightWorker runs is said (never its value): here it is not.
+  await expect(page.locator('[data-gateway=fastgw] [data-testid=key-state]')).toHaveText('not set where LightWorker runs: export FAST_GATEWAY_KEY');
   await expect(field(page, 'profiles.quick.gateway')).toHaveValue('fastgw');
   await expect(field(page, 'routing.types.feature')).toHaveValue('quick');
   await expect(field(page, 'routing.default_gateway')).toHaveValue('deepgw');
