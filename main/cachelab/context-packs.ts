@@ -1,7 +1,8 @@
 import { AppError } from '../core/errors.js';
 import { containsSecret } from '../core/redact.js';
 import type { Db } from '../store/db.js';
-import { insertPackVersion, listPackVersions, newestPackVersion, packVersion, type PackRow } from '../store/cachelab.js';
+import { TERMINAL } from '../core/model.js';
+import { deletePackVersions, insertPackVersion, listPackVersions, newestPackVersion, packVersion, tasksUsingPacks, type PackRow } from '../store/cachelab.js';
 import { byteLength, sha256 } from './hash.js';
 
 /**
@@ -127,4 +128,22 @@ export function resolvePackRef(db: Db, ref: string | null, field = 'context_pack
     throw new AppError('invalid_input', `${field}: unknown context pack "${ref}" (add it with: lightworker context-pack add NAME --version V --file F)`, { field });
   }
   return `${pack.name}@${pack.version}`;
+}
+
+/**
+ * Remove one version (`name@version`) or every version of a pack (`name`). Refused while a task that is
+ * not over is pinned to a version it removes (that task would fail when it starts); ended tasks that used
+ * it are counted, since retrying one would then fail on the missing pack.
+ */
+export function removeContextPack(db: Db, ref: string): { removed: ContextPackInfo[]; endedTasks: number } {
+  const { name, version } = parsePackRef(ref);
+  const gone = listContextPacks(db).filter((p) => p.name === name && (version === null || p.version === version));
+  if (!gone.length) throw new AppError('not_found', `name: context pack "${ref}" not found`, { field: 'name' });
+  const use = tasksUsingPacks(db, gone.map((p) => `${p.name}@${p.version}`), [...TERMINAL]);
+  if (use.live.length) {
+    const shown = use.live.slice(0, 5).join(', ') + (use.live.length > 5 ? ` and ${use.live.length - 5} more` : '');
+    throw new AppError('conflict', `name: ${ref} is pinned by ${use.live.length} task(s) that have not ended (${shown}); cancel them or wait for them first`, { field: 'name', tasks: use.live });
+  }
+  deletePackVersions(db, name, version);
+  return { removed: gone, endedTasks: use.ended };
 }

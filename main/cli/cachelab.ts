@@ -37,7 +37,7 @@ function printMetrics(m: CacheMetrics): void {
   for (const c of m.cohorts) if (c.note) out(`  ${c.cohort}: ${c.note}`);
 }
 
-/** `lightworker cache-metrics` and `lightworker context-pack add|list|show`. */
+/** `lightworker cache-metrics` and `lightworker context-pack add|list|show|remove`. */
 export function registerCachelabCommands(program: Command): void {
   program
     .command('cache-metrics')
@@ -94,6 +94,20 @@ export function registerCachelabCommands(program: Command): void {
         const r = (await call('get_context_pack', { name })) as ContextPackInfo & { versions: ContextPackInfo[] };
         if (o.json) printJson(r);
         else out(`${r.name}@${r.version}  ${r.hash}  ${r.bytes} bytes\n\n${table(['name', 'version', 'hash', 'bytes', 'added'], r.versions.map(line))}`);
+      });
+    });
+  packs
+    .command('remove <name>')
+    .description('remove one version (NAME@VERSION) or every version (NAME); refused while an unfinished task uses it')
+    .option('--json')
+    .action(async (name: string, o, cmd: Command) => {
+      await withEngine(cmd, async (call) => {
+        const r = (await call('remove_context_pack', { name })) as { removed: ContextPackInfo[]; endedTasks: number };
+        if (o.json) printJson(r);
+        else {
+          out(`removed ${r.removed.map((p) => `${p.name}@${p.version}`).join(', ')}`);
+          if (r.endedTasks) out(`  ${r.endedTasks} ended task(s) used it: retrying one fails until the pack is added again`);
+        }
       });
     });
 }

@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
 import { z } from 'zod';
-import { addContextPack, decodePackFile, findContextPack, listContextPacks, PACK_NAME, PACK_VERSION, type ContextPackInfo } from '../cachelab/context-packs.js';
+import { addContextPack, decodePackFile, findContextPack, listContextPacks, PACK_NAME, PACK_VERSION, removeContextPack, type ContextPackInfo } from '../cachelab/context-packs.js';
 import { readCacheMetrics } from '../cachelab/report.js';
 import { AppError } from '../core/errors.js';
-import { defineCommand } from './table.js';
+import { defineCommand, requirePersonOrAllowed } from './table.js';
 
 export const getCacheMetrics = defineCommand({
   name: 'get_cache_metrics',
@@ -59,15 +59,27 @@ export const listContextPacksCommand = defineCommand({
 
 export const getContextPack = defineCommand({
   name: 'get_context_pack',
-  description: 'One context pack by name (newest version) or name@version: hash, bytes and its versions.',
-  input: z.strictObject({ name: z.string().min(1).max(97) }),
+  description: 'One context pack by name (newest version) or name@version: hash, bytes and its versions; its text only when asked (text: true).',
+  input: z.strictObject({ name: z.string().min(1).max(97), text: z.boolean().optional().describe('also return the pack text (for a person reviewing it)') }),
   readOnly: true,
-  handler(ctx, input): ContextPackInfo & { versions: ContextPackInfo[] } {
+  handler(ctx, input): ContextPackInfo & { versions: ContextPackInfo[]; text?: string } {
     const pack = findContextPack(ctx.engine.db, input.name);
     if (!pack) throw new AppError('not_found', `context pack "${input.name}" not found`, { field: 'name' });
-    const { text: _text, ...info } = pack;
-    return { ...info, versions: listContextPacks(ctx.engine.db).filter((p) => p.name === pack.name) };
+    const { text, ...info } = pack;
+    return { ...info, versions: listContextPacks(ctx.engine.db).filter((p) => p.name === pack.name), ...(input.text ? { text } : {}) };
   },
 });
 
-export const CACHELAB_COMMANDS = [getCacheMetrics, addContextPackCommand, listContextPacksCommand, getContextPack];
+export const removeContextPackCommand = defineCommand({
+  name: 'remove_context_pack',
+  description: 'Remove one version (name@version) or every version (name) of a context pack; refused while a task that has not ended is pinned to it.',
+  input: z.strictObject({ name: z.string().min(1).max(97) }),
+  readOnly: false,
+  handler(ctx, input): { removed: ContextPackInfo[]; endedTasks: number } {
+    // Packs are shared reference text for every task: removing one is the person's call, like settings.
+    requirePersonOrAllowed(ctx, 'removing a context pack');
+    return ctx.engine.write(() => removeContextPack(ctx.engine.db, input.name));
+  },
+});
+
+export const CACHELAB_COMMANDS = [getCacheMetrics, addContextPackCommand, listContextPacksCommand, getContextPack, removeContextPackCommand];

@@ -41,6 +41,7 @@ export const COMMAND_NAMES = [
   'add_context_pack',
   'list_context_packs',
   'get_context_pack',
+  'remove_context_pack',
   'followup_task',
   'pause_task',
   'resume_task',

@@ -8,6 +8,7 @@ import { editToml, isPlainObject } from '../core/toml-edit.js';
 import { DEFAULT_PRICES, effectivePrices } from '../tasks/cost.js';
 import { defineCommand, requirePersonOrAllowed } from './table.js';
 import { PRIVATE_FILE } from '../core/private-home.js';
+import { BUILTIN_PROFILE_SPECS } from '../core/profiles.js';
 
 type Section = keyof typeof configSchema.shape;
 type Doc = Record<string, unknown>;
@@ -86,12 +87,15 @@ function fileText(text: string, next: Doc): string {
 
 export const getSettings = defineCommand({
   name: 'get_settings',
-  description: 'The effective configuration (config.toml merged over the defaults) and where it lives.',
+  description: 'The effective configuration (config.toml merged over the defaults), the built-in profiles, and where it lives.',
   input: z.strictObject({}),
   readOnly: true,
   handler(ctx) {
     const prices = { effective: effectivePrices(ctx.engine.config), builtin: DEFAULT_PRICES };
-    return { path: ctx.engine.home.config, exists: existsSync(ctx.engine.home.config), config: ctx.engine.config, prices };
+    // Whether each gateway's key variable is set where LightWorker runs (never its value), so a form can say so.
+    const keyEnvSet = Object.fromEntries(Object.values(ctx.engine.config.gateways).map((g) => [g.key_env, Boolean(process.env[g.key_env])]));
+    // The built-in profiles are what a [profiles.NAME] of the same name overrides, and what routing may name.
+    return { path: ctx.engine.home.config, exists: existsSync(ctx.engine.home.config), config: ctx.engine.config, prices, builtinProfiles: BUILTIN_PROFILE_SPECS, keyEnvSet };
   },
 });
 

@@ -1,4 +1,5 @@
 import type { Config } from './config.js';
+import { profileNames } from './profiles.js';
 
 /** A rule of config.toml that spans keys (the schema checks each key alone). */
 export interface ConfigProblem {
@@ -30,5 +31,15 @@ export function configProblems(config: Config, raw?: unknown): ConfigProblem[] {
     check(`models.per_worker.${worker}.reasoning`, pair.reasoning);
   }
   for (const [name, p] of Object.entries(config.profiles)) check(`profiles.${name}.model`, p.model);
+  // Routing names profiles: one that is neither built in nor in [profiles] would fail only when a task is
+  // routed or retried deeper, so it is caught here.
+  const profiles = new Set(profileNames(config));
+  const known = `known: ${[...profiles].join(', ')}`;
+  for (const [type, name] of Object.entries(config.routing.types)) {
+    if (name !== undefined && name !== 'cheapest' && !profiles.has(name)) problems.push({ key: `routing.types.${type}`, message: `unknown profile "${name}" (${known}, or "cheapest")` });
+  }
+  config.routing.escalation.forEach((name, i) => {
+    if (!profiles.has(name)) problems.push({ key: `routing.escalation.${i}`, message: `unknown profile "${name}" (${known})` });
+  });
   return problems;
 }

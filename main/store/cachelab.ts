@@ -96,3 +96,19 @@ export function insertPackVersion(db: Db, p: PackRow): void {
 export function listPackVersions(db: Db): PackRow[] {
   return prep(db, 'SELECT * FROM context_packs ORDER BY name, created_at DESC, version DESC').all() as PackRow[];
 }
+
+/** Delete a pack's versions (one version, or every version when `version` is null); how many went. */
+export function deletePackVersions(db: Db, name: string, version: string | null): number {
+  const r = version === null ? prep(db, 'DELETE FROM context_packs WHERE name = ?').run(name) : prep(db, 'DELETE FROM context_packs WHERE name = ? AND version = ?').run(name, version);
+  return Number(r.changes);
+}
+
+/** Tasks pinned to any of `refs` (`name@version`), split into those still live and those ended. */
+export function tasksUsingPacks(db: Db, refs: string[], ended: readonly string[]): { live: string[]; ended: number } {
+  if (!refs.length) return { live: [], ended: 0 };
+  const marks = refs.map(() => '?').join(', ');
+  const endedMarks = ended.map(() => '?').join(', ');
+  const live = prep(db, `SELECT id FROM tasks WHERE context_pack IN (${marks}) AND status NOT IN (${endedMarks}) ORDER BY created_at, id`).all(...refs, ...ended) as { id: string }[];
+  const done = prep(db, `SELECT COUNT(*) AS n FROM tasks WHERE context_pack IN (${marks}) AND status IN (${endedMarks})`).get(...refs, ...ended) as { n: number | string };
+  return { live: live.map((r) => r.id), ended: Number(done.n) };
+}

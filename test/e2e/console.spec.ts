@@ -86,7 +86,10 @@ test('settings save and survive a reload', async ({ page, lw, shot }) => {
   await expect(page.locator('input[name="limits.retry_budget"]')).toHaveValue('5');
   await expect(page.locator('textarea[name="models.allow"]')).toHaveValue('mock-model\ngpt-5.5\ngpt-5.5-mini');
   // A bad value is refused with the key named, and nothing changes.
-  await page.locator('textarea[name=gateways]').fill(JSON.stringify({ local: { base_url: 'not a url', key_env: 'LOCAL_KEY' } }));
+  await page.locator('button[data-action=add-gateway]').click();
+  await page.locator('input[name="gateways.new1.name"]').fill('local');
+  await page.locator('input[name="gateways.local.base_url"]').fill('not a url');
+  await page.locator('input[name="gateways.local.key_env"]').fill('LOCAL_KEY');
   await page.locator('button[data-action=save-settings]').click();
   await expect(page.getByTestId('save-error')).toContainText('gateways.local.base_url');
   expect((await lw.call('get_settings')).config.gateways).toEqual({});

@@ -132,6 +132,44 @@ describe('update_settings as the console calls it (every section sent back)', ()
   });
 });
 
+describe('update_settings refuses routing that names a profile that does not exist', () => {
+  it('an unknown profile in routing.types or routing.escalation is refused at that key, and the file is untouched', async () => {
+    const h = makeHome();
+    try {
+      h.configure(HAND_WRITTEN);
+      await expect(h.call('update_settings', { settings: { routing: { types: { feature: 'speedy' } } } })).rejects.toMatchObject({
+        code: 'invalid_input', message: expect.stringContaining('settings: routing.types.feature: unknown profile "speedy"'),
+      });
+      await expect(h.call('update_settings', { settings: { routing: { escalation: ['fast_worker', 'expert'] } } })).rejects.toMatchObject({
+        message: expect.stringContaining('settings: routing.escalation.1: unknown profile "expert"'),
+      });
+      expect(readFileSync(h.engine.home.config, 'utf8')).toBe(HAND_WRITTEN);
+      // Defined in the same save, it is known.
+      await h.call('update_settings', { settings: { profiles: { expert: { reasoning_effort: 'xhigh' } }, routing: { escalation: ['fast_worker', 'expert'], types: { feature: 'expert' } } } });
+      expect((await h.call('get_settings')).config.routing).toMatchObject({ escalation: ['fast_worker', 'expert'], types: { feature: 'expert' } });
+    } finally {
+      h.cleanup();
+    }
+  });
+});
+
+describe('get_settings says whether each gateway key variable is set, never its value', () => {
+  it('answers true for a set variable and false for a missing one, with no value anywhere', async () => {
+    const h = makeHome();
+    const name = `LW_TEST_GATEWAY_KEY_${process.pid}`;
+    process.env[name] = 'sk-test-value-that-must-not-leak-0123456789';
+    try {
+      await h.call('update_settings', { settings: { gateways: { a: { base_url: 'http://127.0.0.1:9/v1', key_env: name }, b: { base_url: 'http://127.0.0.1:9/v1', key_env: 'LW_TEST_UNSET_KEY' } } } });
+      const r = await h.call('get_settings');
+      expect(r.keyEnvSet).toEqual({ [name]: true, LW_TEST_UNSET_KEY: false });
+      expect(JSON.stringify(r)).not.toContain('sk-test-value');
+    } finally {
+      delete process.env[name];
+      h.cleanup();
+    }
+  });
+});
+
 describe('a running process reloads config.toml', () => {
   it('`run` applies a raised limit at once, and keeps its config (logging config.invalid) when the file breaks', async () => {
     const { home, config } = homeWith('[scheduler]\nmax_concurrency = 1\n');

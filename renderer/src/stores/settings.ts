@@ -22,6 +22,10 @@ export const useSettings = defineStore('settings', () => {
   const path = ref('');
   /** The price table in effect and its built-in rows (get_settings). */
   const prices = ref<{ effective: Record<string, Price>; builtin: Record<string, Price> } | null>(null);
+  /** The built-in profiles (planner, fast_worker, …) routing may name besides [profiles]. */
+  const builtinProfiles = ref<Record<string, unknown>>({});
+  /** Whether each gateway key variable is set in the server's environment (get_settings; never the value). */
+  const keyEnvSet = ref<Record<string, boolean>>({});
   const error = ref<string | null>(null);
   const saving = ref(false);
   const savedAt = ref<number | null>(null);
@@ -33,6 +37,8 @@ export const useSettings = defineStore('settings', () => {
       const r = await api().call('get_settings');
       config.value = r.config;
       prices.value = r.prices ?? null;
+      builtinProfiles.value = r.builtinProfiles ?? {};
+      keyEnvSet.value = r.keyEnvSet ?? {};
       path.value = r.path;
       error.value = null;
     } catch (err) {
@@ -47,6 +53,8 @@ export const useSettings = defineStore('settings', () => {
       const r = await api().call('update_settings', { settings: sections });
       config.value = r.config;
       error.value = null;
+      // A gateway just added names a variable get_settings has not looked at yet.
+      void load();
       savedAt.value = Date.now();
       return true;
     } catch (err) {
@@ -73,5 +81,5 @@ export const useSettings = defineStore('settings', () => {
     }
   }
 
-  return { config, path, prices, error, saving, savedAt, snippets, snippetError, load, save, savePrices, loadSnippet };
+  return { config, path, prices, builtinProfiles, keyEnvSet, error, saving, savedAt, snippets, snippetError, load, save, savePrices, loadSnippet };
 });
