@@ -6,6 +6,7 @@ import { startSchedulerService, type SchedulerService } from '../../main/app.js'
 import { waitTasks } from '../../main/scheduler/wait.js';
 import { getTask } from '../../main/store/tasks.js';
 import { makeHome, type TestHome } from '../helpers/env.js';
+import { until } from '../helpers/budget-probe.js';
 
 const SCRIPTED = fileURLToPath(new URL('../fixtures/guards/scripted-codex.mjs', import.meta.url));
 
@@ -16,16 +17,6 @@ afterEach(async () => {
   svc = null;
   h?.cleanup();
 });
-
-async function until<T>(what: string, fn: () => Promise<T | null | undefined | false> | T | null | undefined | false, ms = 60_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 describe('a circuit breaker per worker', () => {
   it('opens after N infrastructure failures in a row, says so, lets one probe through after a growing cool-down, and closes on its success', async () => {
