@@ -90,9 +90,10 @@ export function cgroupWritable(): boolean {
 
 /**
  * Whether a leader's spawner helper kills its trees itself when the leader dies (Linux, a helper at all:
- * python3 runs and LIGHTWORKER_SPAWNER is not 0; without cgroups: LIGHTWORKER_CGROUP=0, or none writable
- * here); else they live on until a takeover.
+ * python3 runs and LIGHTWORKER_SPAWNER is not 0; and either a fleet runner's, whose armed lease deadline
+ * means nobody on another host could kill them later — the `postgres` project's leaders are — or without
+ * cgroups: LIGHTWORKER_CGROUP=0, or none writable here); else they live on until a takeover.
  */
-export function helperKillsOnLeaderDeath(pythonRuns: boolean): boolean {
-  return process.platform === 'linux' && pythonRuns && process.env.LIGHTWORKER_SPAWNER !== '0' && (process.env.LIGHTWORKER_CGROUP === '0' || !cgroupWritable());
+export function helperKillsOnLeaderDeath(pythonRuns: boolean, fleet = process.env.LIGHTWORKER_TEST_STORE === 'postgres'): boolean {
+  return process.platform === 'linux' && pythonRuns && process.env.LIGHTWORKER_SPAWNER !== '0' && (fleet || process.env.LIGHTWORKER_CGROUP === '0' || !cgroupWritable());
 }
