@@ -248,7 +248,7 @@ export function registerSchedulerCommands(program: Command): void {
           out(r.leader ? `leader: pid ${r.leader.pid} on ${r.leader.hostname}` : 'leader: none (start one with `lightworker run`)');
           out(`paused: ${r.paused}`);
           out(`tasks: ${Object.entries(r.counts).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}`);
-          for (const p of r.pausedWorkers) out(`worker ${p.worker} paused until ${new Date(p.until).toISOString()}: ${p.reason}`);
+          for (const p of r.pausedWorkers) out(`${p.worker.startsWith('gateway:') ? `gateway ${p.worker.slice(8)}` : `worker ${p.worker}`} paused until ${new Date(p.until).toISOString()}: ${p.reason}`);
         }
       });
     });

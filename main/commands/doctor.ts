@@ -142,8 +142,8 @@ function sealCheck(ctx: CommandContext): DoctorCheck {
 
 /**
  * config.toml as it is on disk now (a running console may still use the version before an edit): valid
- * TOML, keys and types the schema knows, and every configured model allow-listed — the same checks
- * `update_settings` makes before it writes.
+ * TOML, keys and types the schema knows, every configured model allow-listed and each profile's worker
+ * known — the same checks `update_settings` makes before it writes.
  */
 function configCheck(ctx: CommandContext): DoctorCheck {
   const path = ctx.engine.home.config;
@@ -156,7 +156,7 @@ function configCheck(ctx: CommandContext): DoctorCheck {
   } catch (err) {
     return { name: 'config', ok: false, detail: (err as Error).message, fix };
   }
-  const problems = configProblems(config, raw);
+  const problems = configProblems(config, raw, allWorkerNames({ db: ctx.engine.db, home: ctx.engine.home, config }));
   if (problems.length) return { name: 'config', ok: false, detail: problems.map((p) => `${p.key}: ${p.message}`).join('; '), fix };
   return { name: 'config', ok: true, detail: existsSync(path) ? `${path} is valid` : `no ${path}: defaults in force` };
 }

@@ -9,6 +9,7 @@ import { DEFAULT_PRICES, effectivePrices } from '../tasks/cost.js';
 import { defineCommand, requirePersonOrAllowed } from './table.js';
 import { PRIVATE_FILE } from '../core/private-home.js';
 import { BUILTIN_PROFILE_SPECS } from '../core/profiles.js';
+import { allWorkerNames } from '../workers/registry.js';
 
 type Section = keyof typeof configSchema.shape;
 type Doc = Record<string, unknown>;
@@ -120,10 +121,11 @@ export const updateSettings = defineCommand({
       next[section] = withoutNulls(MAPS.has(section) ? part : { ...(raw[section] as Doc | undefined), ...part });
     }
     // Validate everything before writing anything: the schema names a bad key or type, the rules a model
-    // outside models.allow (only problems this change brings: an older one elsewhere is doctor's to report).
+    // outside models.allow or a profile's unknown worker (only problems this change brings: an older one elsewhere is doctor's to report).
     const config = parseConfig(next, 'settings');
-    const known = new Set(configProblems(before, raw).map((p) => `${p.key}\n${p.message}`));
-    const added = configProblems(config, next).filter((p) => !known.has(`${p.key}\n${p.message}`));
+    const workersOf = (c: typeof config) => allWorkerNames({ db: ctx.engine.db, home: ctx.engine.home, config: c });
+    const known = new Set(configProblems(before, raw, workersOf(before)).map((p) => `${p.key}\n${p.message}`));
+    const added = configProblems(config, next, workersOf(config)).filter((p) => !known.has(`${p.key}\n${p.message}`));
     if (added.length) throw new AppError('invalid_input', `settings: ${added[0].key}: ${added[0].message}`, { key: added[0].key, field: added[0].key });
     const out = fileText(text, next);
     if (out !== text) {

@@ -15,8 +15,10 @@ export interface ConfigProblem {
  * `raw` is the file as parsed: the built-in per-worker pair (Claude models for claude-code) is checked
  * only when the file writes [models.per_worker] itself, so narrowing models.allow to one vendor is not
  * refused over a default the user never chose (a claude-code task would then be refused when routed).
+ * `workers`: the worker names this home knows (built in, linked, [workers.NAME]); given, each profile's
+ * worker must be one of them.
  */
-export function configProblems(config: Config, raw?: unknown): ConfigProblem[] {
+export function configProblems(config: Config, raw?: unknown, workers?: readonly string[]): ConfigProblem[] {
   const rawModels = (raw as { models?: { per_worker?: unknown } } | undefined)?.models;
   const perWorkerWritten = raw === undefined || rawModels?.per_worker !== undefined;
   const allow = new Set(config.models.allow);
@@ -41,5 +43,12 @@ export function configProblems(config: Config, raw?: unknown): ConfigProblem[] {
   config.routing.escalation.forEach((name, i) => {
     if (!profiles.has(name)) problems.push({ key: `routing.escalation.${i}`, message: `unknown profile "${name}" (${known})` });
   });
+  // A profile's worker that does not exist would fail only when a task routed to the profile is claimed.
+  if (workers) {
+    const names = new Set(workers);
+    for (const [name, p] of Object.entries(config.profiles)) {
+      if (p.worker !== undefined && !names.has(p.worker)) problems.push({ key: `profiles.${name}.worker`, message: `unknown worker "${p.worker}" (known: ${[...names].join(', ')})` });
+    }
+  }
   return problems;
 }

@@ -28,8 +28,8 @@ export interface EngineEventMap {
   'task.accept_recovered': Open;
   /** A run stopped by its spend guard: which budget, its limit and what was spent. */
   'task.budget_reached': { attempt: number; field: string; limit: number; spent: unknown } & Open;
-  /** A rate limit put the same attempt back in the queue; its worker waits until `until`. */
-  'task.rate_limited': { attempt: number; worker: string; until: number; message: string } & Open;
+  /** A rate limit put the same attempt back in the queue; its worker (its gateway, when routed through one) waits until `until`. */
+  'task.rate_limited': { attempt: number; worker: string; gateway: string | null; until: number; message: string } & Open;
   'plan.expanded': { summary: string; tasks: { id: string; ref: string }[] };
   'team.round': { strategy: string } & Open;
   'team.ended': { strategy: string; outcome: string } & Open;

@@ -16,7 +16,7 @@ export class RateLimited extends Error {
 
 /**
  * Put a rate-limited run back in the queue as the same attempt: it does not fail, spends no retry, blocks no
- * dependent, and is claimed again once its worker's pause (`inSameWrite`: the scheduler's, in this transaction)
+ * dependent, and is claimed again once its worker's (or its gateway's) pause (`inSameWrite`: the scheduler's, in this transaction)
  * ends. False when the task was moved by someone else meanwhile; `fence`: a runner that lost it changes nothing.
  */
 export function requeueRateLimited(engine: EngineContext, task: Task, err: RateLimited, inSameWrite: () => void = () => undefined, fence?: Fence): boolean {
@@ -25,7 +25,7 @@ export function requeueRateLimited(engine: EngineContext, task: Task, err: RateL
     if (!cur || (cur.status !== 'starting' && cur.status !== 'running')) return false;
     const now = Date.now();
     const message = err.message.split('\n')[0].slice(0, 300);
-    appendEvent(engine.db, task.id, 'task.rate_limited', { attempt: task.attempt, worker: task.worker, until: err.retryAt ?? 0, message }, now);
+    appendEvent(engine.db, task.id, 'task.rate_limited', { attempt: task.attempt, worker: task.worker, gateway: task.gateway ?? null, until: err.retryAt ?? 0, message }, now);
     move(engine.db, task.id, cur.status, 'queued', { reason: `rate limited: ${message}`.slice(0, 300), fields: { pid: null, pidStart: null }, fence });
     requeueAttempt(engine.db, task.id, task.attempt);
     inSameWrite();

@@ -357,7 +357,8 @@ export class Scheduler extends EventEmitter {
         runnerId: this.runnerId,
         signal: controller.signal,
         killGraceMs: this.engine.config.scheduler.kill_grace_ms,
-        onRateLimit: (w, retryAt) => void pauseForRateLimit(this.engine.db, w, id, retryAt),
+        // Through a gateway the limit is its provider's: the gateway waits (every worker routed to it), not the worker.
+        onRateLimit: (w, retryAt) => void pauseForRateLimit(this.engine.db, gateway ? gatewayKey(gateway) : w, id, retryAt),
         ...breakerHooks(this.engine, gateway),
         onPlan: (t, r) => this.hooks.plan(this.engine, t, r),
         teamInputs: (t) => this.hooks.team.inputsFor(this.engine, t),

@@ -70,17 +70,29 @@ export function isHalfOpen(db: Db, config: Config, key: string, now = Date.now()
   return b !== null && b.failures >= config.breaker.failures && activePause(db, key, now) === null;
 }
 
+/** `20:41:05 UTC`, with the date in front when it is not today's (a quota reset days away). */
+function wallClock(t: number, now: number): string {
+  const iso = new Date(t).toISOString();
+  const day = iso.slice(0, 10) === new Date(now).toISOString().slice(0, 10) ? '' : `${iso.slice(0, 10)} `;
+  return `${day}${iso.slice(11, 19)} UTC`;
+}
+
 /**
- * A rate limit: the worker takes no task until `retryAt` (what its CLI said), else for a backoff that doubles
- * while it stays limited (5 s to 5 min). A longer pause already set (an open breaker) stays. In the caller's transaction.
+ * A rate limit: the worker (`gateway:<name>` for a task routed through a gateway, whose provider said it)
+ * takes no task until `retryAt` (what its CLI said), else for a backoff that doubles while it stays limited
+ * (5 s to 5 min). A longer pause already set (an open breaker) stays. In the caller's transaction.
  */
-export function pauseForRateLimit(db: Db, worker: string, taskId: string, retryAt: number | null, now = Date.now()): WorkerPause {
-  const prev = getSetting<WorkerPause>(db, PAUSE_PREFIX + worker);
+export function pauseForRateLimit(db: Db, key: string, taskId: string, retryAt: number | null, now = Date.now()): WorkerPause {
+  const prev = getSetting<WorkerPause>(db, PAUSE_PREFIX + key);
   const backoffMs = retryAt !== null ? Math.max(1000, retryAt - now) : Math.min(BACKOFF_MAX_MS, prev?.cause === 'rate_limit' ? prev.backoffMs * 2 : BACKOFF_MIN_MS);
   const until = retryAt ?? now + backoffMs;
   if (prev && prev.until > until) return prev;
-  const pause: WorkerPause = { until, backoffMs, cause: 'rate_limit', reason: `worker ${worker} rate limited (task ${taskId}); retrying at ${clock(until)}${retryAt !== null ? ' (the reset its CLI named)' : ' (backoff)'}` };
-  setSetting(db, PAUSE_PREFIX + worker, pause);
+  const why = retryAt !== null ? 'the reset its CLI named' : 'backoff';
+  const reason = key.startsWith(GATEWAY)
+    ? `${subjectOf(key)} rate-limited until ${wallClock(until, now)} (task ${taskId}, ${why}); every task routed to it waits`
+    : `worker ${key} rate limited (task ${taskId}); retrying at ${clock(until)} (${why})`;
+  const pause: WorkerPause = { until, backoffMs, cause: 'rate_limit', reason };
+  setSetting(db, PAUSE_PREFIX + key, pause);
   return pause;
 }
 

@@ -21,6 +21,14 @@ async function clickAndDismiss(page: Page, button: ReturnType<Page['locator']>, 
 }
 
 
+/** The narrow top bar is one line: every page link (Packs, the last, too) on the row of the first, none scrolled out of view. */
+async function navOnOneLine(page: Page, where: string): Promise<void> {
+  const tops = await page.locator('nav.side a').evaluateAll((links) => links.map((a) => `${a.textContent!.trim()} ${(a as HTMLElement).offsetTop}`));
+  expect(new Set(tops.map((x) => x.split(' ').pop())).size, `the top bar wraps on ${where}: ${tops.join(', ')}`).toBe(1);
+  const [packs, bar] = await Promise.all([page.locator('nav.side a[data-page=packs]').boundingBox(), page.locator('nav.side .pages').boundingBox()]);
+  expect(packs && bar && packs.x + packs.width <= bar.x + bar.width + 0.5, `Packs is cut off at 800 px on ${where}`).toBe(true);
+}
+
 async function waitEnded(lw: { call: (n: string, i?: unknown) => Promise<any> }, id: string): Promise<string> {
   let status = '';
   await expect
@@ -333,12 +341,24 @@ test('every page fits 800 px without sideways scrolling; the side bar stacks abo
       const nav = await page.locator('nav.side').boundingBox();
       const main = await page.locator('main.content').boundingBox();
       expect(nav && main && nav.y + nav.height <= main.y + 1, `the side bar is above the content on ${hash}`).toBe(true);
+      await navOnOneLine(page, hash);
       // …and the page starts right below it (no stretched empty band on short pages).
       const first = await page.locator('main.content > *').first().boundingBox();
       expect(first && nav && first.y - (nav.y + nav.height), `gap above the content on ${hash}`).toBeLessThan(60);
       await shot(page, `narrow-${hash.replace(/[#/]+/g, '-').replace(/^-|-$/g, '').slice(0, 20)}-${theme}-800`);
     }
   }
+  // With a count beside Approvals (a question waits), the bar still holds every link on its line.
+  const { task: asking } = await lw.call('delegate_task', {
+    objective: 'asks', name: 'asks', workspace: lw.repo, kind: 'execute', mode: 'auto_execute',
+    metadata: { mock: { result: { summary: 'need input', files_changed: [], notes: null, escalation: { type: 'question', text: 'Which one?', options: ['a', 'b'], command: null, scope: null, reason: 'unsaid' } } } },
+  });
+  await expect.poll(async () => (await lw.call('get_task', { id: asking.id })).task.status, { timeout: 30_000 }).toBe('waiting_input');
+  await openAt(page, lw.url, '#/tasks', 800, 'light');
+  await expect(page.getByTestId('inbox-count')).toBeVisible();
+  await navOnOneLine(page, '#/tasks with a question waiting');
+  await noSidewaysScroll(page, 800);
+  await lw.call('cancel_task', { id: asking.id });
   // At 1440 the side bar sits beside the content.
   await openAt(page, lw.url, '#/tasks', 1440, 'light');
   const nav = await page.locator('nav.side').boundingBox();

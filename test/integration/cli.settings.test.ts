@@ -153,6 +153,40 @@ describe('update_settings refuses routing that names a profile that does not exi
   });
 });
 
+describe('a profile must name a worker this home knows', () => {
+  it('update_settings and `settings set` refuse an unknown worker at profiles.NAME.worker, naming the known ones, and change nothing', async () => {
+    const h = makeHome();
+    try {
+      h.configure(HAND_WRITTEN);
+      await expect(h.call('update_settings', { settings: { profiles: { deep: { worker: 'codx', reasoning_effort: 'high' } } } })).rejects.toMatchObject({
+        code: 'invalid_input',
+        message: expect.stringMatching(/^settings: profiles\.deep\.worker: unknown worker "codx" \(known: mock, codex, claude-code, .*\)$/),
+        details: { key: 'profiles.deep.worker' },
+      });
+      expect(readFileSync(h.engine.home.config, 'utf8')).toBe(HAND_WRITTEN);
+      expect(h.engine.config.profiles.deep).toBeUndefined();
+      // A built-in worker, and a linked CLI defined in the same save, are known ([profiles] is replaced whole).
+      await h.call('update_settings', { settings: { profiles: { deep: { worker: 'codex' } } } });
+      await h.call('update_settings', { settings: { workers: { mine: { command: ['node', 'agent.js', '{prompt_file}'] } }, profiles: { deep: { worker: 'codex' }, mine_p: { worker: 'mine' } } } });
+      expect((await h.call('get_settings')).config.profiles).toMatchObject({ deep: { worker: 'codex' }, mine_p: { worker: 'mine' } });
+    } finally {
+      h.cleanup();
+    }
+  });
+
+  it('the CLI exits 2 writing nothing, and doctor fails a hand-edited profile naming an unknown worker', async () => {
+    const { home, config } = homeWith(HAND_WRITTEN);
+    const r = await runCli(['settings', 'set', 'profiles.deep.worker', 'codx'], { home });
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toMatch(/profiles\.deep\.worker: unknown worker "codx" \(known: .*codex.*\)/);
+    expect(readFileSync(config, 'utf8')).toBe(HAND_WRITTEN);
+    writeFileSync(config, `${HAND_WRITTEN}\n[profiles.deep]\nworker = "codx"\n`);
+    const d = await runCli(['doctor', '--json'], { home });
+    expect(d.code).toBe(1);
+    expect(JSON.parse(d.stdout).checks.find((c: { name: string }) => c.name === 'config')).toMatchObject({ ok: false, detail: expect.stringContaining('profiles.deep.worker: unknown worker "codx"') });
+  }, 60_000);
+});
+
 describe('get_settings says whether each gateway key variable is set, never its value', () => {
   it('answers true for a set variable and false for a missing one, with no value anywhere', async () => {
     const h = makeHome();
