@@ -4,11 +4,10 @@ import { AppError } from '../core/errors.js';
 import { redactText } from '../core/redact.js';
 import { appendEvent } from '../store/events.js';
 import type { Db } from '../store/db.js';
-import { closeRequest, getRequest, pendingRequestOf, type TaskRequest } from '../store/requests.js';
+import { closeRequest, getRequest, pendingRequestOf, pendingTreeBudgetRequests, type TaskRequest } from '../store/requests.js';
 import { requireTask } from '../store/tasks.js';
 import { resumeRequestOf } from '../tasks/ops.js';
 import { budgetQuestion, checkCeiling, getRootBudget, type RootBudget, GUARD_FIELDS, isRootField, raiseLimit, raiseRootLimit, ROOT_GUARD_FIELDS, type BudgetCrossing, type GuardField } from '../tasks/budget.js';
-import { prep } from '../store/db.js';
 import { continueTask } from '../tasks/followup.js';
 import { transition } from '../tasks/state.js';
 import type { Authority, Task } from '../tasks/types.js';
@@ -71,8 +70,7 @@ export function answerBudgetRequest(db: Db, config: Config, taskId: string, a: B
 
 /** Other tasks of the tree waiting on a budget request for the same tree total. */
 function siblingsStoppedBy(db: Db, rootId: string, field: string, except: string): { taskId: string; requestId: string }[] {
-  return prep(db, `SELECT r.task_id AS taskId, r.id AS requestId FROM requests r JOIN tasks t ON t.id = r.task_id
-    WHERE t.root_id = ? AND t.status = 'waiting_input' AND r.status = 'pending' AND r.kind = 'budget' AND r.scope = ? AND r.task_id <> ?`).all(rootId, field, except) as { taskId: string; requestId: string }[];
+  return pendingTreeBudgetRequests(db, rootId, field, except);
 }
 
 function getRootLimit(db: Db, rootId: string, field: string): number {

@@ -1,6 +1,6 @@
 import type { Config } from '../core/config.js';
 import type { Db } from '../store/db.js';
-import { prep } from '../store/db.js';
+import { taskIdsOfTree } from '../store/tasks.js';
 import { rootLimitsOf, turnsOf, type BudgetCrossing, type RootLimits } from '../tasks/budget.js';
 import { costOfRootExcept, effectivePrices } from '../tasks/cost.js';
 
@@ -36,7 +36,7 @@ class RootMeter {
     if (now - this.storedAt > STORED_MS) {
       const skip = new Set([...this.runs].map((r) => r.taskId));
       const cost = costOfRootExcept(db, effectivePrices(config), this.rootId, skip);
-      const ids = (prep(db, 'SELECT id FROM tasks WHERE root_id = ?').all(this.rootId) as { id: string }[]).map((r) => r.id).filter((id) => !skip.has(id));
+      const ids = taskIdsOfTree(db, this.rootId).filter((id) => !skip.has(id));
       this.stored = { tokens: cost.models.reduce((n, m) => n + m.inputTokens + m.outputTokens, 0), usd: cost.usd ?? cost.reportedUsd ?? 0, turns: ids.reduce((n, id) => n + turnsOf(db, id), 0) };
       this.storedAt = now;
       this.limits = rootLimitsOf(db, config, this.rootId);

@@ -148,3 +148,9 @@ export function expiredRequests(db: Db, now: number): TaskRequest[] {
 export function shiftExpiry(db: Db, id: string, byMs: number): void {
   prep(db, `UPDATE requests SET expires_at = expires_at + ? WHERE id = ? AND status = 'pending'`).run(byMs, id);
 }
+
+/** Pending budget requests of the tree's waiting tasks for the tree total `scope`, but `exceptTask`'s. */
+export function pendingTreeBudgetRequests(db: Db, rootId: string, scope: string, exceptTask: string): { taskId: string; requestId: string }[] {
+  return prep(db, `SELECT r.task_id AS taskId, r.id AS requestId FROM requests r JOIN tasks t ON t.id = r.task_id
+    WHERE t.root_id = ? AND t.status = 'waiting_input' AND r.status = 'pending' AND r.kind = 'budget' AND r.scope = ? AND r.task_id <> ?`).all(rootId, scope, exceptTask) as { taskId: string; requestId: string }[];
+}

@@ -351,3 +351,8 @@ export function anyTaskIn(db: Db, statuses: Iterable<TaskStatus>): boolean {
   const list = [...statuses];
   return db.prepare(`SELECT 1 FROM tasks WHERE status IN (${list.map(() => '?').join(', ')}) LIMIT 1`).get(...list) !== undefined;
 }
+
+/** The ids of every task of the tree `rootId` (the root's own included). */
+export function taskIdsOfTree(db: Db, rootId: string): string[] {
+  return (prep(db, 'SELECT id FROM tasks WHERE root_id = ?').all(rootId) as { id: string }[]).map((r) => r.id);
+}

@@ -3,7 +3,7 @@ import { attemptsWallMs } from '../store/attempts.js';
 import type { Db } from '../store/db.js';
 import { GUARD_FIELDS, guardLimitsOf, ROOT_GUARD_FIELDS, rootLimitsOf, turnsOf, type GuardLimits, type RootLimits, type TaskGuardField } from './budget.js';
 import { costOfRootExcept, costOfTask, effectivePrices } from './cost.js';
-import { prep } from '../store/db.js';
+import { taskIdsOfTree } from '../store/tasks.js';
 import type { Task } from './types.js';
 
 /** What a task has spent over all its attempts, in the units of its budgets. */
@@ -28,8 +28,8 @@ const SPENT_OF: Record<TaskGuardField, keyof Spend> = { max_tokens: 'tokens', ma
 /** What a whole tree has spent as stored (a running attempt's usage as far as it is written). */
 export function treeSpendOf(db: Db, config: Config, rootId: string): Omit<Spend, 'wallS'> {
   const cost = costOfRootExcept(db, effectivePrices(config), rootId, new Set());
-  const ids = prep(db, 'SELECT id FROM tasks WHERE root_id = ?').all(rootId) as { id: string }[];
-  return { tokens: cost.models.reduce((n, m) => n + m.inputTokens + m.outputTokens, 0), usd: cost.usd ?? cost.reportedUsd ?? 0, turns: ids.reduce((n, r) => n + turnsOf(db, r.id), 0) };
+  const ids = taskIdsOfTree(db, rootId);
+  return { tokens: cost.models.reduce((n, m) => n + m.inputTokens + m.outputTokens, 0), usd: cost.usd ?? cost.reportedUsd ?? 0, turns: ids.reduce((n, id) => n + turnsOf(db, id), 0) };
 }
 
 export interface BudgetView {
