@@ -36,7 +36,8 @@ async function lightworker(args: string[]): Promise<{ stdout: string; stderr: st
 
 const mainFiles = () => readdirSync(join(copy, 'out', 'main'));
 
-describe('a checkout never runs a stale build', () => {
+// A whole build of the copy (tsc and the bundles) takes 20 s here when quiet and past a minute under load.
+describe('a checkout never runs a stale build', { timeout: 300_000 }, () => {
   it('builds when nothing is built, then runs', async () => {
     expect(buildState(copy)).toMatchObject({ current: false });
     const r = await lightworker(['tasks', '--json']);
