@@ -57,8 +57,14 @@ export interface TreeEnd {
 
 let treeCount = 0;
 
-/** Default drain after exit: output already written arrives at once; only a held pipe waits this long. */
+/**
+ * Default drain after exit: how long the pipes may stay quiet before a held pipe (a background child that
+ * keeps it open) is given up. Quiet, not in all: a loaded leader reads what the process wrote before it
+ * exited (up to a pipe's worth per stream) chunk by chunk, each parsed before the next is read.
+ */
 export const DRAIN_MS = 500;
+/** However busy the pipes stay after the exit (a background child writing on), the drain ends here. */
+export const DRAIN_CAP_MS = 30_000;
 
 /**
  * Run `command args` as a tree: its own process group, exactly `opts.env`, stdin closed (or `opts.input`
@@ -149,11 +155,45 @@ function exitOf(child: ChildLike): Promise<{ exitCode: number | null; exitSignal
   });
 }
 
-/** Wait for both pipes to end, at most `ms` (what the process wrote before exiting is already there). */
-async function drain(child: ChildLike, ms: number): Promise<void> {
-  const ended = (s: Readable | null) =>
-    !s || s.readableEnded || s.destroyed ? Promise.resolve() : new Promise<void>((r) => (s.once('end', r), s.once('close', r)));
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([Promise.all([ended(child.stdout), ended(child.stderr)]), new Promise<void>((r) => (timer = setTimeout(r, ms)))]);
-  clearTimeout(timer);
+/**
+ * Wait for both pipes to end, or for `idleMs` in which nothing arrived (a pipe a background child holds
+ * open), at most `capMs` in all. A starved process finds the quiet timer and unread data ready at once,
+ * and timers run first: before it gives up it lets the loop read once more (setImmediate runs after the
+ * poll for I/O), and data found there keeps it draining.
+ */
+async function drain(child: ChildLike, idleMs: number, capMs = DRAIN_CAP_MS): Promise<void> {
+  const open = [child.stdout, child.stderr].filter((s): s is Readable => s !== null && s !== undefined && !s.readableEnded && !s.destroyed);
+  if (!open.length) return;
+  await new Promise<void>((resolve) => {
+    let left = open.length;
+    let arrived = false;
+    let done = false;
+    let idle: NodeJS.Timeout | undefined;
+    const cap = setTimeout(() => finish(), capMs);
+    const onData = () => (arrived = true);
+    const finish = () => {
+      if (done) return;
+      done = true;
+      clearTimeout(idle);
+      clearTimeout(cap);
+      for (const s of open) s.off('data', onData);
+      resolve();
+    };
+    const quiet = () => {
+      arrived = false;
+      idle = setTimeout(() => setImmediate(() => (done ? undefined : arrived ? quiet() : finish())), idleMs);
+    };
+    for (const s of open) {
+      let ended = false;
+      const end = () => {
+        if (ended) return;
+        ended = true;
+        if (--left === 0) finish();
+      };
+      s.on('data', onData);
+      s.once('end', end);
+      s.once('close', end);
+    }
+    quiet();
+  });
 }
