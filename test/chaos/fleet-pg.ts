@@ -1,0 +1,350 @@
+// The PostgreSQL fleet under faults: three real `lightworker run` processes (hosts host-a/b/c, each reaching an
+// embedded PostgreSQL through its own loopback TCP proxy) run mock-worker tasks that write a side log of when
+// each attempt was alive, while one runner at a time is killed with SIGKILL (and started again), frozen with
+// SIGSTOP past its lease (then woken), or has its connection cut or black-holed; the full size adds server
+// restarts. Orphans of a lost runner resume by themselves (`[scheduler] auto_resume_orphans`). Measured: double
+// runs and overlapping attempts (side log), lost and stuck tasks, surviving processes, leaks of the store
+// password, and the time from each fault to its orphaned task running again.
+import type { ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { makeFleetHosts, type Beat, type FleetHosts } from '../helpers/fleet-hosts.js';
+import { startTestPostgres, watchExitHooks, type TestPostgres } from '../helpers/postgres.js';
+import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
+import { tempDir } from '../helpers/env.js';
+import { exited, isAlive } from '../helpers/procs.js';
+import { storedCells } from '../helpers/store-dump.js';
+import { ACTIVE_STATES, END_STATES, findMarkedProcesses, killPids } from './observe.js';
+import { createRng, sleep, type Rng } from './rng.js';
+
+export interface FleetPgOptions {
+  kills: number;
+  freezes: number;
+  /** Connection faults, alternately a cut (connections dropped, new ones refused) and a black hole. */
+  cuts: number;
+  serverRestarts: number;
+  seed: number;
+  log: (line: string) => void;
+}
+
+export type FaultKind = 'kill' | 'freeze' | 'cut' | 'blackhole' | 'server restart';
+
+export interface FleetPgFigures {
+  faults: Record<FaultKind, number>;
+  tasks: number;
+  attempts: number;
+  doubleRuns: number;
+  overlaps: { task: string; ms: number }[];
+  lostTasks: number;
+  stuckTasks: number;
+  survivors: number;
+  leaks: number;
+  /** Live workers whose environment was searched for the password. */
+  workerEnvsSearched: number;
+  /** Per orphaned task: ms from its fault to the first side-log beat of its next attempt. */
+  recoveryMs: number[];
+  recoveryTimeouts: number;
+  notes: string[];
+}
+
+const HOSTS = ['host-a', 'host-b', 'host-c'];
+const LEASE_MS = 2500;
+const TASK_TIMEOUT_S = 60;
+const RECOVERY_WAIT_MS = 60_000;
+/** Tasks kept queued or active while faults are injected, so every fault meets running work. */
+const BACKLOG = 8;
+
+interface Held {
+  id: string;
+  attempt: number;
+}
+
+interface Ctx {
+  fleet: FleetHosts;
+  pg: TestPostgres;
+  proxies: Record<string, TcpProxy>;
+  env: Record<string, string>;
+  children: ChildProcess[];
+  ids: string[];
+  rng: Rng;
+  figures: FleetPgFigures;
+  log: (l: string) => void;
+  /** Worker pids whose environment was already searched for the password. */
+  seenWorkers: Set<number>;
+  secret: string;
+}
+
+/** Every runner and worker of the fleets running in this process, for a Ctrl-C of the chaos run. */
+const LIVE = new Set<Ctx>();
+
+export function killAllFleets(): void {
+  for (const c of LIVE) {
+    for (const ch of c.children) if (alive(ch)) ch.kill('SIGKILL');
+    killPids(c.fleet.beats().map((b) => b.pid).filter(isAlive));
+  }
+}
+
+function startRunner(c: Ctx, host: string): void {
+  c.children.push(c.fleet.start(host, c.env));
+}
+
+const alive = (child: ChildProcess | undefined) => !!child && child.exitCode === null && child.signalCode === null;
+
+async function submit(c: Ctx, n: number): Promise<void> {
+  const base = c.ids.length;
+  const tasks = Array.from({ length: n }, (_, i) => ({
+    objective: `fleet chaos task ${base + i}`,
+    workspace: join(c.fleet.dir, 'laptop', 'src', 'api'),
+    timeout_s: TASK_TIMEOUT_S,
+    metadata: { mock: { beat_log: c.fleet.beatLog, sleep_ms: c.rng.int(2500, 7000) } },
+  }));
+  const r = (await c.fleet.call('delegate_batch', { tasks })) as { tasks: { id: string }[] };
+  c.ids.push(...r.tasks.map((t) => t.id));
+}
+
+function rows(c: Ctx): { id: string; status: string; attempt: number; runnerId: string | null; startedAt: number | null; timeoutS: number }[] {
+  return c.fleet.laptop.db
+    .prepare(`SELECT id, status, attempt, runner_id AS "runnerId", started_at AS "startedAt", timeout_s AS "timeoutS" FROM tasks ORDER BY created_at`)
+    .all() as ReturnType<typeof rows>;
+}
+
+/** Tasks running with a live worker (it has beaten) on the host's current runner. */
+function heldBy(c: Ctx, host: string): Held[] {
+  const runner = c.fleet.runnerOf(host);
+  if (!runner || runner.state !== 'active') return [];
+  const beating = new Set(c.fleet.beats().map((b) => `${b.task} ${b.attempt}`));
+  return rows(c).filter((r) => r.runnerId === runner.id && r.status === 'running' && beating.has(`${r.id} ${r.attempt}`)).map((r) => ({ id: r.id, attempt: r.attempt }));
+}
+
+/** Wait until some host's runner holds running work; returns that host (chosen by the seed) and its tasks. */
+async function pickVictim(c: Ctx): Promise<{ host: string; held: Held[] } | null> {
+  const until = Date.now() + 30_000;
+  while (Date.now() < until) {
+    const active = rows(c).filter((r) => !END_STATES.has(r.status)).length;
+    if (active < BACKLOG) await submit(c, BACKLOG - active + 2);
+    const busy = HOSTS.filter((h) => alive(c.fleet.runners[h])).map((h) => ({ host: h, held: heldBy(c, h) })).filter((x) => x.held.length > 0);
+    if (busy.length) return c.rng.pick(busy);
+    await sleep(100);
+  }
+  return null;
+}
+
+/** The first beat of a later attempt of `h`, or 'done' when `h`'s attempt ended without being orphaned. */
+function recovered(c: Ctx, h: Held, beats: Beat[]): number | 'done' | null {
+  const next = beats.filter((b) => b.task === h.id && b.attempt > h.attempt);
+  if (next.length) return Math.min(...next.map((b) => b.at));
+  const row = c.fleet.status(h.id);
+  return row.attempt === h.attempt && row.status === 'completed' ? 'done' : null;
+}
+
+/** Until every held task ran again (or ended on its own attempt); records the recovery times. */
+async function awaitRecovery(c: Ctx, kind: FaultKind, t0: number, held: Held[], pending = new Set(held.map((h) => h.id))): Promise<void> {
+  const deadline = t0 + RECOVERY_WAIT_MS;
+  while (pending.size && Date.now() < deadline) {
+    searchWorkerEnvs(c);
+    const beats = c.fleet.beats();
+    for (const h of held) {
+      if (!pending.has(h.id)) continue;
+      const r = recovered(c, h, beats);
+      if (r === null) continue;
+      pending.delete(h.id);
+      if (r !== 'done') c.figures.recoveryMs.push(r - t0);
+    }
+    if (pending.size) await sleep(100);
+  }
+  for (const id of pending) {
+    c.figures.recoveryTimeouts++;
+    c.figures.notes.push(`${kind} at ${new Date(t0).toISOString()}: task ${id} did not run again within ${RECOVERY_WAIT_MS / 1000} s (${JSON.stringify(c.fleet.status(id))})`);
+  }
+}
+
+/** A frozen or cut-off runner is faulted until the fleet found it lost and its tasks ran again elsewhere. */
+async function holdFault(c: Ctx, kind: FaultKind, host: string, held: Held[], undo: () => Promise<void>): Promise<void> {
+  const t0 = Date.now();
+  try {
+    await awaitRecovery(c, kind, t0, held);
+  } finally {
+    await undo();
+  }
+  // Cut off, a runner may end itself (exit 1: its store stopped answering); a host's service would start it again.
+  await sleep(LEASE_MS);
+  if (!alive(c.fleet.runners[host])) {
+    c.figures.notes.push(`${kind} of ${host}: its runner exited (code ${c.fleet.runners[host].exitCode}) and was started again`);
+    startRunner(c, host);
+  }
+}
+
+async function injectFault(c: Ctx, kind: FaultKind): Promise<void> {
+  const victim = await pickVictim(c);
+  if (!victim) {
+    c.figures.notes.push(`${kind}: no runner held running work within 30 s; fault skipped`);
+    return;
+  }
+  const { host, held } = victim;
+  c.log(`fleet: ${kind} ${host} holding ${held.length} tasks`);
+  c.figures.faults[kind]++;
+  const child = c.fleet.runners[host];
+  if (kind === 'kill') {
+    const t0 = Date.now();
+    child.kill('SIGKILL');
+    await exited(child);
+    await sleep(c.rng.int(200, 1500));
+    startRunner(c, host);
+    await awaitRecovery(c, kind, t0, held);
+  } else if (kind === 'freeze') {
+    child.kill('SIGSTOP');
+    await holdFault(c, kind, host, held, async () => void child.kill('SIGCONT'));
+  } else if (kind === 'cut') {
+    await c.proxies[host].cut();
+    await holdFault(c, kind, host, held, () => c.proxies[host].restore());
+  } else if (kind === 'blackhole') {
+    c.proxies[host].blackhole();
+    await holdFault(c, kind, host, held, () => c.proxies[host].restore());
+  } else {
+    const all = HOSTS.flatMap((h) => heldBy(c, h));
+    const t0 = Date.now();
+    await c.pg.restart();
+    await sleep(LEASE_MS);
+    for (const h of HOSTS) if (!alive(c.fleet.runners[h])) {
+      c.figures.notes.push(`server restart: ${h}'s runner exited (code ${c.fleet.runners[h].exitCode}) and was started again`);
+      startRunner(c, h);
+    }
+    await awaitRecovery(c, kind, t0, all);
+  }
+}
+
+/** The password must not reach a worker: each live worker's environment is read once. */
+function searchWorkerEnvs(c: Ctx): void {
+  for (const b of c.fleet.beats()) {
+    if (c.seenWorkers.has(b.pid) || !isAlive(b.pid)) continue;
+    c.seenWorkers.add(b.pid);
+    try {
+      c.figures.workerEnvsSearched++;
+      if (readFileSync(`/proc/${b.pid}/environ`, 'latin1').includes(c.secret)) {
+        c.figures.leaks++;
+        c.figures.notes.push(`leak: the store password is in the environment of worker ${b.pid} (task ${b.task})`);
+      }
+    } catch {
+      // ended meanwhile
+    }
+  }
+}
+
+function filesHolding(dir: string, secret: string): string[] {
+  const out: string[] = [];
+  for (const name of readdirSync(dir)) {
+    const p = join(dir, name);
+    const st = statSync(p, { throwIfNoEntry: false });
+    if (!st) continue;
+    if (st.isDirectory()) out.push(...filesHolding(p, secret));
+    else if (st.isFile() && st.size < 64 * 1024 * 1024 && readFileSync(p, 'latin1').includes(secret)) out.push(p);
+  }
+  return out;
+}
+
+function countLeaks(c: Ctx): void {
+  const places = [
+    ...storedCells(c.fleet.laptop.db).filter((x) => x.text.includes(c.secret)).map((x) => `store ${x.where}`),
+    ...filesHolding(c.fleet.dir, c.secret).map((f) => `file ${f}`),
+    ...HOSTS.filter((h) => c.fleet.stderr[h]?.().includes(c.secret)).map((h) => `${h} runner's stderr`),
+  ];
+  c.figures.leaks += places.length;
+  for (const p of places) c.figures.notes.push(`leak: the store password in ${p}`);
+}
+
+/** Side-log figures: (task, attempt) pairs run by more than one process, and attempts of a task alive at once. */
+function measureBeats(c: Ctx): void {
+  const pids = new Map<string, Set<number>>();
+  for (const b of c.fleet.beats()) {
+    const k = `${b.task} ${b.attempt}`;
+    pids.set(k, (pids.get(k) ?? new Set()).add(b.pid));
+  }
+  c.figures.attempts = pids.size;
+  c.figures.doubleRuns = [...pids.values()].filter((s) => s.size > 1).length;
+  c.figures.overlaps = c.fleet.overlaps();
+  for (const o of c.figures.overlaps) c.figures.notes.push(`overlap: two attempts of ${o.task} alive at once for ${o.ms} ms`);
+}
+
+async function drain(c: Ctx): Promise<void> {
+  const deadline = Date.now() + (TASK_TIMEOUT_S + LEASE_MS / 1000) * 1000 + 30_000;
+  while (Date.now() < deadline && rows(c).some((r) => !END_STATES.has(r.status))) await sleep(250);
+  const now = Date.now();
+  for (const r of rows(c)) {
+    if (ACTIVE_STATES.has(r.status) && r.startedAt !== null && now - r.startedAt > r.timeoutS * 1000 + LEASE_MS) {
+      c.figures.stuckTasks++;
+      c.figures.notes.push(`stuck: ${r.id} ${r.status} (attempt ${r.attempt}) for ${Math.round((now - r.startedAt) / 1000)} s`);
+    }
+    if (r.status !== 'completed') {
+      c.figures.lostTasks++;
+      c.figures.notes.push(`lost: ${r.id} ended ${r.status} (attempt ${r.attempt}, runner host ${c.fleet.hostOfRunner(r.runnerId)})`);
+    }
+  }
+}
+
+async function stopRunners(c: Ctx): Promise<void> {
+  for (const h of HOSTS) if (alive(c.fleet.runners[h])) c.fleet.runners[h].kill('SIGTERM');
+  const stopped = await Promise.race([Promise.all(c.children.map((ch) => exited(ch))).then(() => true), sleep(30_000).then(() => false)]);
+  if (!stopped) c.figures.notes.push('a runner did not stop within 30 s of SIGTERM');
+  await sleep(2000);
+  const ids = new Set(c.ids);
+  const found = [
+    ...findMarkedProcesses({ taskIds: ids }),
+    ...Object.values(c.fleet.homes).flatMap((home) => findMarkedProcesses({ home })),
+  ];
+  const pids = [...new Set([...found.map((p) => p.pid), ...c.fleet.beats().map((b) => b.pid).filter(isAlive)])];
+  c.figures.survivors = pids.length;
+  for (const p of found) c.figures.notes.push(`survivor: pid ${p.pid} (${p.why}) ${p.cmd}`);
+  killPids(pids);
+}
+
+function faultPlan(o: FleetPgOptions, rng: Rng): FaultKind[] {
+  const plan: FaultKind[] = [
+    ...Array<FaultKind>(o.kills).fill('kill'),
+    ...Array<FaultKind>(o.freezes).fill('freeze'),
+    ...Array.from({ length: o.cuts }, (_, i): FaultKind => (i % 2 ? 'blackhole' : 'cut')),
+    ...Array<FaultKind>(o.serverRestarts).fill('server restart'),
+  ];
+  for (let i = plan.length - 1; i > 0; i--) {
+    const j = rng.int(0, i);
+    [plan[i], plan[j]] = [plan[j], plan[i]];
+  }
+  return plan;
+}
+
+export async function runFleetPg(o: FleetPgOptions): Promise<FleetPgFigures> {
+  const figures: FleetPgFigures = {
+    faults: { kill: 0, freeze: 0, cut: 0, blackhole: 0, 'server restart': 0 },
+    tasks: 0, attempts: 0, doubleRuns: 0, overlaps: [], lostTasks: 0, stuckTasks: 0, survivors: 0, leaks: 0, workerEnvsSearched: 0, recoveryMs: [], recoveryTimeouts: 0, notes: [],
+  };
+  const dropExitHooks = watchExitHooks();
+  const pg = await startTestPostgres();
+  dropExitHooks();
+  const t = tempDir('lw-chaos-fleet-');
+  const proxies: Record<string, TcpProxy> = {};
+  let c: Ctx | null = null;
+  try {
+    for (const h of HOSTS) proxies[h] = await startTcpProxy({ host: '127.0.0.1', port: Number(new URL(pg.url).port) });
+    const fleet = makeFleetHosts(t.dir, pg.url, { hosts: HOSTS, portOf: (h) => proxies[h]?.port, leaseOf: () => LEASE_MS, autoResume: true });
+    const secret = `pgchaos-${randomBytes(12).toString('hex')}`;
+    c = { fleet, pg, proxies, env: { PGPASSWORD: secret }, children: [], ids: [], rng: createRng(o.seed), figures, log: o.log, seenWorkers: new Set(), secret };
+    LIVE.add(c);
+    for (const h of HOSTS) startRunner(c, h);
+    const plan = faultPlan(o, c.rng);
+    o.log(`fleet: ${plan.length} faults on ${HOSTS.length} runners (PostgreSQL ${pg.url})`);
+    for (const kind of plan) await injectFault(c, kind);
+    await drain(c);
+    figures.tasks = c.ids.length;
+    await stopRunners(c);
+    measureBeats(c);
+    countLeaks(c);
+  } finally {
+    killAllFleets();
+    if (c) LIVE.delete(c);
+    c?.fleet.laptop.close();
+    for (const p of Object.values(proxies)) await p.close();
+    await pg.stop();
+    t.cleanup();
+  }
+  return figures;
+}
