@@ -15,6 +15,9 @@ import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { tempDir } from '../helpers/env.js';
 import { exited, isAlive } from '../helpers/procs.js';
 import { storedCells } from '../helpers/store-dump.js';
+import { countTaskStrategyMoves } from '../../main/store/task-history.js';
+import { AUTO_RESUME_LIMIT } from '../../main/tasks/auto-resume.js';
+import { AUTO_RESUME_STRATEGY } from '../../main/tasks/ops.js';
 import { ACTIVE_STATES, END_STATES, findMarkedProcesses, killPids } from './observe.js';
 import { createRng, sleep, type Rng } from './rng.js';
 
@@ -45,6 +48,8 @@ export interface FleetPgFigures {
   /** Per orphaned task: ms from its fault to the first side-log beat of its next attempt. */
   recoveryMs: number[];
   recoveryTimeouts: number;
+  /** Tasks that lost their runner more than AUTO_RESUME_LIMIT times, left orphaned for a person: retried here by hand. */
+  leftAtLimit: string[];
   notes: string[];
 }
 
@@ -109,6 +114,15 @@ function rows(c: Ctx): { id: string; status: string; attempt: number; runnerId: 
     .all() as ReturnType<typeof rows>;
 }
 
+/** A task's status moves, for the notes: `running@20:41:50.269 orphaned@… queued(auto_resume)@…`. */
+function history(c: Ctx, id: string): string {
+  const moves = c.fleet.laptop.db.prepare(`SELECT payload, ts FROM events WHERE task_id = ? AND type = 'task.status' ORDER BY seq`).all(id) as { payload: string; ts: number }[];
+  return moves.map((m) => {
+    const p = JSON.parse(m.payload) as { to: string; strategy?: string };
+    return `${p.to}${p.strategy ? `(${p.strategy})` : ''}@${new Date(m.ts).toISOString().slice(11, 23)}`;
+  }).join(' ');
+}
+
 /** Tasks running with a live worker (it has beaten) on the host's current runner. */
 function heldBy(c: Ctx, host: string): Held[] {
   const runner = c.fleet.runnerOf(host);
@@ -138,6 +152,25 @@ function recovered(c: Ctx, h: Held, beats: Beat[]): number | 'done' | null {
   return row.attempt === h.attempt && row.status === 'completed' ? 'done' : null;
 }
 
+/**
+ * Orphaned after its AUTO_RESUME_LIMIT automatic resumes: by design it waits for a person, whom the scenario
+ * plays (a resume, which spends the tree's retry budget). Returns true when `id` was such a task.
+ */
+async function resumeAtLimit(c: Ctx, id: string): Promise<boolean> {
+  const row = c.fleet.status(id);
+  if (row.status !== 'orphaned') return false;
+  if (c.figures.leftAtLimit.includes(`${id} attempt ${row.attempt}`)) return true;
+  const resumes = countTaskStrategyMoves(c.fleet.laptop.db, id, [AUTO_RESUME_STRATEGY]);
+  if (resumes < AUTO_RESUME_LIMIT) return false;
+  c.figures.leftAtLimit.push(`${id} attempt ${row.attempt}`);
+  try {
+    await c.fleet.call('retry_task', { id, strategy: 'resume' });
+  } catch (err) {
+    c.figures.notes.push(`${id}: orphaned after ${resumes} automatic resumes; a resume by hand was refused: ${(err as Error).message}`);
+  }
+  return true;
+}
+
 /** Until every held task ran again (or ended on its own attempt); records the recovery times. */
 async function awaitRecovery(c: Ctx, kind: FaultKind, t0: number, held: Held[], pending = new Set(held.map((h) => h.id))): Promise<void> {
   const deadline = t0 + RECOVERY_WAIT_MS;
@@ -146,6 +179,10 @@ async function awaitRecovery(c: Ctx, kind: FaultKind, t0: number, held: Held[], 
     const beats = c.fleet.beats();
     for (const h of held) {
       if (!pending.has(h.id)) continue;
+      if (await resumeAtLimit(c, h.id)) {
+        pending.delete(h.id);
+        continue;
+      }
       const r = recovered(c, h, beats);
       if (r === null) continue;
       pending.delete(h.id);
@@ -155,7 +192,7 @@ async function awaitRecovery(c: Ctx, kind: FaultKind, t0: number, held: Held[], 
   }
   for (const id of pending) {
     c.figures.recoveryTimeouts++;
-    c.figures.notes.push(`${kind} at ${new Date(t0).toISOString()}: task ${id} did not run again within ${RECOVERY_WAIT_MS / 1000} s (${JSON.stringify(c.fleet.status(id))})`);
+    c.figures.notes.push(`${kind} at ${new Date(t0).toISOString()}: task ${id} did not run again within ${RECOVERY_WAIT_MS / 1000} s (${JSON.stringify(c.fleet.status(id))}): ${history(c, id)}`);
   }
 }
 
@@ -268,7 +305,11 @@ function measureBeats(c: Ctx): void {
 
 async function drain(c: Ctx): Promise<void> {
   const deadline = Date.now() + (TASK_TIMEOUT_S + LEASE_MS / 1000) * 1000 + 30_000;
-  while (Date.now() < deadline && rows(c).some((r) => !END_STATES.has(r.status))) await sleep(250);
+  for (;;) {
+    for (const r of rows(c)) if (r.status === 'orphaned') await resumeAtLimit(c, r.id);
+    if (Date.now() > deadline || rows(c).every((r) => END_STATES.has(r.status))) break;
+    await sleep(250);
+  }
   const now = Date.now();
   for (const r of rows(c)) {
     if (ACTIVE_STATES.has(r.status) && r.startedAt !== null && now - r.startedAt > r.timeoutS * 1000 + LEASE_MS) {
@@ -277,7 +318,7 @@ async function drain(c: Ctx): Promise<void> {
     }
     if (r.status !== 'completed') {
       c.figures.lostTasks++;
-      c.figures.notes.push(`lost: ${r.id} ended ${r.status} (attempt ${r.attempt}, runner host ${c.fleet.hostOfRunner(r.runnerId)})`);
+      c.figures.notes.push(`lost: ${r.id} ended ${r.status} (attempt ${r.attempt}, runner host ${c.fleet.hostOfRunner(r.runnerId)}): ${history(c, r.id)}`);
     }
   }
 }
@@ -315,7 +356,7 @@ function faultPlan(o: FleetPgOptions, rng: Rng): FaultKind[] {
 export async function runFleetPg(o: FleetPgOptions): Promise<FleetPgFigures> {
   const figures: FleetPgFigures = {
     faults: { kill: 0, freeze: 0, cut: 0, blackhole: 0, 'server restart': 0 },
-    tasks: 0, attempts: 0, doubleRuns: 0, overlaps: [], lostTasks: 0, stuckTasks: 0, survivors: 0, leaks: 0, workerEnvsSearched: 0, recoveryMs: [], recoveryTimeouts: 0, notes: [],
+    tasks: 0, attempts: 0, doubleRuns: 0, overlaps: [], lostTasks: 0, stuckTasks: 0, survivors: 0, leaks: 0, workerEnvsSearched: 0, recoveryMs: [], recoveryTimeouts: 0, leftAtLimit: [], notes: [],
   };
   const dropExitHooks = watchExitHooks();
   const pg = await startTestPostgres();

@@ -113,8 +113,12 @@ const FLEET_MEASURED = `- **The fleet** (\`test/chaos/fleet-pg.ts\`): an embedde
   beating workers, 2 s after the runners stopped (SIGTERM).
 - **Leaks**: places holding the store password: a text cell of the store, a file under the homes, a runner's stderr,
   a worker's environment.
+- **Orphans left at the automatic-resume limit**: a task whose runner was lost more than 3 times stays orphaned for a
+  person (by design: a worker that takes its runner down with it); the scenario resumes it by hand
+  (\`retry --strategy resume\`) and counts it.
 - **Recovery**: per task held by the faulted runner, from the fault to the first beat of its next attempt; tasks that
-  finished on their own attempt (the runner came back in time) give no sample. **Recovery timeouts**: none within 60 s.`;
+  finished on their own attempt (the runner came back in time) give no sample. **Recovery timeouts**: none within 60 s
+  (a task left at the limit is not one).`;
 
 function commandLine(o: Omit<ChaosOptions, 'log'>): string {
   return `npm run chaos -- --kills ${o.kills} --leaders ${o.leaders} --schedulers ${o.schedulers} --mcp ${o.mcp} --mcp-clients ${o.mcpClients} --http ${o.http} --accept-kills ${o.acceptKills} --escape-rounds ${o.escapeRounds} --seed ${o.seed} --task-timeout ${o.taskTimeoutS} --custody ${o.custody} --damage-tasks ${o.damageTasks} --flood-mb ${o.floodMb} --guards ${o.guards}`;

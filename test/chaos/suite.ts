@@ -298,6 +298,7 @@ export function renderFleetTable(r: FleetChaosReport): string {
     ['**leaks** (store password × place: store cells, files, runner stderr, worker environments)', `${r.failures['leaks (fleet)']} (${f.workerEnvsSearched} worker environments searched)`],
     ['recovery (fault → orphan running again) p50 / p95', `${ms(p(50))} / ${ms(p(95))} (${f.recoveryMs.length} samples)`],
     ['**recovery timeouts** (> 60 s)', r.failures['recovery timeouts (fleet)']],
+    ['orphans left at the automatic-resume limit (3), resumed by hand', f.leftAtLimit.length ? `${f.leftAtLimit.length} (${f.leftAtLimit.join(', ')})` : 0],
   ];
   return ['| figure | value |', '|---|---|', ...rows.map(([k, v]) => `| ${k} | ${v} |`)].join('\n');
 }
