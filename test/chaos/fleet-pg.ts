@@ -6,20 +6,21 @@
 // runs and overlapping attempts (side log), lost and stuck tasks, surviving processes, leaks of the store
 // password, and the time from each fault to its orphaned task running again.
 import type { ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { makeFleetHosts, type Beat, type FleetHosts } from '../helpers/fleet-hosts.js';
-import { startTestPostgres, watchExitHooks, type TestPostgres } from '../helpers/postgres.js';
+import { makeFleetHosts, type Beat } from '../helpers/fleet-hosts.js';
+import { startTestPostgres, watchExitHooks } from '../helpers/postgres.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { tempDir } from '../helpers/env.js';
 import { exited, isAlive } from '../helpers/procs.js';
-import { storedCells } from '../helpers/store-dump.js';
 import { countTaskStrategyMoves } from '../../main/store/task-history.js';
 import { AUTO_RESUME_LIMIT } from '../../main/tasks/auto-resume.js';
 import { AUTO_RESUME_STRATEGY } from '../../main/tasks/ops.js';
+import { HOSTS, countLeaks, measureBeats, searchWorkerEnvs, type Ctx, type FaultKind, type FleetPgFigures, type Held } from './fleet-pg-measure.js';
 import { ACTIVE_STATES, END_STATES, findMarkedProcesses, killPids } from './observe.js';
 import { createRng, sleep, type Rng } from './rng.js';
+
+export type { FaultKind, FleetPgFigures } from './fleet-pg-measure.js';
 
 export interface FleetPgOptions {
   kills: number;
@@ -31,54 +32,11 @@ export interface FleetPgOptions {
   log: (line: string) => void;
 }
 
-export type FaultKind = 'kill' | 'freeze' | 'cut' | 'blackhole' | 'server restart';
-
-export interface FleetPgFigures {
-  faults: Record<FaultKind, number>;
-  tasks: number;
-  attempts: number;
-  doubleRuns: number;
-  overlaps: { task: string; ms: number }[];
-  lostTasks: number;
-  stuckTasks: number;
-  survivors: number;
-  leaks: number;
-  /** Live workers whose environment was searched for the password. */
-  workerEnvsSearched: number;
-  /** Per orphaned task: ms from its fault to the first side-log beat of its next attempt. */
-  recoveryMs: number[];
-  recoveryTimeouts: number;
-  /** Tasks that lost their runner more than AUTO_RESUME_LIMIT times, left orphaned for a person: retried here by hand. */
-  leftAtLimit: string[];
-  notes: string[];
-}
-
-const HOSTS = ['host-a', 'host-b', 'host-c'];
 const LEASE_MS = 2500;
 const TASK_TIMEOUT_S = 60;
 const RECOVERY_WAIT_MS = 60_000;
 /** Tasks kept queued or active while faults are injected, so every fault meets running work. */
 const BACKLOG = 8;
-
-interface Held {
-  id: string;
-  attempt: number;
-}
-
-interface Ctx {
-  fleet: FleetHosts;
-  pg: TestPostgres;
-  proxies: Record<string, TcpProxy>;
-  env: Record<string, string>;
-  children: ChildProcess[];
-  ids: string[];
-  rng: Rng;
-  figures: FleetPgFigures;
-  log: (l: string) => void;
-  /** Worker pids whose environment was already searched for the password. */
-  seenWorkers: Set<number>;
-  secret: string;
-}
 
 /** Every runner and worker of the fleets running in this process, for a Ctrl-C of the chaos run. */
 const LIVE = new Set<Ctx>();
@@ -212,6 +170,19 @@ async function holdFault(c: Ctx, kind: FaultKind, host: string, held: Held[], un
   }
 }
 
+/**
+ * The next fault waits until the tasks this one hit have ended: faults are spaced as on a real fleet (rarer
+ * than tasks are long), so the figures measure each fault rather than one task hit again and again.
+ */
+async function awaitSettled(c: Ctx, held: Held[]): Promise<void> {
+  const deadline = Date.now() + TASK_TIMEOUT_S * 1000 + LEASE_MS;
+  while (Date.now() < deadline) {
+    for (const h of held) await resumeAtLimit(c, h.id);
+    if (held.every((h) => END_STATES.has(c.fleet.status(h.id).status) && c.fleet.status(h.id).status !== 'orphaned')) return;
+    await sleep(200);
+  }
+}
+
 async function injectFault(c: Ctx, kind: FaultKind): Promise<void> {
   const victim = await pickVictim(c);
   if (!victim) {
@@ -222,6 +193,11 @@ async function injectFault(c: Ctx, kind: FaultKind): Promise<void> {
   c.log(`fleet: ${kind} ${host} holding ${held.length} tasks`);
   c.figures.faults[kind]++;
   const child = c.fleet.runners[host];
+  await applyFault(c, kind, host, held, child);
+  await awaitSettled(c, kind === 'server restart' ? rows(c).filter((r) => !END_STATES.has(r.status)).map((r) => ({ id: r.id, attempt: r.attempt })) : held);
+}
+
+async function applyFault(c: Ctx, kind: FaultKind, host: string, held: Held[], child: ChildProcess): Promise<void> {
   if (kind === 'kill') {
     const t0 = Date.now();
     child.kill('SIGKILL');
@@ -249,58 +225,6 @@ async function injectFault(c: Ctx, kind: FaultKind): Promise<void> {
     }
     await awaitRecovery(c, kind, t0, all);
   }
-}
-
-/** The password must not reach a worker: each live worker's environment is read once. */
-function searchWorkerEnvs(c: Ctx): void {
-  for (const b of c.fleet.beats()) {
-    if (c.seenWorkers.has(b.pid) || !isAlive(b.pid)) continue;
-    c.seenWorkers.add(b.pid);
-    try {
-      c.figures.workerEnvsSearched++;
-      if (readFileSync(`/proc/${b.pid}/environ`, 'latin1').includes(c.secret)) {
-        c.figures.leaks++;
-        c.figures.notes.push(`leak: the store password is in the environment of worker ${b.pid} (task ${b.task})`);
-      }
-    } catch {
-      // ended meanwhile
-    }
-  }
-}
-
-function filesHolding(dir: string, secret: string): string[] {
-  const out: string[] = [];
-  for (const name of readdirSync(dir)) {
-    const p = join(dir, name);
-    const st = statSync(p, { throwIfNoEntry: false });
-    if (!st) continue;
-    if (st.isDirectory()) out.push(...filesHolding(p, secret));
-    else if (st.isFile() && st.size < 64 * 1024 * 1024 && readFileSync(p, 'latin1').includes(secret)) out.push(p);
-  }
-  return out;
-}
-
-function countLeaks(c: Ctx): void {
-  const places = [
-    ...storedCells(c.fleet.laptop.db).filter((x) => x.text.includes(c.secret)).map((x) => `store ${x.where}`),
-    ...filesHolding(c.fleet.dir, c.secret).map((f) => `file ${f}`),
-    ...HOSTS.filter((h) => c.fleet.stderr[h]?.().includes(c.secret)).map((h) => `${h} runner's stderr`),
-  ];
-  c.figures.leaks += places.length;
-  for (const p of places) c.figures.notes.push(`leak: the store password in ${p}`);
-}
-
-/** Side-log figures: (task, attempt) pairs run by more than one process, and attempts of a task alive at once. */
-function measureBeats(c: Ctx): void {
-  const pids = new Map<string, Set<number>>();
-  for (const b of c.fleet.beats()) {
-    const k = `${b.task} ${b.attempt}`;
-    pids.set(k, (pids.get(k) ?? new Set()).add(b.pid));
-  }
-  c.figures.attempts = pids.size;
-  c.figures.doubleRuns = [...pids.values()].filter((s) => s.size > 1).length;
-  c.figures.overlaps = c.fleet.overlaps();
-  for (const o of c.figures.overlaps) c.figures.notes.push(`overlap: two attempts of ${o.task} alive at once for ${o.ms} ms`);
 }
 
 async function drain(c: Ctx): Promise<void> {
