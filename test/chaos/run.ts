@@ -99,8 +99,8 @@ ${r.fleet.notes.map((n) => `- ${n}`).join('\n') || '- none'}
 const FLEET_MEASURED = `- **The fleet** (\`test/chaos/fleet-pg.ts\`): an embedded PostgreSQL and three \`lightworker run\` processes on hosts
   host-a/b/c (2.5 s leases, \`auto_resume_orphans\` on), each reaching the server through its own loopback TCP proxy
   and given the store password in \`PGPASSWORD\`. Mock-worker tasks (2.5–7 s, 60 s timeout) are kept queued; each worker
-  appends a beat (task, attempt, pid, time) to a side log every 50 ms. Faults, one at a time, shuffled by the seed,
-  each aimed at a runner holding running work: **kill** (SIGKILL, started again 0.2–1.5 s later), **freeze** (SIGSTOP
+  appends a beat (task, attempt, pid, time) to a side log every 50 ms. Faults, shuffled by the seed, one at a time
+  (the next once the tasks the last one hit have ended), each aimed at a runner holding running work: **kill** (SIGKILL, started again 0.2–1.5 s later), **freeze** (SIGSTOP
   until the fleet found it lost and its tasks ran again elsewhere, then SIGCONT), **cut** (the proxy drops its
   connections and refuses new ones) and **black hole** (connections stay open, nothing is forwarded), each held as
   long as the freeze; **server restart** (the whole server stopped and started). A runner that exited meanwhile is
