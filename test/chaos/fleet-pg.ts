@@ -72,12 +72,13 @@ function rows(c: Ctx): { id: string; status: string; attempt: number; runnerId: 
     .all() as ReturnType<typeof rows>;
 }
 
-/** A task's status moves, for the notes: `running@20:41:50.269 orphaned@… queued(auto_resume)@…`. */
+/** A task's status moves, for the notes: `running@20:41:50.269 orphaned[runner … was lost]@… queued(auto_resume)@…`. */
 function history(c: Ctx, id: string): string {
-  const moves = c.fleet.laptop.db.prepare(`SELECT payload, ts FROM events WHERE task_id = ? AND type = 'task.status' ORDER BY seq`).all(id) as { payload: string; ts: number }[];
+  const moves = c.fleet.laptop.db.prepare(`SELECT type, payload, ts FROM events WHERE task_id = ? AND type IN ('task.status', 'task.auto_resume_skipped') ORDER BY seq`).all(id) as { type: string; payload: string; ts: number }[];
   return moves.map((m) => {
-    const p = JSON.parse(m.payload) as { to: string; strategy?: string };
-    return `${p.to}${p.strategy ? `(${p.strategy})` : ''}@${new Date(m.ts).toISOString().slice(11, 23)}`;
+    const p = JSON.parse(m.payload) as { to?: string; strategy?: string; reason?: string };
+    const why = p.to === 'orphaned' || m.type !== 'task.status' ? `[${(p.reason ?? '').slice(0, 90)}]` : '';
+    return `${m.type === 'task.status' ? p.to : 'auto_resume_skipped'}${p.strategy ? `(${p.strategy})` : ''}${why}@${new Date(m.ts).toISOString().slice(11, 23)}`;
   }).join(' ');
 }
 
