@@ -6,10 +6,9 @@ import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 
 /**
  * A runner that fenced itself (it could not renew its lease, so it killed its workers) and then reached the
- * server again ends its tasks as `orphaned` itself, before any other runner finds its lease expired. That is
- * still the loss of a runner, no fault of the task: it is resumed automatically, as when the fleet reaps a
- * lost runner, instead of waiting for a person (found by `npm run chaos -- --store postgres`: tasks left
- * orphaned at attempt 1 after a black hole). One runner only, so nothing else could recover the task.
+ * server again: its loss is no fault of the task, which resumes by itself (not counted against the retry
+ * budget) and completes, with no person retrying it. One runner only, so only the runner itself, joining
+ * again, can recover the task.
  */
 const url = process.env.LIGHTWORKER_TEST_PG_URL;
 if (!url) throw new Error(`the fleet tests run in the postgres project (a test PostgreSQL): ${process.env.LIGHTWORKER_TEST_PG_SKIP ?? 'LIGHTWORKER_TEST_PG_URL unset'}`);
