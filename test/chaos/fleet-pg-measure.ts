@@ -50,23 +50,38 @@ export interface Ctx {
   figures: FleetPgFigures;
   log: (l: string) => void;
   /** Worker pids whose environment was already searched for the password. */
-  seenWorkers: Set<number>;
+  seenWorkers: Set<string>;
   secret: string;
+}
+
+/**
+ * Live workers of the side log: a beat's pid still carrying that task's marker (pids wrap quickly on a busy
+ * machine, so a dead worker's pid may belong to anything since, a restarted runner or another user's process).
+ */
+export function liveWorkers(c: Ctx): { pid: number; task: string; environ: string }[] {
+  const out = new Map<number, { pid: number; task: string; environ: string }>();
+  for (const b of c.fleet.beats()) {
+    if (out.has(b.pid) || !isAlive(b.pid)) continue;
+    try {
+      const environ = readFileSync(`/proc/${b.pid}/environ`, 'latin1');
+      if (environ.split('\0').includes(`LIGHTWORKER_TASK_ID=${b.task}`)) out.set(b.pid, { pid: b.pid, task: b.task, environ });
+    } catch {
+      // ended meanwhile
+    }
+  }
+  return [...out.values()];
 }
 
 /** The password must not reach a worker: each live worker's environment is read once. */
 export function searchWorkerEnvs(c: Ctx): void {
-  for (const b of c.fleet.beats()) {
-    if (c.seenWorkers.has(b.pid) || !isAlive(b.pid)) continue;
-    c.seenWorkers.add(b.pid);
-    try {
-      c.figures.workerEnvsSearched++;
-      if (readFileSync(`/proc/${b.pid}/environ`, 'latin1').includes(c.secret)) {
-        c.figures.leaks++;
-        c.figures.notes.push(`leak: the store password is in the environment of worker ${b.pid} (task ${b.task})`);
-      }
-    } catch {
-      // ended meanwhile
+  for (const w of liveWorkers(c)) {
+    const key = `${w.pid} ${w.task}`;
+    if (c.seenWorkers.has(key)) continue;
+    c.seenWorkers.add(key);
+    c.figures.workerEnvsSearched++;
+    if (w.environ.includes(c.secret)) {
+      c.figures.leaks++;
+      c.figures.notes.push(`leak: the store password is in the environment of worker ${w.pid} (task ${w.task})`);
     }
   }
 }

@@ -12,11 +12,11 @@ import { makeFleetHosts, type Beat } from '../helpers/fleet-hosts.js';
 import { startTestPostgres, watchExitHooks } from '../helpers/postgres.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { tempDir } from '../helpers/env.js';
-import { exited, isAlive } from '../helpers/procs.js';
+import { exited } from '../helpers/procs.js';
 import { countTaskStrategyMoves } from '../../main/store/task-history.js';
 import { AUTO_RESUME_LIMIT } from '../../main/tasks/auto-resume.js';
 import { AUTO_RESUME_STRATEGY } from '../../main/tasks/ops.js';
-import { HOSTS, countLeaks, measureBeats, searchWorkerEnvs, type Ctx, type FaultKind, type FleetPgFigures, type Held } from './fleet-pg-measure.js';
+import { HOSTS, countLeaks, liveWorkers, measureBeats, searchWorkerEnvs, type Ctx, type FaultKind, type FleetPgFigures, type Held } from './fleet-pg-measure.js';
 import { ACTIVE_STATES, END_STATES, findMarkedProcesses, killPids } from './observe.js';
 import { createRng, sleep, type Rng } from './rng.js';
 
@@ -44,7 +44,7 @@ const LIVE = new Set<Ctx>();
 export function killAllFleets(): void {
   for (const c of LIVE) {
     for (const ch of c.children) if (alive(ch)) ch.kill('SIGKILL');
-    killPids(c.fleet.beats().map((b) => b.pid).filter(isAlive));
+    killPids(liveWorkers(c).map((w) => w.pid));
   }
 }
 
@@ -258,7 +258,7 @@ async function stopRunners(c: Ctx): Promise<void> {
     ...findMarkedProcesses({ taskIds: ids }),
     ...Object.values(c.fleet.homes).flatMap((home) => findMarkedProcesses({ home })),
   ];
-  const pids = [...new Set([...found.map((p) => p.pid), ...c.fleet.beats().map((b) => b.pid).filter(isAlive)])];
+  const pids = [...new Set([...found.map((p) => p.pid), ...liveWorkers(c).map((w) => w.pid)])];
   c.figures.survivors = pids.length;
   for (const p of found) c.figures.notes.push(`survivor: pid ${p.pid} (${p.why}) ${p.cmd}`);
   killPids(pids);
