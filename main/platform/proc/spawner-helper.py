@@ -210,6 +210,30 @@ def on_output(child, fd):
     settle(child)
 
 
+# What one flush passes on of a pipe at most (a background child that keeps writing cannot hold it).
+FLUSH_CAP = 1 << 20
+
+
+def flush_output(child):
+    """What a process wrote before it ended is in its pipes now: pass it on before its exit, so the
+    leader has all of it by the exit however long this helper or the leader is kept from running after."""
+    for fd in list(child.pipes):
+        passed = 0
+        while fd in child.pipes and passed < FLUSH_CAP:
+            try:
+                data = os.read(fd, 65536)
+            except BlockingIOError:
+                break
+            except OSError:
+                data = b''
+            if not data:
+                close_pipe(child, fd)
+                break
+            passed += len(data)
+            if child.id in children:
+                send(child.pipes[fd][1], child.id, data)
+
+
 def settle(child):
     """'close' once the process was reaped and both of its output pipes ended; forget it then."""
     if child.exit is None or child.pipes:
@@ -252,6 +276,7 @@ def exited(child, status):
         code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
         child.exit = [code, None]
         child.proc.returncode = code if code is not None else 0
+    flush_output(child)
     if children.get(child.id) is child:
         send(14, child.id, json.dumps(child.exit))
     settle(child)
