@@ -1,5 +1,5 @@
 import { AppError } from '../core/errors.js';
-import { requireTask } from '../store/tasks.js';
+import { getTask } from '../store/tasks.js';
 import { createTasks, nameFromObjective, resolveWorkspace, type CreateContext } from '../tasks/create.js';
 import type { ParsedTaskInput } from '../tasks/schema.js';
 import type { Task } from '../tasks/types.js';
@@ -43,8 +43,19 @@ function tagged(metadata: Record<string, unknown> | undefined, team: TeamTag): R
   return { ...(metadata ?? {}), team };
 }
 
+/**
+ * Refuse a worker the engine does not know, naming the team's own field (`workers`, `synthesizer`):
+ * createTasks would name the member it expanded to (`tasks[3].worker`), which no form or flag has.
+ */
+function requireKnownWorker(ctx: CreateContext, field: string, worker: string): void {
+  if (ctx.knownWorkers && !ctx.knownWorkers.includes(worker)) {
+    throw new AppError('invalid_input', `${field}: unknown worker "${worker}" (known: ${ctx.knownWorkers.join(', ')})`, { field });
+  }
+}
+
 function createImplementReview(ctx: CreateContext, input: Of<'implement_review'>): Task[] {
   const [implementer, reviewer] = input.workers;
+  for (const w of input.workers) requireKnownWorker(ctx, 'workers', w);
   if (implementer === reviewer) throw new AppError('invalid_input', 'workers: the reviewer must be another worker than the implementer', { field: 'workers' });
   const base = common(input);
   const [impl] = createTasks(ctx, [
@@ -90,6 +101,8 @@ function stripTeam(metadata: Record<string, unknown>): Record<string, unknown> {
 }
 
 function createMapReduce(ctx: CreateContext, input: Of<'map_reduce'>): Task[] {
+  for (const w of input.workers) requireKnownWorker(ctx, 'workers', w);
+  if (input.synthesizer) requireKnownWorker(ctx, 'synthesizer', input.synthesizer);
   const base = common(input);
   const parts = input.parts ?? input.workers.map(() => null);
   const n = parts.length;
@@ -148,7 +161,8 @@ function createBestOfN(ctx: CreateContext, input: Of<'best_of_n'>): Task[] {
 function createIntegration(ctx: CreateContext, input: Of<'integrate'>): Task[] {
   if (new Set(input.sources).size !== input.sources.length) throw new AppError('invalid_input', 'sources: lists a task twice', { field: 'sources' });
   const sources = input.sources.map((id, i) => {
-    const t = requireTask(ctx.db, id);
+    const t = getTask(ctx.db, id);
+    if (!t) throw new AppError('invalid_input', `sources[${i}]: no task ${id}`, { field: `sources[${i}]` });
     if (t.kind !== 'execute') throw new AppError('invalid_input', `sources[${i}]: task ${id} is a ${t.kind} task; only execute tasks have commits to integrate`, { field: `sources[${i}]` });
     return t;
   });

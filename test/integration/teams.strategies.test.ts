@@ -236,7 +236,11 @@ describe('bad team input', () => {
       [['best_of_n', '--workers', 'mock,codex', '--judge', 'codex', 'x'], /judge: "codex" is one of the candidates/],
       [['best_of_n', '--workers', 'mock,codex', '--judge', 'nosuch', 'x'], /judge: unknown worker "nosuch"/],
       [['implement_review', '--workers', 'mock,reviewer', '--rounds', '9', 'x'], /rounds: /],
-      [['implement_review', '--workers', 'mock,nosuch', 'x'], /worker: unknown worker "nosuch"/],
+      // The team's own field, not the member task it would have become (`tasks[1].worker`).
+      [['implement_review', '--workers', 'mock,nosuch', 'x'], /error: workers: unknown worker "nosuch"/],
+      [['map_reduce', '--workers', 'mock,nosuch', 'x'], /error: workers: unknown worker "nosuch"/],
+      [['map_reduce', '--workers', 'mock', '--synthesizer', 'nosuch', 'x'], /error: synthesizer: unknown worker "nosuch"/],
+      [['integrate', '01ARZ3NDEKTSV4RRFFQ69G5FAV', '01ARZ3NDEKTSV4RRFFQ69G5FAW'], /error: sources\[0\]: no task 01ARZ3NDEKTSV4RRFFQ69G5FAV/],
     ];
     for (const [args, re] of cases) {
       const r = await cli(['team', ...args, '--workspace', h.repo]);
