@@ -24,7 +24,8 @@ export const startTeam = defineCommand({
     const { tasks, replayed } = createOnce(ctx, 'start_team', input, () => createTeam(c, team));
     return {
       strategy: input.strategy,
-      rootId: tasks[0].rootId,
+      // The id team_report and accept_team take: an integration is its own team, inside a source's tree.
+      rootId: input.strategy === 'integrate' ? tasks[0].id : tasks[0].rootId,
       tasks: tasks.map((t) => presentTask(ctx, t)),
       ...withApproval(ctx, tasks, c.lowered),
       ...(replayed ? { replayed: true as const } : {}),

@@ -1,7 +1,7 @@
 import { AppError } from '../core/errors.js';
 import type { Db } from '../store/db.js';
 import { listEvents } from '../store/events.js';
-import { requireTask } from '../store/tasks.js';
+import { getTask, requireTask } from '../store/tasks.js';
 import { cancelTask } from '../tasks/ops.js';
 import { FAILED_ENDS, TERMINAL, type Task } from '../tasks/types.js';
 import { diffLines, missingVerdict, teamEnded, teamMembers, type TeamOutcome } from './team-driver.js';
@@ -11,6 +11,8 @@ export interface TeamMemberReport {
   id: string;
   role: string;
   round: number | null;
+  /** execute (changes code) or explore/review (reads): map_reduce's contributors and synthesis may be either. */
+  kind: Task['kind'];
   worker: string;
   /** The model it was asked to use (best_of_n runs one worker with several), null for the worker's default. */
   model: string | null;
@@ -26,6 +28,7 @@ export interface TeamMemberReport {
 }
 
 export interface TeamReport {
+  /** The team's first task (an integration: its own task, which sits in a source's tree), for team_report and accept_team. */
   rootId: string;
   strategy: Strategy;
   /** running, or how the team ended (passed, no_verdict, budget_spent, ranked, completed, merge_conflict, failed, …). */
@@ -38,6 +41,18 @@ export interface TeamReport {
   conflicts: unknown[];
   /** implement_review: the most review rounds it runs; null for the other strategies. */
   budget: number | null;
+  /** Integrations: the tasks merged, in merge order, and what became of each; empty for the other strategies. */
+  sources: TeamSourceReport[];
+}
+
+export interface TeamSourceReport {
+  id: string;
+  name: string;
+  status: Task['status'] | 'missing';
+  /** The verified commit the integration merged, once it ran and the merge went through. */
+  merged: string | null;
+  /** Files whose merge conflicted when this source's turn came. */
+  conflicts: string[];
 }
 
 function member(db: Db, t: Task): TeamMemberReport {
@@ -49,6 +64,7 @@ function member(db: Db, t: Task): TeamMemberReport {
     id: t.id,
     role: tag.role,
     round: tag.round ?? null,
+    kind: t.kind,
     worker: t.worker,
     model: t.model,
     status: t.status,
@@ -107,5 +123,24 @@ export function teamReport(db: Db, id: string): TeamReport {
     }
   }
   const budget = tag.strategy === 'implement_review' ? (members.find((m) => m.tag.role === 'implement')?.tag.rounds ?? null) : null;
-  return { rootId: t.rootId, strategy: tag.strategy, state, outcome, members: members.map((m) => member(db, m)), acceptable, conflicts, budget };
+  const sources = tag.strategy === 'integrate' && members[0] ? integrationSources(db, members[0], conflicts) : [];
+  // An integration's own task is its team's root: the tree it sits in is a source's.
+  const rootId = tag.strategy === 'integrate' && members[0] ? members[0].id : t.rootId;
+  return { rootId, strategy: tag.strategy, state, outcome, members: members.map((m) => member(db, m)), acceptable, conflicts, budget, sources };
+}
+
+/** Each source of an integration with its state now, the commit merged (integrate.merged) and its conflicting files. */
+function integrationSources(db: Db, integration: Task, conflicts: unknown[]): TeamSourceReport[] {
+  const ids = teamTagOf(integration.metadata)?.sources ?? [];
+  const merged = listEvents(db, { taskId: integration.id, types: ['integrate.merged'], limit: 100 }).events.at(-1)?.payload.merged as { source: string; commit: string }[] | undefined;
+  return ids.map((id) => {
+    const s = getTask(db, id);
+    return {
+      id,
+      name: s?.name ?? '',
+      status: s?.status ?? 'missing',
+      merged: merged?.find((m) => m.source === id)?.commit ?? null,
+      conflicts: (conflicts as { file?: string; source?: string }[]).filter((c) => c.source === id && typeof c.file === 'string').map((c) => c.file!),
+    };
+  });
 }

@@ -330,6 +330,8 @@ describe('integrate', () => {
     const before = git(h.repo, ['rev-parse', 'HEAD']);
     const t = await startTeam(['integrate', a, b]);
     const id = t.tasks[0].id;
+    // The root it names is the integration itself (its task tree is a source's), so `team show` takes it.
+    expect(t.rootId).toBe(id);
     expect(task(id).verify).toEqual(['test -f a.txt', 'test -f b.txt']);
     await runUntilIdle();
     const it = task(id);
@@ -342,7 +344,8 @@ describe('integrate', () => {
     expect(git(h.repo, ['rev-parse', 'HEAD'])).toBe(before);
     expect(existsSync(join(h.repo, 'a.txt'))).toBe(false);
     const r = await report(id);
-    expect(r).toMatchObject({ state: 'completed', acceptable: id });
+    expect(r).toMatchObject({ rootId: id, state: 'completed', acceptable: id });
+    expect(r.sources.map((s: any) => [s.id, s.status, /^[0-9a-f]{40}$/.test(s.merged)])).toEqual([[a, 'completed', true], [b, 'completed', true]]);
     const acc = await cli(['team', 'accept', id]);
     expect(acc.code, acc.stderr).toBe(0);
     expect(readFileSync(join(h.repo, 'b.txt'), 'utf8')).toBe('B\n');
@@ -363,6 +366,7 @@ describe('integrate', () => {
     const r = await report(id);
     expect(r.state).toBe('merge_conflict');
     expect(r.conflicts).toEqual([{ file: 'same.txt', source: b, clashesWith: [a] }]);
+    expect(r.sources.map((s: any) => [s.id, s.merged !== null, s.conflicts])).toEqual([[a, true, []], [b, false, ['same.txt']], [c, true, []]]);
     expect((events(id, 'integrate.merged').at(-1)!.payload.merged as any[]).map((m) => m.source)).toEqual([a, c]);
     expect(git(h.repo, ['rev-parse', 'HEAD'])).toBe(before);
     expect(git(h.repo, ['status', '--porcelain'])).toBe('');

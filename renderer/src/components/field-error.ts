@@ -34,3 +34,12 @@ export async function markField(form: HTMLElement | null, key: string, text: str
   el.focus({ preventScroll: true });
   return true;
 }
+
+/**
+ * The field an engine refusal names at its start (`workers: …`, `sources[1]: …`, `budget.max_tokens: …`),
+ * indices dropped (one control holds the list), and the words after it; null when it names none.
+ */
+export function refusedField(message: string): { key: string; text: string } | null {
+  const m = /^([a-z_]\w*(?:\[\d+\])?(?:\.\w+(?:\[\d+\])?)*): ([\s\S]+)$/.exec(message);
+  return m ? { key: m[1].replace(/\[\d+\]/g, ''), text: m[2] } : null;
+}

@@ -48,3 +48,32 @@ export function rankingOf(r: TeamReport): string[] {
   const k = r.outcome?.ranking;
   return Array.isArray(k) ? k.filter((x): x is string => typeof x === 'string') : [];
 }
+
+/** map_reduce: what the contributors do and who synthesizes, as the team was started. */
+export function mapReduceWords(r: TeamReport): { contribute: string; synthesizer: string } | null {
+  if (r.strategy !== 'map_reduce') return null;
+  const synth = r.members.find((m) => m.role === 'synthesize');
+  const changes = r.members.some((m) => m.role === 'contribute' && m.kind === 'execute');
+  return {
+    contribute: changes ? 'each contributor changes code in its own worktree; the synthesis writes one change from theirs' : 'each contributor reads (explore); the synthesis writes one answer from theirs',
+    synthesizer: synth ? synth.worker : 'none',
+  };
+}
+
+/** An integration's result in a sentence: how many sources merged, or which conflicted, or that it has not run yet. */
+export function integrationWords(r: TeamReport): string {
+  const merged = r.sources.filter((s) => s.merged).length;
+  const n = r.sources.length;
+  if (r.state === 'merge_conflict') {
+    const clashing = r.sources.filter((s) => s.conflicts.length).length;
+    return `${clashing} of ${n} sources conflict; nothing was integrated and your branch is untouched`;
+  }
+  if (merged === 0 && r.state === 'running') {
+    const open = r.sources.filter((s) => s.status !== 'completed' && s.status !== 'accepted').length;
+    if (open) return `waiting for ${open} of ${n} sources to finish before merging them`;
+    return r.members[0]?.status === 'awaiting_approval' ? `the ${n} sources are done: the merge waits for your approval` : `merging ${n} sources`;
+  }
+  if (merged === 0) return `nothing merged (${stateWords(r.state)})`;
+  const verified = r.state === 'completed' || r.state === 'accepted';
+  return `merged ${merged} of ${n} sources onto one branch${verified ? ', verified' : ''}`;
+}

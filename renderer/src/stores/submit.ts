@@ -17,10 +17,13 @@ export const useSubmit = defineStore('submit', () => {
     error.value = null;
     try {
       const task = await create();
-      // Remembered only once the engine took it: a mistyped path is not offered again.
-      localStorage.setItem('lightworker.workspace', where);
-      workspace.value = where;
-      usePickers().remember(where);
+      // Remembered only once the engine took it: a mistyped path is not offered again (nor an integration's
+      // left-out workspace, which is its sources').
+      if (where) {
+        localStorage.setItem('lightworker.workspace', where);
+        workspace.value = where;
+        usePickers().remember(where);
+      }
       return task;
     } catch (err) {
       // The form speaks of its fields, not of the internal command ("delegate_task: workspace: …").

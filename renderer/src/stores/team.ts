@@ -51,7 +51,8 @@ export const useTeam = defineStore('team', () => {
     const r = report.value;
     if (!r || !e.taskId) return;
     // A member moved, the team ended or went on (events on its root), or a next round was created.
-    if (e.taskId === r.rootId || r.members.some((m) => m.id === e.taskId) || e.type === 'task.created') refresh('team');
+    // An integration's sources move too (finishing lets it run).
+    if (e.taskId === r.rootId || r.members.some((m) => m.id === e.taskId) || r.sources.some((s) => s.id === e.taskId) || e.type === 'task.created') refresh('team');
   });
 
   function ask(action: TeamAction): void {
