@@ -136,3 +136,22 @@ test('integrate from New: pick finished execute tasks, too few is refused at Sou
   expect((await lw.call('team_report', { id })).sources.map((s: any) => s.id)).toEqual([a, b]);
   await shootEverySize(page, shot, 'team-view-integrate');
 });
+
+test('an integration whose sources change one file differently says which source conflicts, on which file, and takes nothing', async ({ page, lw }) => {
+  const source = async (text: string) =>
+    (await lw.call('delegate_task', { objective: `write clash.txt: ${text}`, name: `clash ${text}`, workspace: lw.repo, kind: 'execute', mode: 'auto_execute', metadata: { mock: { write_files: { 'clash.txt': `${text}\n` } } } })).task.id as string;
+  const a = await source('from a');
+  const b = await source('from b');
+  for (const id of [a, b]) await expect.poll(async () => (await lw.call('get_task', { id })).task.status, { timeout: 60_000 }).toBe('completed');
+  const form = await openTeamForm(page, lw, 'integrate finished tasks');
+  await form.locator('textarea[name=sources]').fill(`${a}\n${b}`);
+  await form.getByLabel('Mode').selectOption('auto_execute');
+  await form.getByRole('button', { name: 'Start integration' }).click();
+  await expect(page).toHaveURL(/#\/teams\/[0-9A-Z]+$/);
+  await expect(page.getByTestId('team-state')).toHaveText('merge conflict', { timeout: 60_000 });
+  await expect(page.getByTestId('team-state-words')).toHaveText('the sources conflict');
+  await expect(page.getByTestId('team-integration')).toHaveText('1 of 2 sources conflict; nothing was integrated and your branch is untouched');
+  await expect(page.locator(`tr[data-source-id="${a}"] [data-field=merged]`)).toHaveText(/^commit [0-9a-f]{10}$/);
+  await expect(page.locator(`tr[data-source-id="${b}"] [data-field=merged]`)).toHaveText('conflicts in clash.txt');
+  await expect(page.locator('button[data-action=accept-team]')).toBeDisabled();
+});
