@@ -1,5 +1,5 @@
 /// <reference lib="dom" />
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from '@playwright/test';
@@ -135,6 +135,14 @@ test('integrate from New: pick finished execute tasks, too few is refused at Sou
   expect(it.verify).toEqual(['test -f one.txt', 'test -f two.txt']);
   expect((await lw.call('team_report', { id })).sources.map((s: any) => s.id)).toEqual([a, b]);
   await shootEverySize(page, shot, 'team-view-integrate');
+
+  // Accept team takes the integration (the team's own root, not the source tree it sits in): both files land.
+  await page.locator('button[data-action=accept-team]').click();
+  await expect(page.getByTestId('team-confirm')).toContainText('integration · lightworker becomes one commit in your branch.');
+  await page.getByTestId('team-confirm').locator('button[data-action=confirm-team]').click();
+  await expect(page.getByTestId('team-outcome')).toHaveText(new RegExp(`^Accepted the team's result \\(${id}\\): commit [0-9a-f]{10}`));
+  expect(readFileSync(join(lw.repo, 'one.txt'), 'utf8')).toBe('one.txt\n');
+  expect(readFileSync(join(lw.repo, 'two.txt'), 'utf8')).toBe('two.txt\n');
 });
 
 test('an integration whose sources change one file differently says which source conflicts, on which file, and takes nothing', async ({ page, lw }) => {
