@@ -286,6 +286,12 @@ export const configSchema = z.strictObject({
       /** The PostgreSQL schema holding LightWorker's tables (several fleets can share one database). */
       schema: z.string().regex(/^[a-z_][a-z0-9_]{0,40}$/, 'a lower-case identifier (letters, digits, _)').default('lightworker'),
       /**
+       * Learn of other processes' commits by LISTEN/NOTIFY (one more connection per process). false: poll a
+       * change counter instead (50 ms after a change, backing off to 2 s) — for a transaction-mode pooler
+       * such as PgBouncer, which cannot carry LISTEN. A LISTEN that never delivers is noticed and polled too.
+       */
+      listen: z.boolean().default(true),
+      /**
        * How often a leader runs `PRAGMA quick_check` on the SQLite file, in seconds (also on starting to lead);
        * never more often than 100 × what one check took (≤ 1 % of its time).
        */

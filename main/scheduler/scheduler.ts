@@ -8,13 +8,14 @@ import type { EventRow } from '../store/events.js';
 import { getTask } from '../store/tasks.js';
 import { TERMINAL, type TaskStatus } from '../tasks/types.js';
 import { resolveAdapter } from '../workers/registry.js';
-import { foreignSealOf, homeKeyId } from '../tasks/secrets.js';
+import { ForeignSeals } from './foreign-seals.js';
 import { storeFaultOf } from '../store/store-faults.js';
 import { requireLeaderHooks, type LeaderHooks } from './leader-hooks.js';
 import { claimTask, listCandidates, pickCandidate, type Candidate } from '../store/claims.js';
 import { claimFleetTask, fleetLimitsOf, listFleetCandidates, type FleetCandidate, type FleetIdentity } from './fleet.js';
 import { rootBudgetWaits } from '../store/requests.js';
 import { MemoryGate } from './memory-admission.js';
+import { ClaimBackoff } from './claim-backoff.js';
 import { crossedRoots } from '../runner/root-meter.js';
 import { activeGatewayPauses, activePauses, breakerHooks, gatewayKey, isHalfOpen, pauseForRateLimit } from './worker-pauses.js';
 
@@ -67,9 +68,6 @@ export class Scheduler extends EventEmitter {
   /** Aborted by stop(): a task waiting for space to record its end stops waiting. */
   private stopSignal = new AbortController();
   private readonly onEvent = (e: EventRow) => this.handleEvent(e);
-  /** Queued fleet tasks this runner cannot unseal → the key they were sealed with (leavesSealed). */
-  private readonly unopenable = new Map<string, string>();
-  private readonly foreignKeys = new Set<string>();
 
   /**
    * @param fleet this runner's identity in a fleet (PostgreSQL store): it then claims only what it can
@@ -84,10 +82,14 @@ export class Scheduler extends EventEmitter {
     super();
     this.hooks = requireLeaderHooks(hooks);
     this.memory = new MemoryGate(engine, runnerId, () => this.wake());
+    this.claimBackoff = new ClaimBackoff(() => this.wake());
+    this.sealed = new ForeignSeals(() => engine.db, engine.home.root, (m) => this.emit('notice', m));
   }
 
   /** Memory admission ([scheduler] min_free_mib) and the workers' measured footprints. */
   private readonly memory: MemoryGate;
+  private readonly claimBackoff: ClaimBackoff;
+  private readonly sealed: ForeignSeals;
 
   private readonly hooks: LeaderHooks;
 
@@ -164,6 +166,7 @@ export class Scheduler extends EventEmitter {
     this.engine.events.off('config', this.onConfig);
     if (this.pauseTimer) clearTimeout(this.pauseTimer);
     this.memory.stop();
+    this.claimBackoff.stop();
     if (abortReason) for (const r of this.running.values()) r.controller.abort(abortReason);
     if (abortReason && opts.killNow) await this.killNow(opts.trees);
     await Promise.allSettled([...this.running.values()].map((r) => r.done));
@@ -293,17 +296,20 @@ export class Scheduler extends EventEmitter {
     const { scheduler } = this.engine.config;
     const limits = { perRoot: scheduler.per_root, perRepository: scheduler.per_repository };
     this.memory.beginPass();
-    // Bounded: a claim lost to another runner lists again, but a pass never spins.
+    // Bounded: a claim lost to another runner lists again, but a pass never spins. A task this pass could
+    // not take (another claim holds its row, or its root or repository is at its limit) is not picked again
+    // in it, so one held row never hides the rest of the queue.
+    const passed = new Set<string>();
     for (let tries = 0; this.running.size < scheduler.max_concurrency && tries < scheduler.max_concurrency * 4 + 8; tries++) {
       const now = Date.now();
       const gateways: string[] = [];
       const excluded = [...this.unavailableWorkers(now, gateways), ...this.memory.blocked];
       // A tree one of whose tasks waits for a person to raise its total starts nothing meanwhile.
       const more = { roots: [...new Set([...rootBudgetWaits(this.engine.db).map((w) => w.rootId), ...crossedRoots()])], gateways };
-      const cands: Candidate[] = this.fleet ? listFleetCandidates(this.engine.db, this.fleet, limits, excluded, [...this.unopenable.keys()], 64, more) : listCandidates(this.engine.db, limits, excluded, 64, more);
-      const pick = pickCandidate(cands, this.lastDispatch, this.affinity);
+      const cands: Candidate[] = this.fleet ? listFleetCandidates(this.engine.db, this.fleet, limits, excluded, [...this.sealed.ids(), ...passed], 64, more) : listCandidates(this.engine.db, limits, excluded, 64, more);
+      const pick = pickCandidate(passed.size ? cands.filter((c) => !passed.has(c.id)) : cands, this.lastDispatch, this.affinity);
       if (!pick) break;
-      if (this.fleet && this.leavesSealed(pick.id)) continue;
+      if (this.fleet && this.sealed.leaves(pick.id)) continue;
       // Too little memory for this worker now: its tasks are left out of this pass (and say why).
       if (!this.memory.admit(pick.worker)) continue;
       const claimed = this.fleet
@@ -315,7 +321,12 @@ export class Scheduler extends EventEmitter {
         this.emit('runner.lost');
         break;
       }
-      if (claimed !== 'claimed') continue;
+      if (claimed !== 'claimed') {
+        if (claimed === 'busy') this.claimBackoff.soon();
+        passed.add(pick.id);
+        continue;
+      }
+      this.claimBackoff.reset();
       this.memory.started(pick.id, pick.worker);
       this.memory.clearWait(pick.worker);
       this.lastDispatch.set(pick.rootId, ++this.dispatchSeq);
@@ -324,22 +335,6 @@ export class Scheduler extends EventEmitter {
     }
     this.memory.endPass();
     if (this.running.size === 0) this.emit('idle');
-  }
-
-  /**
-   * A fleet task sealed with a key this runner lacks (another host's `[store] key_file`) is left queued for
-   * a runner that holds it, and never listed here again; the first of each foreign key is said once.
-   */
-  private leavesSealed(id: string): boolean {
-    const foreign = foreignSealOf(this.engine.db, this.engine.home.root, id);
-    if (foreign === null) return false;
-    if (this.unopenable.size >= 1000) this.unopenable.delete(this.unopenable.keys().next().value!);
-    this.unopenable.set(id, foreign);
-    if (!this.foreignKeys.has(foreign)) {
-      this.foreignKeys.add(foreign);
-      this.emit('notice', `this runner cannot open tasks sealed with key ${foreign} (its key is ${homeKeyId(this.engine.home.root)}): it leaves them for a runner that can (${id} first); give every host the same [store] key_file`);
-    }
-    return true;
   }
 
   private launch(id: string, worker: string, rootId: string): void {

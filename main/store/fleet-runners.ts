@@ -4,6 +4,7 @@ import { appendEvent } from './events.js';
 import { isSameProcess, processStartTime } from '../platform/proc/process.js';
 import { claimTask, type Candidate, type CandidateExclusions, type ClaimLimits } from './claims.js';
 import { runnerMayClaim } from './fleet-claims.js';
+import { fleetSlotKey, grabClaimSlots, releaseClaimSlots, repoSlotKey } from './pg/fleet-slots.js';
 
 // The fleet's rows (runners, their leases, claims across hosts): what scheduler/fleet.ts and the service
 // ask of PostgreSQL, each a statement or a transaction's part.
@@ -109,33 +110,33 @@ export function listFleetCandidates(db: Db, me: FleetIdentity, limits: ClaimLimi
   return prep(db, FLEET_CANDIDATES_SQL).all(me.host, JSON.stringify([...me.repos.keys()]), JSON.stringify(me.host), JSON.stringify(skipIds), JSON.stringify(excludeWorkers), JSON.stringify(exclude.roots ?? []), JSON.stringify(exclude.gateways ?? []), limits.perRoot, limits.perRepository, max) as FleetCandidate[];
 }
 
-/** `lost`: this runner is no longer active or its lease ran out (it claims nothing until it joins again). */
-export type FleetClaim = 'claimed' | 'taken' | 'fleet_full' | 'lost';
+/**
+ * `lost`: this runner is no longer active or its lease ran out (it claims nothing until it joins again).
+ * `busy`: free slots exist, or the task is still queued, but other claims hold them this instant (try again shortly).
+ */
+export type FleetClaim = 'claimed' | 'taken' | 'fleet_full' | 'lost' | 'busy';
 
 /**
- * Claim one task for this runner, in the caller's write transaction. Claims are serialized across the
- * fleet by a transaction-scoped advisory lock, so the fleet-wide, per-repository and per-root limits
- * hold exactly (they are counted again inside it); the task row itself is taken FOR UPDATE SKIP LOCKED,
- * so a claim never waits on a row another transaction holds. A task from another host gets this
- * runner's path for its repository.
+ * Claim one task for this runner, in the caller's write transaction. The runner's own row is read FOR
+ * SHARE (a runner marking it lost waits for this claim, or this claim sees it lost); the task row is taken
+ * FOR UPDATE SKIP LOCKED, then one slot of each limit — the fleet, the task's repository (by identity: hosts
+ * have different paths for one repository), its root (store/pg/fleet-slots.ts) — also SKIP LOCKED: no claim
+ * waits for another, there is no fleet-wide lock, and no limit is exceeded. A task from another host gets
+ * this runner's path for its repository.
  */
 export function claimFleetTask(db: Db, c: FleetCandidate, me: FleetIdentity, runnerId: string, limits: ClaimLimits & { fleet: number }, now = Date.now()): FleetClaim {
   const began = performance.now();
-  prep(db, "SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.claim')) AS locked").get();
   if (!runnerMayClaim(db, runnerId, Date.now())) return 'lost';
   const row = prep(db, `SELECT id FROM tasks WHERE id = ? AND status = 'queued' FOR UPDATE SKIP LOCKED`).get(c.id);
-  if (!row) return 'taken';
-  const counts = prep(
-    db,
-    `SELECT COUNT(*) AS fleet,
-            COALESCE(SUM(CASE WHEN COALESCE(repo_key, workspace) = ? THEN 1 ELSE 0 END), 0) AS repo,
-            COALESCE(SUM(CASE WHEN root_id = ? THEN 1 ELSE 0 END), 0) AS root,
-            COALESCE((SELECT CAST(json_extract(s.value, '$.concurrency') AS INTEGER) FROM settings s WHERE s.key = 'root_budget.' || ?), ?) AS "rootLimit"
-       FROM tasks WHERE status IN ('starting','running','verifying')`,
-  ).get(c.repoKey ?? c.workspace, c.rootId, c.rootId, limits.perRoot) as { fleet: number; repo: number; root: number; rootLimit: number };
-  if (counts.fleet >= limits.fleet) return 'fleet_full';
-  if (counts.repo >= limits.perRepository || counts.root >= counts.rootLimit) return 'taken';
-  if (!claimTask(db, c.id, runnerId, now)) return 'taken';
+  // Still queued but locked: another claim has it this instant (and may yet let go of it).
+  if (!row) return prep(db, `SELECT 1 AS x FROM tasks WHERE id = ? AND status = 'queued'`).get(c.id) ? 'busy' : 'taken';
+  const fleetKey = { key: fleetSlotKey(), limit: limits.fleet };
+  const grab = grabClaimSlots(db, c.id, fleetKey, { key: repoSlotKey(c.repoKey ?? c.workspace), limit: limits.perRepository }, c.rootId, limits.perRoot);
+  if (!grab.ok) return grab.full === fleetKey.key ? 'fleet_full' : grab.full ? 'taken' : 'busy';
+  if (!claimTask(db, c.id, runnerId, now)) {
+    releaseClaimSlots(db, c.id);
+    return 'taken';
+  }
   const local = c.originHost === me.host ? c.workspace : c.repoKey ? me.repos.get(c.repoKey) : undefined;
   if (local && local !== c.workspace) prep(db, 'UPDATE tasks SET workspace = ? WHERE id = ?').run(local, c.id);
   appendEvent(db, c.id, 'fleet.placed', { runner: runnerId, host: me.host, workspace: local ?? c.workspace, submittedWorkspace: c.workspace, repo: c.repoKey, originHost: c.originHost, claimMs: Math.round((performance.now() - began) * 100) / 100 }, now);

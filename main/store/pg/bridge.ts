@@ -31,6 +31,10 @@ export interface BridgeOptions {
   schemaIdent: string;
   /** Quoted LISTEN channel identifier. */
   channelIdent: string;
+  /** The channel's name (unquoted, for the LISTEN probe's pg_notify). */
+  channel: string;
+  /** How long a LISTEN waits for its own probe notification before the store polls instead. */
+  probeMs: number;
   /** How long one call may block before the store is declared unavailable. */
   timeoutMs: number;
   /** What to call the server in errors (the URL without its password). */
@@ -83,7 +87,7 @@ export class PgBridge {
     this.flag = new Int32Array(shared);
     const { port1, port2 } = new MessageChannel();
     this.port = port1;
-    const workerData: ThreadData = { pgPath: requireHere.resolve('pg'), shared, port: port2, cfg: opts.cfg, schemaIdent: opts.schemaIdent, channelIdent: opts.channelIdent };
+    const workerData: ThreadData = { pgPath: requireHere.resolve('pg'), shared, port: port2, cfg: opts.cfg, schemaIdent: opts.schemaIdent, channelIdent: opts.channelIdent, channel: opts.channel, probeMs: opts.probeMs };
     this.worker = new Worker(loadThreadSource(), {
       eval: true,
       workerData,
@@ -113,8 +117,9 @@ export class PgBridge {
     this.call({ op: 'connect' });
   }
 
-  listen(): void {
-    this.call({ op: 'listen' });
+  /** LISTEN on a second connection; false when its probe never arrived (notifications do not reach us: poll). */
+  listen(): boolean {
+    return (this.call({ op: 'listen' }) as { listening?: boolean }).listening === true;
   }
 
   close(): void {

@@ -1,7 +1,8 @@
 /**
  * The PostgreSQL connection thread (started by store/pg/bridge.ts). It owns two `pg` clients: one for the
- * engine's queries, answered one at a time to a main thread blocked in Atomics.wait, and one that LISTENs
- * for other processes' commits and posts each notification to the main thread asynchronously.
+ * engine's queries, answered one at a time to a main thread blocked in Atomics.wait, and, unless the store
+ * polls instead (`[store] listen = false`, or a LISTEN whose own probe never arrived), one that LISTENs for
+ * other processes' commits and posts each notification to the main thread asynchronously.
  * Result types follow SQLite's: bigint and numeric as JS numbers, booleans as 1/0.
  *
  * Built on its own into out/main/pg-thread.cjs (electron.vite.config.ts) and run from its text with
@@ -89,19 +90,41 @@ async function connectQuery(): Promise<void> {
   broken = null;
 }
 
-async function listen(): Promise<void> {
-  if (listener) return;
+/**
+ * LISTEN on a second connection. A LISTEN can succeed and still never deliver (through a transaction-mode
+ * pooler the session that listened is not ours after the statement): a probe notification of our own must
+ * come back within `probeMs`, or the listener is dropped and false tells the store to poll instead.
+ */
+async function listen(): Promise<boolean> {
+  if (listener) return true;
   const l = await openClient(workerData.cfg);
-  listener = l;
-  // Our own commits carry our query connection's backend pid: the engine publishes those itself.
+  const probe = 'probe:' + ownPid + ':' + Math.random().toString(36).slice(2);
+  let probed: (() => void) | null = null;
+  // Our own commits carry our query connection's backend pid: the engine publishes those itself. A probe
+  // is nobody's commit.
   l.on('notification', (n: Notification) => {
+    if (n.payload === probe) return probed?.();
+    if (n.payload?.startsWith('probe:')) return;
     if (n.payload !== ownPid) toMain.postMessage({ notify: true });
   });
   l.on('error', () => {
+    if (listener !== l) return;
     listener = null;
     toMain.postMessage({ listenLost: true });
   });
   await l.query('LISTEN ' + workerData.channelIdent);
+  const arrived = new Promise<boolean>((resolve) => {
+    probed = () => resolve(true);
+    setTimeout(() => resolve(false), workerData.probeMs).unref();
+  });
+  if (!client) throw Object.assign(new Error('the PostgreSQL connection is not open'), { code: 'connection_lost' });
+  await client.query('SELECT pg_notify($1, $2)', [workerData.channel, probe]);
+  if (!(await arrived)) {
+    l.end().catch(() => undefined);
+    return false;
+  }
+  listener = l;
+  return true;
 }
 
 /** A failure the connection itself caused (no SQLSTATE, or the server ending it), not the statement. */
@@ -114,10 +137,7 @@ async function handle(m: ThreadRequest): Promise<ThreadReply> {
     await connectQuery();
     return { ok: true };
   }
-  if (m.op === 'listen') {
-    await listen();
-    return { ok: true };
-  }
+  if (m.op === 'listen') return { ok: true, listening: await listen() };
   if (m.op === 'end') {
     await Promise.allSettled([client?.end(), listener?.end()]);
     client = listener = null;

@@ -13,6 +13,8 @@ export interface StoreTarget {
   label: string;
   /** Where the URL came from: 'LIGHTWORKER_DATABASE_URL', 'store.url_file' or 'store.url'. */
   source: string;
+  /** `[store] listen`: wake on LISTEN/NOTIFY (else poll the change counter, as behind a transaction-mode pooler). */
+  listen?: boolean;
 }
 
 /**
@@ -53,11 +55,13 @@ export function storeTarget(config: Config, env: NodeJS.ProcessEnv = process.env
   if (secrets.length) registerSecretValues(secrets);
   parsed.password = '';
   parsed.searchParams.delete('password');
-  return { url, schema: config.store.schema, label: `${parsed.toString()} (schema ${config.store.schema})`, source };
+  return { url, schema: config.store.schema, label: `${parsed.toString()} (schema ${config.store.schema})`, source, listen: config.store.listen };
 }
 
 const CONNECT_TIMEOUT_MS = 10_000;
 const CALL_TIMEOUT_MS = 120_000;
+/** How long a new LISTEN waits for its own probe notification before the store is polled instead. */
+const LISTEN_PROBE_MS = 3000;
 
 /**
  * A transaction idle this long is ended by the server. The engine's transactions are synchronous (statement
@@ -94,6 +98,8 @@ export function openPgDb(target: StoreTarget, homeRoot?: string): PgDb {
     cfg: { connectionString: target.url, application_name: `lightworker/${target.schema}`, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, idle_in_transaction_session_timeout: IDLE_TX_TIMEOUT_MS },
     schemaIdent: `"${target.schema}"`,
     channelIdent: `"${channel}"`,
+    channel,
+    probeMs: LISTEN_PROBE_MS,
     timeoutMs,
     label: target.label,
   });
@@ -103,7 +109,7 @@ export function openPgDb(target: StoreTarget, homeRoot?: string): PgDb {
     bridge.close();
     throw err;
   }
-  const db = new PgDb(bridge, target.label, homeRoot);
+  const db = new PgDb(bridge, target.label, homeRoot, { listen: target.listen ?? true });
   try {
     migratePg(db, target.schema, channel);
   } catch (err) {
@@ -113,29 +119,32 @@ export function openPgDb(target: StoreTarget, homeRoot?: string): PgDb {
   return db;
 }
 
+/**
+ * One migration step per transaction, each under a transaction-scoped advisory lock (so one migrator at a
+ * time, and nothing is left locked on a pooled server connection: a session lock taken through a
+ * transaction-mode pooler could be released on another one).
+ */
 function migratePg(db: PgDb, schema: string, channel: string): void {
-  const lock = `SELECT pg_advisory_lock(hashtext('lightworker.migrate.${schema}'))`;
-  db.exec(lock);
-  try {
-    db.exec(`CREATE SCHEMA IF NOT EXISTS "${schema}"; CREATE TABLE IF NOT EXISTS schema_version (version BIGINT NOT NULL)`);
-    let row = db.prepare('SELECT version FROM schema_version').get() as { version: number } | undefined;
-    if (!row) {
-      db.prepare('INSERT INTO schema_version (version) VALUES (0)').run();
-      row = { version: 0 };
-    }
-    if (row.version > PG_MIGRATIONS.length) {
-      throw new AppError('schema_too_new', `the PostgreSQL store's schema version ${row.version} is newer than this LightWorker understands (${PG_MIGRATIONS.length}); upgrade LightWorker on this host`, {
-        databaseVersion: row.version,
-        supportedVersion: PG_MIGRATIONS.length,
-      });
-    }
-    for (let v = row.version; v < PG_MIGRATIONS.length; v++) {
-      db.transaction(() => {
-        db.exec(PG_MIGRATIONS[v].sql.replaceAll('{channel}', channel));
-        db.prepare('UPDATE schema_version SET version = ?').run(v + 1);
-      })();
-    }
-  } finally {
-    db.exec(`SELECT pg_advisory_unlock(hashtext('lightworker.migrate.${schema}'))`);
+  for (;;) {
+    const done = db.transaction(() => {
+      db.exec(`SELECT pg_advisory_xact_lock(hashtext('lightworker.migrate.${schema}'))`);
+      db.exec(`CREATE SCHEMA IF NOT EXISTS "${schema}"; CREATE TABLE IF NOT EXISTS schema_version (version BIGINT NOT NULL)`);
+      let row = db.prepare('SELECT version FROM schema_version').get() as { version: number } | undefined;
+      if (!row) {
+        db.prepare('INSERT INTO schema_version (version) VALUES (0)').run();
+        row = { version: 0 };
+      }
+      if (row.version > PG_MIGRATIONS.length) {
+        throw new AppError('schema_too_new', `the PostgreSQL store's schema version ${row.version} is newer than this LightWorker understands (${PG_MIGRATIONS.length}); upgrade LightWorker on this host`, {
+          databaseVersion: row.version,
+          supportedVersion: PG_MIGRATIONS.length,
+        });
+      }
+      if (row.version === PG_MIGRATIONS.length) return true;
+      db.exec(PG_MIGRATIONS[row.version].sql.replaceAll('{channel}', channel));
+      db.prepare('UPDATE schema_version SET version = ?').run(row.version + 1);
+      return false;
+    })();
+    if (done) return;
   }
 }

@@ -16,6 +16,9 @@ function connectionLost(err: unknown): boolean {
   return code === 'connection_lost' || code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03' || /Connection terminated|not queryable|ECONNRESET|EPIPE/i.test(err.message);
 }
 const MAX_TRIES = 6;
+/** Without LISTEN: the change counter is read this often after a change, backing off to POLL_MAX_MS. */
+const POLL_MIN_MS = 50;
+const POLL_MAX_MS = 2000;
 
 /**
  * The PostgreSQL store behind the same synchronous interface as better-sqlite3 (store/db.ts `Db`), so the
@@ -24,7 +27,7 @@ const MAX_TRIES = 6;
  * BEGIN … COMMIT (BEGIN travels with the first statement, so an empty transaction costs nothing);
  * nested ones are savepoints. A transaction that hits a deadlock, a serialization failure or a unique
  * race (two runners inserting the same ledger key) runs again from the start, reading fresh rows.
- * `pragma('data_version')` counts other processes' commits as NOTIFY tells of them (pg/schema.ts).
+ * `pragma('data_version')` counts other processes' commits as NOTIFY tells of them, or, without LISTEN, as the change counter shows them (pg/schema.ts).
  */
 export class PgDb implements Db {
   readonly dialect = 'postgres' as const;
@@ -41,6 +44,7 @@ export class PgDb implements Db {
     label: string,
     /** The home this process runs from (store/db.ts `Db.homeRoot`). */
     readonly homeRoot?: string,
+    private readonly opts: { listen: boolean } = { listen: true },
   ) {
     this.name = label;
     bridge.onNotify = () => this.changed();
@@ -149,8 +153,10 @@ export class PgDb implements Db {
     const name = source.trim().toLowerCase();
     let value: unknown;
     if (name === 'data_version') {
-      // Polled often by a watching engine: the moment to LISTEN again after the connection dropped.
-      if (this.wantListen && !this.listening) this.relisten();
+      // Polled often by a watching engine: the moment to LISTEN again after the connection dropped, or,
+      // without LISTEN, to look at the change counter (backing off while nothing changes).
+      if (this.wantListen && !this.listening && this.opts.listen) this.relisten();
+      if (this.wantListen && !this.listening && this.depth === 0) this.pollChanges();
       value = this.version;
     }
     else if (name === 'user_version') value = (this.run({ text: 'SELECT version FROM schema_version' }).rows[0]?.version as number | undefined) ?? 0;
@@ -162,12 +168,15 @@ export class PgDb implements Db {
   private listening = false;
   private wantListen = false;
 
-  /** Start receiving other processes' commits (a second connection LISTENs on the store's channel). */
+  /**
+   * Start receiving other processes' commits: a second connection LISTENs on the store's channel. Without
+   * LISTEN — `[store] listen = false` (a transaction-mode pooler, which cannot carry it), or a LISTEN whose
+   * own probe notification never came back — `data_version` polls the store's change counter instead.
+   */
   listen(): void {
     this.wantListen = true;
-    if (this.listening) return;
-    this.bridge.listen();
-    this.listening = true;
+    if (this.listening || !this.opts.listen) return;
+    this.listening = this.bridge.listen();
   }
 
   private relistenAt = 0;
@@ -181,7 +190,42 @@ export class PgDb implements Db {
     } catch {
       return; // still unreachable: the next poll tries again
     }
-    this.changed(); // commits made while nobody listened: look once
+    if (this.listening) this.changed(); // commits made while nobody listened: look once
+  }
+
+  /** While polling: the change counter as last read, when to read it next, and the wait that grows while nothing changes. */
+  private polled: number | null = null;
+  private pollAt = 0;
+  private pollEveryMs = POLL_MIN_MS;
+  private recheck = false;
+
+  /**
+   * Read the change counter (a sequence every notifying trigger advances, pg/schema.ts) when due. A change
+   * looks again soon; quiet polls back off to POLL_MAX_MS, so an idle runner costs one read per that time.
+   * The counter moves when a writer's statement runs, before it commits: after a change, one more look at
+   * the next poll catches rows that were not yet visible.
+   */
+  private pollChanges(): void {
+    const now = Date.now();
+    if (now < this.pollAt) return;
+    let v: number;
+    try {
+      v = Number(this.run({ text: 'SELECT last_value AS v FROM lw_changes' }).rows[0]?.v ?? 0);
+    } catch {
+      this.pollAt = now + POLL_MAX_MS; // unreachable: the scheduler's beat reports it
+      return;
+    }
+    const moved = this.polled !== null && v !== this.polled;
+    this.polled = v;
+    if (moved || this.recheck) this.changed();
+    this.recheck = moved;
+    this.pollEveryMs = moved ? POLL_MIN_MS : Math.min(POLL_MAX_MS, this.pollEveryMs * 2);
+    this.pollAt = now + this.pollEveryMs;
+  }
+
+  /** How this process learns of other processes' commits now. */
+  get watchMode(): 'listen' | 'poll' {
+    return this.listening ? 'listen' : 'poll';
   }
 
   private changed(): void {

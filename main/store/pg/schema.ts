@@ -1,3 +1,5 @@
+import { CLAIM_SLOTS_SQL } from './fleet-slots.js';
+
 /**
  * The PostgreSQL schema, numbered like the SQLite migrations but its own list (the SQLite ones are
  * SQLite's history; PostgreSQL starts from today's schema). PG_MIGRATIONS[n] takes `schema_version`
@@ -331,10 +333,33 @@ ALTER TABLE requests DROP CONSTRAINT IF EXISTS requests_kind_check;
 ALTER TABLE requests ADD CONSTRAINT requests_kind_check CHECK (kind IN ('permission', 'question', 'budget'));
 `;
 
+// A heartbeat changes only a runner's heartbeat_at and expires_at: it wakes nobody (with every beat waking
+// every other runner, the idle load grew with the square of the fleet). A runner that starts, stops or is
+// marked lost still does.
+const QUIET_HEARTBEATS = `
+DROP TRIGGER runners_notify ON runners;
+CREATE TRIGGER runners_notify AFTER INSERT OR DELETE OR UPDATE OF state, repos, slots ON runners FOR EACH STATEMENT EXECUTE FUNCTION lw_notify('{channel}');
+`;
+
+// Every notifying trigger also advances a sequence: a process that cannot LISTEN (a transaction-mode
+// pooler, or [store] listen = false) polls its last_value instead. A sequence takes no row lock, so the
+// writers never queue on it.
+const CHANGE_COUNTER = `
+CREATE SEQUENCE lw_changes;
+CREATE OR REPLACE FUNCTION lw_notify() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $f$ BEGIN
+  PERFORM pg_notify(TG_ARGV[0], pg_backend_pid()::text);
+  PERFORM nextval('lw_changes');
+  RETURN NULL;
+END $f$;
+`;
+
 export const PG_MIGRATIONS: { name: string; sql: string }[] = [
   { name: '001-initial', sql: INITIAL },
   { name: '002-client-requests', sql: CLIENT_REQUESTS },
   { name: '003-pulls', sql: PULLS },
   { name: '004-usage-task-index', sql: USAGE_TASK_INDEX },
   { name: '005-budget-requests', sql: BUDGET_REQUESTS },
+  { name: '006-quiet-heartbeats', sql: QUIET_HEARTBEATS },
+  { name: '007-claim-slots', sql: CLAIM_SLOTS_SQL },
+  { name: '008-change-counter', sql: CHANGE_COUNTER },
 ];

@@ -22,12 +22,16 @@ export interface ThreadData {
   schemaIdent: string;
   /** Quoted LISTEN channel identifier. */
   channelIdent: string;
+  /** The channel's name (unquoted, for the LISTEN probe's pg_notify). */
+  channel: string;
+  /** How long a LISTEN waits for its own probe notification before the store polls instead. */
+  probeMs: number;
 }
 
 export type ThreadRequest = { op: 'connect' } | { op: 'listen' } | { op: 'end' } | { op: 'query'; queries: PgQuery[]; fresh: boolean };
 
 export type ThreadReply =
-  | { ok: true; rows?: Record<string, unknown>[]; count?: number | null }
+  | { ok: true; rows?: Record<string, unknown>[]; count?: number | null; listening?: boolean }
   | { ok: false; error: { message: string; code?: string; detail?: string; constraint?: string } };
 
 /** Posted on the thread's parentPort, asynchronously: another process committed, or the LISTEN connection dropped. */
