@@ -3,10 +3,11 @@
 // database, so the server's own counters (pg_stat_database.xact_commit, pg_stat_activity) are that
 // fleet's alone. Idle: the runners registered, nothing queued, commits per second over
 // LIGHTWORKER_BENCH_FLEET_IDLE_MS (default 4000). Busy: LIGHTWORKER_BENCH_FLEET_TASKS (default 4 per runner,
-// at least 40) trivial tasks submitted at once and drained by the instant fake codex: tasks/s (submission
-// to the last end), claims/s (first to last claim), claim p50/p95 (the `claimMs` each runner records in its
+// at least 40) trivial tasks submitted at once and drained by the instant fake codex, for at most
+// LIGHTWORKER_BENCH_FLEET_BUSY_MS (default 120000): tasks/s (completed ÷ submission to the last end), claims/s (first to last claim), claim p50/p95 (the `claimMs` each runner records in its
 // `fleet.placed` event), and connections per runner. Beside them, the floor measured in the same run on
-// the same server: a bare `SELECT 1` loop on one connection (commits/s and its round trip).
+// the same server: a bare `SELECT 1` loop on one connection (commits/s and its round trip). Tasks orphaned
+// and runners lost are counted: a runner starved of CPU misses its beats.
 // LIGHTWORKER_BENCH_FLEET_RUNS (default 1; 3 gives min/median/max) repeats each size.
 // `npm run bench fleet` (not in the default set). The throwaway server runs with fsync off.
 import { execFileSync, type ChildProcess } from 'node:child_process';
