@@ -4,11 +4,12 @@
  * claimer that died mid-claim, which wakes nobody): so look again by ourselves, soon, backing off with
  * jitter while it keeps happening, and from the shortest wait again once a claim succeeds.
  */
+const MIN_MS = 10;
+const MAX_MS = 2000;
+
 export class ClaimBackoff {
   private timer: NodeJS.Timeout | null = null;
-  private waitMs = ClaimBackoff.MIN_MS;
-  static readonly MIN_MS = 10;
-  static readonly MAX_MS = 2000;
+  private waitMs = MIN_MS;
 
   constructor(private readonly wake: () => void) {}
 
@@ -16,7 +17,7 @@ export class ClaimBackoff {
   soon(): void {
     if (this.timer) return;
     const wait = this.waitMs + Math.floor(Math.random() * this.waitMs);
-    this.waitMs = Math.min(ClaimBackoff.MAX_MS, this.waitMs * 2);
+    this.waitMs = Math.min(MAX_MS, this.waitMs * 2);
     this.timer = setTimeout(() => {
       this.timer = null;
       this.wake();
@@ -26,7 +27,7 @@ export class ClaimBackoff {
 
   /** A claim succeeded: the next contention waits the shortest time again. */
   reset(): void {
-    this.waitMs = ClaimBackoff.MIN_MS;
+    this.waitMs = MIN_MS;
   }
 
   stop(): void {
