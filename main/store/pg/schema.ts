@@ -353,6 +353,12 @@ CREATE OR REPLACE FUNCTION lw_notify() RETURNS trigger LANGUAGE plpgsql SET sear
 END $f$;
 `;
 
+/**
+ * Tables only PostgreSQL has: the fleet's claim slots (store/pg/fleet-slots.ts) are how runners on many
+ * hosts share limits; one SQLite home has one leader, which counts its running tasks instead.
+ */
+export const PG_ONLY_TABLES: readonly string[] = ['claim_slots'];
+
 export const PG_MIGRATIONS: { name: string; sql: string }[] = [
   { name: '001-initial', sql: INITIAL },
   { name: '002-client-requests', sql: CLIENT_REQUESTS },
