@@ -175,9 +175,14 @@ export class PgDb implements Db {
    */
   listen(): void {
     this.wantListen = true;
-    if (this.listening || !this.opts.listen) return;
+    if (this.listening || !this.opts.listen || this.undelivered) return;
     this.listening = this.bridge.listen();
+    // LISTEN took but its probe never came back (a pooler in between): poll for good, rather than block on
+    // another probe every time data_version looks.
+    if (!this.listening) this.undelivered = true;
   }
+
+  private undelivered = false;
 
   private relistenAt = 0;
 
