@@ -43,7 +43,7 @@ test('map_reduce from New: contributors that change code, a synthesizer of its o
   const form = await openTeamForm(page, lw, 'map, then reduce');
   await expect(page.getByTestId('strategy-explain')).toContainText('a synthesizer combines them');
   await form.getByLabel('Objective', { exact: true }).fill('write the two halves');
-  await form.getByLabel('Name').fill('halves');
+  await form.getByLabel('Name', { exact: true }).fill('halves');
   await form.getByLabel('Workspace (git repository)').fill(lw.repo);
   await form.getByLabel('Workers', { exact: true }).fill('mock');
   await form.getByLabel('Synthesizer').fill('nosuch');
@@ -100,7 +100,7 @@ test('integrate from New: pick finished execute tasks, too few is refused at Sou
   // No workers, no required objective or workspace: an integration takes its sources'.
   await expect(form.getByLabel('Workers', { exact: true })).toHaveCount(0);
   await expect(form.getByLabel('Workspace (optional: the sources’ repository)')).not.toHaveAttribute('required', '');
-  await form.getByLabel('Name').fill('both files');
+  await form.getByLabel('Name', { exact: true }).fill('both files');
   const offered = page.getByTestId('integrate-offered');
   await offered.locator(`button[data-task-id="${a}"]`).click();
   const sources = form.locator('textarea[name=sources]');
