@@ -11,6 +11,7 @@ import { commonGitDir, git, gitTry, ownGitDir, splitZ } from '../platform/git/gi
 import { checkContainment } from '../platform/git/guards.js';
 import { withLockFile } from '../platform/git/repo-lock.js';
 import { mkdirPrivate } from '../core/private-home.js';
+import { releaseScratchIndex, takeScratchIndex } from './scratch-index.js';
 
 /**
  * Read-only snapshots: where a plan/explore/review task runs when its worker has no enforced read-only
@@ -153,7 +154,7 @@ async function writeStateCommit(engine: EngineContext, repo: string, state: Sour
  */
 async function sourceState(engine: EngineContext, repo: string): Promise<SourceState> {
   const store = await ensureStore(engine, repo);
-  const index = join(store, `index-${newToken(6)}`);
+  const index = takeScratchIndex(store);
   const as = ['--git-dir', store, '--work-tree', repo];
   const env = { GIT_INDEX_FILE: index };
   try {
@@ -183,7 +184,7 @@ async function sourceState(engine: EngineContext, repo: string): Promise<SourceS
     if (head && tree === headTree) return { commit: head, body: null };
     return stateCommitOf(tree, head);
   } finally {
-    rmSync(index, { force: true });
+    releaseScratchIndex(store, index);
   }
 }
 
