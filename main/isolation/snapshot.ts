@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, sep } from 'node:path';
 import { newId, newToken } from '../core/ids.js';
 import type { EngineContext } from '../tasks/engine-context.js';
@@ -11,7 +11,7 @@ import { commonGitDir, git, gitTry, ownGitDir, splitZ } from '../platform/git/gi
 import { checkContainment } from '../platform/git/guards.js';
 import { withLockFile } from '../platform/git/repo-lock.js';
 import { mkdirPrivate } from '../core/private-home.js';
-import { releaseScratchIndex, takeScratchIndex } from './scratch-index.js';
+import { fillScratchIndex, releaseScratchIndex, takeScratchIndex } from './scratch-index.js';
 
 /**
  * Read-only snapshots: where a plan/explore/review task runs when its worker has no enforced read-only
@@ -161,12 +161,10 @@ async function sourceState(engine: EngineContext, repo: string): Promise<SourceS
     const userIndex = join(await ownGitDir(repo), 'index');
     const hasIndex = existsSync(userIndex);
     if (hasIndex) {
-      copyFileSync(userIndex, index);
       // The copy keeps the index's times: git hashes an entry again when its file is not older than the index
       // ("racily clean"). With the copy's own, later mtime a file rewritten at the same size within the second
       // of the user's last `git add` matched its old stat, and the snapshot held the old content.
-      const st = statSync(userIndex);
-      utimesSync(index, st.atime, st.mtime);
+      fillScratchIndex(index, userIndex);
     }
     // Two names: not `--verify` (one name only). Fails on an unborn HEAD: no parent then.
     const [heads, addedFast] = await Promise.all([

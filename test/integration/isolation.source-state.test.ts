@@ -1,7 +1,8 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { fillScratchIndex } from '../../main/isolation/scratch-index.js';
 import { sourceStateCommit, storeOf } from '../../main/isolation/snapshot.js';
 import { makeHome, makeRepo, type TestHome } from '../helpers/env.js';
 
@@ -66,5 +67,20 @@ describe('the source state of a checkout', () => {
     expect(existsSync(live)).toBe(true);
     await Promise.all([1, 2, 3, 4].map(() => sourceStateCommit(h!.engine, repo)));
     expect(scratch().filter((n) => n.startsWith(`index-${process.pid}-`))).toEqual(after);
+  });
+
+  it('fills a reused scratch index with exactly the source\'s bytes and times, shorter or longer than before', () => {
+    h = makeHome();
+    const [big, small, index] = ['big', 'small', 'index'].map((n) => join(h!.root, n));
+    writeFileSync(big, 'x'.repeat(5000));
+    writeFileSync(small, 'DIRC small');
+    utimesSync(small, new Date(1_600_000_000_000), new Date(1_600_000_000_000));
+    fillScratchIndex(index, big);
+    expect(readFileSync(index, 'utf8')).toBe('x'.repeat(5000));
+    fillScratchIndex(index, small);
+    expect(readFileSync(index, 'utf8')).toBe('DIRC small');
+    expect(statSync(index).mtimeMs).toBe(1_600_000_000_000);
+    fillScratchIndex(index, big);
+    expect(readFileSync(index, 'utf8')).toBe('x'.repeat(5000));
   });
 });
