@@ -37,6 +37,12 @@ export function releaseScratchIndex(store: string, index: string): void {
   free.set(store, list);
 }
 
+/** Remove a scratch index that is not to be reused, with the lock file a git killed while writing it left. */
+export function discardScratchIndex(index: string): void {
+  rmSync(index, { force: true });
+  rmSync(`${index}.lock`, { force: true });
+}
+
 /**
  * Make `index` a copy of `source` with its times (git hashes an entry again only when its file is not
  * older than the index: the copy must look as old as the original). Written over the old bytes and cut to

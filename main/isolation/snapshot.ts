@@ -11,7 +11,7 @@ import { commonGitDir, git, gitTry, ownGitDir, splitZ } from '../platform/git/gi
 import { checkContainment } from '../platform/git/guards.js';
 import { withLockFile } from '../platform/git/repo-lock.js';
 import { mkdirPrivate } from '../core/private-home.js';
-import { fillScratchIndex, releaseScratchIndex, takeScratchIndex } from './scratch-index.js';
+import { discardScratchIndex, fillScratchIndex, releaseScratchIndex, takeScratchIndex } from './scratch-index.js';
 
 /**
  * Read-only snapshots: where a plan/explore/review task runs when its worker has no enforced read-only
@@ -157,6 +157,7 @@ async function sourceState(engine: EngineContext, repo: string): Promise<SourceS
   const index = takeScratchIndex(store);
   const as = ['--git-dir', store, '--work-tree', repo];
   const env = { GIT_INDEX_FILE: index };
+  let reusable = false;
   try {
     const userIndex = join(await ownGitDir(repo), 'index');
     const hasIndex = existsSync(userIndex);
@@ -179,10 +180,14 @@ async function sourceState(engine: EngineContext, repo: string): Promise<SourceS
       await git(repo, [...SAFE, ...as, 'add', '-A'], { env });
     }
     const tree = await git(store, ['--git-dir', store, 'write-tree'], { env });
+    reusable = true;
     if (head && tree === headTree) return { commit: head, body: null };
     return stateCommitOf(tree, head);
   } finally {
-    releaseScratchIndex(store, index);
+    // After a failed git call the index (or a lock a killed git left beside it) is not reused: the next call
+    // would fail on that lock, or start from a half-written index.
+    if (reusable) releaseScratchIndex(store, index);
+    else discardScratchIndex(index);
   }
 }
 
