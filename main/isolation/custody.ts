@@ -204,7 +204,7 @@ async function checkAndRestore(engine: Engine, task: Task, lease: CustodyLease, 
   };
 
   // 1. The git dir's files, with no git call.
-  const now = captureGitFiles(before.gitDir, before.common);
+  const now = captureGitFiles(before.gitDir, before.common, before);
   const packed = join(before.common, 'packed-refs');
   const movedByAccept = (path: string, found: FileEntry | undefined) =>
     accepted.some((a) => path === join(before.common, 'refs', 'heads', ...a.branch.split('/')) && found && !('link' in found) && found.bytes.toString('utf8').trim() === a.commit);
