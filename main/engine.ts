@@ -240,11 +240,12 @@ export class Engine implements LeaderEngine {
 
   /**
    * Apply a config.toml another process changed since the last poll, now (one stat when none did): a task
-   * about to run must not run under settings replaced a moment before it was submitted.
+   * about to run must not run under settings replaced a moment before it was submitted (`submittedAt`:
+   * no stat when the watch looked after that).
    */
-  refreshConfig(): void {
+  refreshConfig(submittedAt?: number): void {
     if (this.closed) return;
-    this.configWatch?.check();
+    this.configWatch?.check(submittedAt);
   }
 
   private reloadConfig(config: Config): void {

@@ -22,9 +22,10 @@ function fingerprint(path: string): string {
 export interface ConfigWatch {
   /**
    * Look now, synchronously (one stat when nothing changed): a caller about to act on the settings (a
-   * task about to run) must not act on a version another process replaced a moment ago.
+   * task about to run) must not act on a version another process replaced a moment ago. With
+   * `submittedAt` (ms), no stat when a look began after it: that look saw every version written before.
    */
-  check(): void;
+  check(submittedAt?: number): void;
   stop(): void;
 }
 
@@ -35,9 +36,11 @@ export interface ConfigWatch {
  * not reported mid-save). The timer is unref'd.
  */
 export function watchConfigFile(path: string, handlers: ConfigWatchHandlers, intervalMs = 500): ConfigWatch {
+  let lookedAt = Date.now();
   let seen = fingerprint(path);
   let invalid: Error | null = null;
   const look = (): void => {
+    lookedAt = Date.now();
     const now = fingerprint(path);
     if (now === seen) {
       if (invalid) handlers.onInvalid(invalid);
@@ -58,7 +61,9 @@ export function watchConfigFile(path: string, handlers: ConfigWatchHandlers, int
   const timer = setInterval(look, intervalMs);
   timer.unref();
   return {
-    check: () => {
+    check: (submittedAt) => {
+      if (submittedAt !== undefined && lookedAt > submittedAt) return;
+      lookedAt = Date.now();
       // An invalid version stays unreported here: the poll reports it once it has stood.
       if (fingerprint(path) !== seen) look();
     },

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync, type BigIntStats } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { commonGitDir, gitTry, ownGitDir, splitZ } from '../platform/git/git-exec.js';
@@ -30,6 +30,8 @@ export interface RepoState {
   files: Map<string, FileEntry>;
   /** The folders scanned whole (a file found there later that is not in `files` was added). */
   folders: string[];
+  /** Path → signature of the files in `files` that were settled when read (see captureGitFiles' `known`). */
+  signatures?: Map<string, string>;
   /**
    * `git ls-files -s` of the index (mode, blob, stage, path per entry), or null without an index;
    * undefined when not read at capture (see {@link indexEntriesOf}: read from `index` when needed).
@@ -46,14 +48,47 @@ export interface RepoState {
 /** Refs LightWorker owns in the user's repository: task branches brought there on accept or removal. */
 export const OWN_REFS = `refs${sep}heads${sep}lightworker${sep}`;
 
-function readEntry(path: string): FileEntry {
-  try {
-    const st = lstatSync(path);
-    if (st.isSymbolicLink()) return { link: readlinkSync(path) };
-    if (!st.isFile()) return null;
-    return { bytes: readFileSync(path), mode: st.mode & 0o777 };
-  } catch {
-    return null;
+/**
+ * A file's identity and every stat field a write changes (ctime to the nanosecond: no write, chmod or
+ * utimes keeps it, and user code cannot set it).
+ */
+function signatureOf(st: BigIntStats): string {
+  return `${st.dev}:${st.ino}:${st.mode}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+}
+
+/**
+ * A file's ctime must be this much older than the capture that read it before its signature vouches for
+ * its bytes later: a write in the same timestamp tick as that read (ext4's clock ticks every few ms, some
+ * file systems keep whole or even two seconds) could otherwise leave the ctime as it was.
+ */
+const SETTLED_NS = 3_000_000_000n;
+
+/**
+ * Reads guarded files, taking a file's bytes from an earlier capture (`known`) when its signature is the
+ * one that capture recorded: those files are read once per baseline, not again after every task.
+ */
+class EntryReader {
+  readonly signatures = new Map<string, string>();
+  /** Taken before any lstat of this capture: a ctime older than this less SETTLED_NS was settled at its read. */
+  readonly #startNs = BigInt(Date.now()) * 1_000_000n;
+
+  constructor(
+    private readonly known?: Pick<RepoState, 'files' | 'signatures'>,
+    private readonly settledNs = SETTLED_NS,
+  ) {}
+
+  read(path: string, found?: BigIntStats): FileEntry {
+    try {
+      const st = found ?? lstatSync(path, { bigint: true });
+      if (!st.isSymbolicLink() && !st.isFile()) return null;
+      const sig = signatureOf(st);
+      if (st.ctimeNs < this.#startNs - this.settledNs) this.signatures.set(path, sig);
+      const was = this.known?.signatures?.get(path) === sig ? this.known.files.get(path) : undefined;
+      if (was) return was;
+      return st.isSymbolicLink() ? { link: readlinkSync(path) } : { bytes: readFileSync(path), mode: Number(st.mode) & 0o777 };
+    } catch {
+      return null;
+    }
   }
 }
 
@@ -64,7 +99,7 @@ export function sameEntry(a: FileEntry | undefined, b: FileEntry | undefined): b
 }
 
 /** Every file under `dir` (links are not followed), skipping LightWorker's own refs. */
-function scanFolder(root: string, dir: string, into: Map<string, FileEntry>): void {
+function scanFolder(root: string, dir: string, into: Map<string, FileEntry>, reader: EntryReader): void {
   let names: string[];
   try {
     names = readdirSync(dir);
@@ -76,12 +111,12 @@ function scanFolder(root: string, dir: string, into: Map<string, FileEntry>): vo
     if (relative(root, path).startsWith(OWN_REFS) || `${relative(root, path)}${sep}` === OWN_REFS) continue;
     let st;
     try {
-      st = lstatSync(path);
+      st = lstatSync(path, { bigint: true });
     } catch {
       continue;
     }
-    if (st.isDirectory()) scanFolder(root, path, into);
-    else into.set(path, readEntry(path));
+    if (st.isDirectory()) scanFolder(root, path, into, reader);
+    else into.set(path, reader.read(path, st));
   }
 }
 
@@ -105,34 +140,46 @@ export function includedFiles(configPath: string, text: string): string[] {
   return out;
 }
 
-/** The config files of a git dir and, transitively (four levels, as far as any sane setup goes), what they include. */
-function configFiles(gitDir: string, common: string): string[] {
-  const seen = new Set<string>();
+/** The config files of a git dir and, transitively (four levels, as far as any sane setup goes), what they include, read into `into`. */
+function readConfigFiles(gitDir: string, common: string, into: Map<string, FileEntry>, reader: EntryReader): void {
   let level = [join(common, 'config'), join(common, 'config.worktree'), join(gitDir, 'config.worktree')];
   for (let depth = 0; depth < 5 && level.length; depth++) {
     const next: string[] = [];
     for (const f of level) {
-      if (seen.has(f)) continue;
-      seen.add(f);
+      if (into.has(f)) continue;
+      const entry = reader.read(f);
+      into.set(f, entry);
+      if (!entry) continue;
       try {
-        next.push(...includedFiles(f, readFileSync(f, 'utf8')));
+        // A linked config is read through its link, as git reads it.
+        next.push(...includedFiles(f, 'link' in entry ? readFileSync(f, 'utf8') : entry.bytes.toString('utf8')));
       } catch {
-        // absent: recorded as absent
+        // a link to nothing: no includes
       }
     }
     level = next;
   }
-  return [...seen];
 }
 
-/** The git dir's files LightWorker guards, read now (no git call). */
-export function captureGitFiles(gitDir: string, common: string): { files: Map<string, FileEntry>; folders: string[] } {
+/**
+ * The git dir's files LightWorker guards, read now (no git call). With `known` (an earlier capture of
+ * the same git dir), a file whose signature is the one recorded then keeps the bytes read then.
+ * `settledNs`: how old a ctime must be to be recorded (a test's own margin; SETTLED_NS otherwise).
+ */
+export function captureGitFiles(
+  gitDir: string,
+  common: string,
+  known?: Pick<RepoState, 'files' | 'signatures'>,
+  settledNs?: bigint,
+): { files: Map<string, FileEntry>; folders: string[]; signatures: Map<string, string> } {
   const files = new Map<string, FileEntry>();
-  for (const f of [...configFiles(gitDir, common), join(gitDir, 'HEAD'), join(common, 'packed-refs')]) files.set(f, readEntry(f));
+  const reader = new EntryReader(known, settledNs);
+  readConfigFiles(gitDir, common, files, reader);
+  for (const f of [join(gitDir, 'HEAD'), join(common, 'packed-refs')]) if (!files.has(f)) files.set(f, reader.read(f));
   const folders = [join(common, 'hooks'), join(common, 'info'), join(common, 'refs')];
   if (gitDir !== common) folders.push(join(gitDir, 'refs'));
-  for (const folder of folders) scanFolder(folder.endsWith(`${sep}refs`) ? dirname(folder) : folder, folder, files);
-  return { files, folders };
+  for (const folder of folders) scanFolder(folder.endsWith(`${sep}refs`) ? dirname(folder) : folder, folder, files, reader);
+  return { files, folders, signatures: reader.signatures };
 }
 
 /**
@@ -143,7 +190,7 @@ export function captureGitFiles(gitDir: string, common: string): { files: Map<st
  */
 export async function captureRepo(engine: Engine, repo: string, opts: { entries?: boolean } = {}): Promise<RepoState> {
   const [gitDir, common] = await Promise.all([ownGitDir(repo), commonGitDir(repo)]);
-  const { files, folders } = captureGitFiles(gitDir, common);
+  const { files, folders, signatures } = captureGitFiles(gitDir, common);
   const indexPath = join(gitDir, 'index');
   const index = existsSync(indexPath) ? readFileSync(indexPath) : null;
   const readEntries = opts.entries !== false;
@@ -152,7 +199,7 @@ export async function captureRepo(engine: Engine, repo: string, opts: { entries?
     sourceStateCommit(engine, repo),
     worktreeFingerprint(repo, gitDir),
   ]);
-  return { repo, gitDir, common, files, folders, index, ...(readEntries ? { indexEntries: entries } : {}), worktree, quick };
+  return { repo, gitDir, common, files, folders, signatures, index, ...(readEntries ? { indexEntries: entries } : {}), worktree, quick };
 }
 
 /** `git ls-files -s -z` of the index (or of the index file `indexFile`), null when git cannot read it. */

@@ -204,7 +204,7 @@ async function checkAndRestore(engine: Engine, task: Task, lease: CustodyLease, 
   };
 
   // 1. The git dir's files, with no git call.
-  const now = captureGitFiles(before.gitDir, before.common);
+  const now = captureGitFiles(before.gitDir, before.common, before);
   const packed = join(before.common, 'packed-refs');
   const movedByAccept = (path: string, found: FileEntry | undefined) =>
     accepted.some((a) => path === join(before.common, 'refs', 'heads', ...a.branch.split('/')) && found && !('link' in found) && found.bytes.toString('utf8').trim() === a.commit);
@@ -219,7 +219,14 @@ async function checkAndRestore(engine: Engine, task: Task, lease: CustodyLease, 
       restored.push({ area: 'packed-refs', path: shown(before, path), change: 'changed' });
       continue;
     }
-    if (sameEntry(was, found) || movedByAccept(path, found)) continue;
+    if (sameEntry(was, found)) {
+      // Read now with a settled ctime and the same bytes as captured: later checks of this baseline may
+      // take it by that signature (a baseline captured just after the files were written has none).
+      const sig = now.signatures.get(path);
+      if (sig !== undefined) (before.signatures ??= new Map()).set(path, sig);
+      continue;
+    }
+    if (movedByAccept(path, found)) continue;
     const area = areaOf(before, path);
     const change: RestoredItem['change'] = !was ? 'added' : !found ? 'removed' : 'changed';
     keepLeft(dir, shown(before, path), found);

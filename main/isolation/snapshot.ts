@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, sep } from 'node:path';
 import { newId, newToken } from '../core/ids.js';
 import type { EngineContext } from '../tasks/engine-context.js';
@@ -11,6 +11,7 @@ import { commonGitDir, git, gitTry, ownGitDir, splitZ } from '../platform/git/gi
 import { checkContainment } from '../platform/git/guards.js';
 import { withLockFile } from '../platform/git/repo-lock.js';
 import { mkdirPrivate } from '../core/private-home.js';
+import { discardScratchIndex, fillScratchIndex, releaseScratchIndex, takeScratchIndex } from './scratch-index.js';
 
 /**
  * Read-only snapshots: where a plan/explore/review task runs when its worker has no enforced read-only
@@ -153,19 +154,18 @@ async function writeStateCommit(engine: EngineContext, repo: string, state: Sour
  */
 async function sourceState(engine: EngineContext, repo: string): Promise<SourceState> {
   const store = await ensureStore(engine, repo);
-  const index = join(store, `index-${newToken(6)}`);
+  const index = takeScratchIndex(store);
   const as = ['--git-dir', store, '--work-tree', repo];
   const env = { GIT_INDEX_FILE: index };
+  let reusable = false;
   try {
     const userIndex = join(await ownGitDir(repo), 'index');
     const hasIndex = existsSync(userIndex);
     if (hasIndex) {
-      copyFileSync(userIndex, index);
       // The copy keeps the index's times: git hashes an entry again when its file is not older than the index
       // ("racily clean"). With the copy's own, later mtime a file rewritten at the same size within the second
       // of the user's last `git add` matched its old stat, and the snapshot held the old content.
-      const st = statSync(userIndex);
-      utimesSync(index, st.atime, st.mtime);
+      fillScratchIndex(index, userIndex);
     }
     // Two names: not `--verify` (one name only). Fails on an unborn HEAD: no parent then.
     const [heads, addedFast] = await Promise.all([
@@ -180,10 +180,14 @@ async function sourceState(engine: EngineContext, repo: string): Promise<SourceS
       await git(repo, [...SAFE, ...as, 'add', '-A'], { env });
     }
     const tree = await git(store, ['--git-dir', store, 'write-tree'], { env });
+    reusable = true;
     if (head && tree === headTree) return { commit: head, body: null };
     return stateCommitOf(tree, head);
   } finally {
-    rmSync(index, { force: true });
+    // After a failed git call the index (or a lock a killed git left beside it) is not reused: the next call
+    // would fail on that lock, or start from a half-written index.
+    if (reusable) releaseScratchIndex(store, index);
+    else discardScratchIndex(index);
   }
 }
 

@@ -82,9 +82,9 @@ export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStat
   // Only a leader runs tasks: from here on its forks (worker turns, git) go through the spawner helper.
   useSpawner();
   const { engine } = ctx;
-  engine.refreshConfig();
   const stored = getTask(engine.db, taskId);
   if (!stored) return 'failed';
+  engine.refreshConfig(stored.createdAt);
   let task: Task;
   try {
     task = unsealTask(engine.db, engine.home.root, stored);

@@ -123,9 +123,12 @@ export class MemoryGate {
     if (getSetting<MemoryWait>(db, MEMORY_WAIT_PREFIX + worker)) this.engine.write(() => deleteSetting(db, MEMORY_WAIT_PREFIX + worker));
   }
 
-  /** The run ended: its peak (when one was measured) moves its worker's footprint. */
+  /**
+   * The run ended: its peak (when one was measured) moves its worker's footprint. No last sample: the run
+   * settles only after its worker's tree has exited (and its verification and custody check ran), so one
+   * would read a gone process, at a store read and two /proc look-ups per task.
+   */
   ended(taskId: string, worker: string): void {
-    this.#sampleOne(taskId);
     const peak = this.#peaks.get(taskId) ?? 0;
     this.#peaks.delete(taskId);
     if (peak > 0) this.engine.write(() => noteFootprint(this.engine.db, worker, peak));

@@ -32,8 +32,8 @@ export interface StoreWriter extends StoreReader {
 export interface EngineHandle extends StoreWriter {
   readonly events: EventEmitter;
   watch(): void;
-  /** Apply a config.toml another process changed since the last poll, now (one stat when none did). */
-  refreshConfig(): void;
+  /** Apply a config.toml another process changed since the last poll, now (one stat when none did; none when a look began after `submittedAt`). */
+  refreshConfig(submittedAt?: number): void;
   /** The better-sqlite3 addon the store was opened with (the desktop app's own build), for other connections. */
   readonly nativeBinding: string | undefined;
 }

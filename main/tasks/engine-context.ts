@@ -12,6 +12,6 @@ export interface EngineContext {
   readonly db: Db;
   readonly config: Config;
   write<T>(fn: () => T): T;
-  /** Apply a config.toml another process changed since the last poll, now (before acting on `config`). */
-  refreshConfig(): void;
+  /** Apply a config.toml another process changed since the last poll, now (before acting on `config`); see ConfigWatch.check. */
+  refreshConfig(submittedAt?: number): void;
 }

@@ -140,6 +140,9 @@ function writeTurnConfig(home: string, developer: string | null): void {
     if (existsSync(file) && readFileSync(file, 'utf8').startsWith(TURN_CONFIG_MARK)) rmSync(file, { force: true });
     return;
   }
+  // A file of the task's own, never a hard link to one shared by tasks with the same text: Codex only reads
+  // it (traced: test/bench/_codex-config-trace.ts), but a worker's shell that can write CODEX_HOME (a home
+  // under /tmp, which workspace-write allows, or no sandbox) would write into other tasks' settings through it.
   writeFileSync(file, `${TURN_CONFIG_MARK}developer_instructions = ${tomlString(developer)}\n`, { mode: PRIVATE_FILE });
 }
 

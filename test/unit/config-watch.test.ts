@@ -25,6 +25,28 @@ function watch(intervalMs = 20) {
 }
 
 describe('watchConfigFile', () => {
+  it('check(submittedAt) applies a version written before the submission, and skips the stat when a look began after it', async () => {
+    const w = watch(3_600_000);
+    const replace = (n: number) => {
+      const tmp = join(w.dir, 'config.toml.tmp');
+      writeFileSync(tmp, `[scheduler]\nmax_concurrency = ${n}\n`);
+      renameSync(tmp, w.path);
+    };
+    // Written, then a task submitted: its start sees the new version, though no poll ran.
+    const created = Date.now();
+    await until(() => Date.now() > created + 1, 1000, 'the clock to move past the first look');
+    replace(4);
+    const submitted = Date.now();
+    watcher!.check(submitted);
+    expect(w.changes.map((c) => c.scheduler.max_concurrency)).toEqual([4]);
+    // That look began after `submitted`: a task submitted then needs no second stat (a later version waits for the next look).
+    replace(5);
+    watcher!.check(submitted - 1);
+    expect(w.changes).toHaveLength(1);
+    watcher!.check();
+    expect(w.changes.map((c) => c.scheduler.max_concurrency)).toEqual([4, 5]);
+  });
+
   it('check() applies a change at once, long before the next poll, and nothing when the file is unchanged', () => {
     const w = watch(3_600_000);
     watcher!.check();
