@@ -36,13 +36,14 @@ function taskLine(t: Task): string[] {
   return [t.id, t.status, t.kind, t.worker, ago(t.createdAt), t.name];
 }
 
-export function printTask(t: Task & { waitingOn?: string[]; waitingFor?: string; needs?: NeedsInput }, verification?: VerificationSummary | null, route?: RouteRecord | null, custody: CustodySummary[] = [], budget?: Parameters<typeof formatBudget>[0] & Pick<BudgetView, 'root'>): void {
+export function printTask(t: Task & { waitingOn?: string[]; waitingFor?: string; needs?: NeedsInput; rerouted?: string }, verification?: VerificationSummary | null, route?: RouteRecord | null, custody: CustodySummary[] = [], budget?: Parameters<typeof formatBudget>[0] & Pick<BudgetView, 'root'>): void {
   const lines = [
     `${t.id}  ${t.status}${t.waitingOn?.length ? ` (waiting on approval of ${t.waitingOn.join(', ')})` : ''}`,
     ...(t.waitingFor ? [`waiting:    ${t.waitingFor}`] : []),
+    ...(t.rerouted ? [`rerouted:   ${t.rerouted}`] : []),
     ...(t.needs ? [`needs:      ${t.needs.kind} — ${t.needs.asks}  (lightworker answer ${t.id} ${t.needs.kind === 'permission' ? '--allow | --deny' : t.needs.kind === 'budget' ? '--allow [new limit] | --deny' : '"…"'})`] : []),
     `name:       ${t.name}`,
-    `kind:       ${t.kind}   mode: ${t.mode}   worker: ${t.worker}${t.model ? `   model: ${t.model}` : ''}${t.reasoningEffort ? `   effort: ${t.reasoningEffort}` : ''}`,
+    `kind:       ${t.kind}   mode: ${t.mode}   worker: ${t.worker}${t.model ? `   model: ${t.model}` : ''}${t.reasoningEffort ? `   effort: ${t.reasoningEffort}` : ''}${t.gateway ? `   gateway: ${t.gateway}` : ''}`,
     `workspace:  ${t.workspace}${t.baseRef ? ` @ ${t.baseRef}` : ''}`,
     `priority:   ${t.priority}   timeout: ${t.timeoutS}s   attempt: ${t.attempt}`,
   ];

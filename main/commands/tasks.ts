@@ -25,7 +25,7 @@ function byWho(ctx: CommandContext): string {
   return FACE_LABELS[ctx.face];
 }
 
-export type PresentedTask = Task & { waitingOn?: string[]; waitingFor?: string; needs?: NeedsInput };
+export type PresentedTask = Task & { waitingOn?: string[]; waitingFor?: string; needs?: NeedsInput; rerouted?: string };
 
 /**
  * A task as shown to callers: plus `waitingOn` when something upstream needs approval, `waitingFor` when
@@ -113,6 +113,12 @@ export function lastRoute(ctx: CommandContext, id: string): (RouteRecord & { att
   return last ? (last.payload as unknown as RouteRecord & { attempt: number }) : null;
 }
 
+/** Why the task's current attempt left its first route for its model's other one (a rate limit), or null. */
+function lastReroute(ctx: CommandContext, t: Task): string | null {
+  const last = listEvents(ctx.engine.db, { taskId: t.id, types: ['task.rerouted'], limit: 5000 }).events.at(-1);
+  return (last && last.type === 'task.rerouted' && last.payload.attempt === t.attempt ? last.payload.message : null) ?? null;
+}
+
 /** What LightWorker put back in the user's repository after the task's runs (its `custody.restored` events), oldest first. */
 export interface CustodySummary {
   attempt: number;
@@ -166,8 +172,9 @@ export const getTask = defineCommand({
     const task = requireTask(ctx.engine.db, input.id);
     const custody = custodyRestores(ctx, input.id);
     const pull = getPull(ctx.engine.db, task.id);
+    const rerouted = lastReroute(ctx, task);
     return {
-      task: presentTask(ctx, task),
+      task: rerouted ? { ...presentTask(ctx, task), rerouted } : presentTask(ctx, task),
       verification: lastVerification(ctx, input.id),
       cost: costOf(ctx, task),
       budget: budgetView(ctx.engine.db, ctx.engine.config, task),

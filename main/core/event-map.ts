@@ -30,6 +30,8 @@ export interface EngineEventMap {
   'task.budget_reached': { attempt: number; field: string; limit: number; spent: unknown } & Open;
   /** A rate limit put the same attempt back in the queue; its worker (its gateway, when routed through one) waits until `until`. */
   'task.rate_limited': { attempt: number; worker: string; gateway: string | null; until: number; message: string } & Open;
+  /** A rate-limited task moved, as the same attempt, to its model's other route (`to`: its gateway, `model`: the provider's name there). */
+  'task.rerouted': { attempt: number; from: string; to: string; model: string; route: 'primary' | 'fallback'; until: number; message: string };
   'plan.expanded': { summary: string; tasks: { id: string; ref: string }[] };
   'team.round': { strategy: string } & Open;
   'team.ended': { strategy: string; outcome: string } & Open;

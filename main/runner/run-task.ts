@@ -36,7 +36,7 @@ import { mkdirPrivate } from '../core/private-home.js';
 import { countTurn } from '../tasks/budget.js';
 import { SpendGuard } from './spend-guard.js';
 import { stopForBudget } from './budget-stop.js';
-import { RateLimited, requeueRateLimited } from './rate-limited.js';
+import { RateLimited, requeueRateLimited, type RouteMove } from './rate-limited.js';
 import { retryAtOf } from '../workers/rate-limit.js';
 import { INFRA_CODES, isInfraFailure, type InfraBlame } from './infra-failure.js';
 
@@ -46,8 +46,8 @@ export interface RunContext {
   /** Aborted with reason 'timeout' | 'cancel' | 'shutdown' | 'leader_lost'. */
   signal: AbortSignal;
   killGraceMs: number;
-  /** The worker reported a provider rate limit; `retryAt`: the reset its CLI named (ms), else null. Runs inside the requeue's transaction. */
-  onRateLimit?: (worker: string, retryAt: number | null) => void;
+  /** A provider rate limit (`retryAt`: the reset its CLI named, ms, or null), in the requeue's transaction; returns the other route the task takes, if any. */
+  onRateLimit?: (worker: string, retryAt: number | null) => RouteMove | null | void;
   /** A turn of this worker succeeded (clears rate-limit backoff and closes its breaker). */
   onWorkerOk?: (worker: string) => void;
   /** The task failed for an infrastructure reason of its worker (the circuit breaker counts these). */

@@ -17,7 +17,8 @@ import { rootBudgetWaits } from '../store/requests.js';
 import { MemoryGate } from './memory-admission.js';
 import { ClaimBackoff } from './claim-backoff.js';
 import { crossedRoots } from '../runner/root-meter.js';
-import { activeGatewayPauses, activePauses, breakerHooks, gatewayKey, isHalfOpen, pauseForRateLimit } from './worker-pauses.js';
+import { rateLimitHook } from './rate-limit-route.js';
+import { activeGatewayPauses, activePauses, breakerHooks, gatewayKey, isHalfOpen } from './worker-pauses.js';
 
 export { PAUSE_PREFIX, type WorkerPause } from './worker-pauses.js';
 
@@ -352,8 +353,7 @@ export class Scheduler extends EventEmitter {
         runnerId: this.runnerId,
         signal: controller.signal,
         killGraceMs: this.engine.config.scheduler.kill_grace_ms,
-        // Through a gateway the limit is its provider's: the gateway waits (every worker routed to it), not the worker.
-        onRateLimit: (w, retryAt) => void pauseForRateLimit(this.engine.db, gateway ? gatewayKey(gateway) : w, id, retryAt),
+        onRateLimit: rateLimitHook(this.engine, task ?? null, id, gateway),
         ...breakerHooks(this.engine, gateway),
         onPlan: (t, r) => this.hooks.plan(this.engine, t, r),
         teamInputs: (t) => this.hooks.team.inputsFor(this.engine, t),

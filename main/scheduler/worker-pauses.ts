@@ -71,7 +71,7 @@ export function isHalfOpen(db: Db, config: Config, key: string, now = Date.now()
 }
 
 /** `20:41:05 UTC`, with the date in front when it is not today's (a quota reset days away). */
-function wallClock(t: number, now: number): string {
+export function wallClock(t: number, now: number): string {
   const iso = new Date(t).toISOString();
   const day = iso.slice(0, 10) === new Date(now).toISOString().slice(0, 10) ? '' : `${iso.slice(0, 10)} `;
   return `${day}${iso.slice(11, 19)} UTC`;
