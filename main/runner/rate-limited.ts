@@ -44,12 +44,15 @@ export function requeueRateLimited(engine: EngineContext, task: Task, err: RateL
     const reason = moved ? moved.message : `rate limited: ${message}`;
     move(engine.db, task.id, cur.status, 'queued', { reason: reason.slice(0, 300), fields: { pid: null, pidStart: null }, fence });
     requeueAttempt(engine.db, task.id, task.attempt);
-    if (moved && task.gateway) {
-      setRoute(engine.db, task.id, { gateway: moved.gateway, effort: cur.reasoningEffort, model: cur.model, profile: cur.profile, worker: cur.worker });
-      appendEvent(engine.db, task.id, 'task.rerouted', { attempt: task.attempt, from: task.gateway, to: moved.gateway, model: moved.model, route: moved.route, until: moved.until, message: moved.message }, now);
-      // Another gateway is another cache cohort: re-keyed now so scheduling affinity sees it.
-      assignCohort(engine.db, engine.config, getTask(engine.db, task.id)!);
-    }
+    if (moved) applyRouteMove(engine, cur, moved, now);
     return true;
   });
+}
+
+/** Send a task (queued, or being requeued) to its model's other route, saying why. In the caller's transaction. */
+export function applyRouteMove(engine: Pick<EngineContext, 'db' | 'config'>, t: Task, moved: RouteMove, now = Date.now()): void {
+  setRoute(engine.db, t.id, { gateway: moved.gateway, effort: t.reasoningEffort, model: t.model, profile: t.profile, worker: t.worker });
+  appendEvent(engine.db, t.id, 'task.rerouted', { attempt: t.attempt, from: t.gateway ?? '', to: moved.gateway, model: moved.model, route: moved.route, until: moved.until, message: moved.message }, now);
+  // Another gateway is another cache cohort: re-keyed now so scheduling affinity sees it.
+  assignCohort(engine.db, engine.config, getTask(engine.db, t.id)!);
 }

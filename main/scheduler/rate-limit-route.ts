@@ -3,19 +3,32 @@ import { findProfile } from '../core/profiles.js';
 import type { Db } from '../store/db.js';
 import { routedModel, upstreamModel } from '../tasks/route-rule.js';
 import type { Task } from '../tasks/types.js';
-import type { RouteMove } from '../runner/rate-limited.js';
+import { applyRouteMove, type RouteMove } from '../runner/rate-limited.js';
+import { queuedOnGateway } from '../store/task-moves.js';
+import { getTask } from '../store/tasks.js';
+import type { EngineContext } from '../tasks/engine-context.js';
 import { resolveAuth, workerAuthSettings } from '../workers/credentials.js';
 import { gatewayRoute } from '../workers/routing.js';
 import { activePause, gatewayKey, isHalfOpen, pauseForRateLimit, wallClock, type WorkerPause } from './worker-pauses.js';
 
+/** How many queued tasks of a just-paused gateway one rate limit moves to their other route (the rest wait). */
+const MOVE_QUEUED_MAX = 500;
+
 /**
  * A run's rate-limit hook: through a gateway the limit is its provider's, so the gateway waits (every worker
- * routed to it), not the worker; the task itself takes its model's other route when that one can run it sooner.
+ * routed to it), not the worker; the task itself, and the tasks queued for that gateway, take their model's
+ * other route when that one can run them sooner.
  */
-export function rateLimitHook(engine: { db: Db; config: Config }, task: Task | null, id: string, gateway: string | null) {
+export function rateLimitHook(engine: Pick<EngineContext, 'db' | 'config'>, task: Task | null, id: string, gateway: string | null) {
   return (worker: string, retryAt: number | null): RouteMove | null => {
     const pause = pauseForRateLimit(engine.db, gateway ? gatewayKey(gateway) : worker, id, retryAt);
-    return gateway && task ? rateLimitRoute(engine.db, engine.config, task, gateway, pause) : null;
+    if (!gateway) return null;
+    for (const qid of queuedOnGateway(engine.db, gateway, MOVE_QUEUED_MAX)) {
+      const q = getTask(engine.db, qid)!;
+      const moved = rateLimitRoute(engine.db, engine.config, q, gateway, pause);
+      if (moved) applyRouteMove(engine, q, moved);
+    }
+    return task ? rateLimitRoute(engine.db, engine.config, task, gateway, pause) : null;
   };
 }
 

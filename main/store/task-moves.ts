@@ -40,6 +40,11 @@ export function tasksBlockedBy(db: Db, causeId: string): string[] {
   return (prep(db, `SELECT id FROM tasks WHERE blocked_by = ? AND status = 'blocked'`).all(causeId) as { id: string }[]).map((r) => r.id);
 }
 
+/** Queued tasks routed through `gateway`, oldest first (at most `limit`). */
+export function queuedOnGateway(db: Db, gateway: string, limit: number): string[] {
+  return (prep(db, `SELECT id FROM tasks WHERE gateway = ? AND status = 'queued' ORDER BY id LIMIT ?`).all(gateway, limit) as { id: string }[]).map((r) => r.id);
+}
+
 /** The tasks a task waits on, transitively, that themselves wait for a person (awaiting_approval), by id. */
 export function upstreamAwaitingApproval(db: Db, id: string): string[] {
   const rows = prep(
