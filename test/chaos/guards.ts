@@ -5,6 +5,7 @@
 //   tokens stored past each budget, in events; runaways never stopped; processes of them still alive.
 // - rate limits: tasks whose worker is refused with a 429 naming a 1 s reset on its first runs. Measured:
 //   tasks that failed (must be 0), retries spent, how long they waited.
+// - gateway rate limits and fallback routes: guards-gateways.ts.
 // - flapping: a worker that crashes (503, no JSON) while a file exists, removed after a few seconds. Measured:
 //   how often its breaker opened, tasks started while it was open (beyond the one probe), tasks left failed.
 // - tree totals and memory admission: guards-trees.ts.
@@ -19,6 +20,7 @@ import { activePause } from '../../main/scheduler/worker-pauses.js';
 import { makeHome, type TestHome } from '../helpers/env.js';
 import { sleep } from './rng.js';
 import { runTreeGuards, type TreeGuardFigures } from './guards-trees.js';
+import { runGatewayLimits, type GatewayLimitFigures } from './guards-gateways.js';
 
 const SCRIPTED = fileURLToPath(new URL('../fixtures/guards/scripted-codex.mjs', import.meta.url));
 const STEP = 1000;
@@ -33,7 +35,7 @@ export interface GuardsOptions {
   log: (line: string) => void;
 }
 
-export interface GuardsFigures extends TreeGuardFigures {
+export interface GuardsFigures extends TreeGuardFigures, GatewayLimitFigures {
   runaways: number;
   /** Tokens stored past each runaway's budget (input + output). */
   pastBudget: number[];
@@ -81,9 +83,10 @@ export async function runGuards(o: GuardsOptions): Promise<GuardsFigures> {
   const notes: string[] = [];
   const run = await runaways(o, notes);
   const lim = await rateLimits(o);
+  const gateways = await runGatewayLimits(Math.max(3, o.limited));
   const flap = await flapping(o, notes);
   const trees = await runTreeGuards(Math.max(1, Math.ceil(o.runaways / 4)), o.runaways);
-  return { ...run, ...lim, ...flap, ...trees, notes };
+  return { ...run, ...lim, ...gateways, ...flap, ...trees, notes };
 }
 
 async function runaways(o: GuardsOptions, notes: string[]) {

@@ -201,6 +201,11 @@ Bold figures must be 0; the command exits non-zero otherwise.
   (read from the pipe after it: a loaded leader reads late), lines written after it are counted from the raw log's
   own timestamps; **not stopped**: still running, or more than one line written after the stop. *Rate limits*: the
   first half of the runs get a 429 naming a 1 s reset, with \`retry_budget = 0\`; **failed** / **retries spent** must be 0.
+  *Gateway rate limits* (\`test/chaos/guards-gateways.ts\`): two gateways; runs through \`a\` get a 429 naming a 2 s
+  reset until as many were refused as there are tasks, runs through \`b\` answer; two thirds of the tasks use a model
+  routed primary \`a\`, fallback \`b\`, the rest a model with no other route; **failed** must be 0, **starts on a
+  paused gateway** (a task claimed while its gateway's pause was in force) must be 0; how many moved to the fallback
+  route, and how many without one completed on \`a\` after its reset.
   *Flapping*: the worker crashes (503, no JSON) for 4 s; **starts while open**: a task claimed while its breaker's
   pause was in force (the probe after it is not one). *Tree totals* (\`test/chaos/guards-trees.ts\`): trees of three
   runaways, two running at once, under \`root_max_tokens\` only; **not stopped**: a running task of the tree not stopped
