@@ -24,9 +24,10 @@ export function registerSettingsCommands(program: Command): void {
     .option('--json')
     .action(async (o, cmd: Command) => {
       await withEngine(cmd, async (call) => {
-        const r = (await call('get_settings', {})) as { path: string; exists: boolean; config: Doc };
+        const r = (await call('get_settings', {})) as { path: string; exists: boolean; config: Doc; routes: { text: string }[] };
         if (o.json) return printJson(r);
-        out(`# ${r.path}${r.exists ? '' : ' (absent: all defaults)'}\n${stringifyToml(r.config)}`);
+        const routes = r.routes.map((x) => `#   ${x.text}`).join('\n');
+        out(`# ${r.path}${r.exists ? '' : ' (absent: all defaults)'}\n${stringifyToml(r.config)}\n\n# Routes, as tasks will take them:\n${routes}`);
       });
     });
   settings

@@ -18,6 +18,7 @@ import { foreignSealOf, homeKeyId } from '../tasks/secrets.js';
 import { queuedSealedTaskIds } from '../store/sealed.js';
 import { quickCheck } from '../store/capabilities.js';
 import { measureHome } from '../isolation/home-size.js';
+import { formatPlannedRoute, plannedRoutes } from '../tasks/route-table.js';
 
 export interface DoctorCheck {
   name: string;
@@ -199,6 +200,18 @@ async function workerChecks(ctx: CommandContext): Promise<DoctorCheck[]> {
   );
 }
 
+/** With gateways configured: the route each profile's, routed model's and other task will take (warned when its worker cannot speak the gateway's protocol). */
+function routeChecks(ctx: CommandContext): DoctorCheck[] {
+  if (!Object.keys(ctx.engine.config.gateways).length) return [];
+  return plannedRoutes(ctx.engine.config).map((r) => ({
+    name: `route ${r.subject}`,
+    ok: r.problem === null,
+    optional: true,
+    detail: formatPlannedRoute(r).slice(r.subject.length + 2),
+    fix: r.problem ? `give gateway ${r.via?.gateway} the wire_api its worker speaks, or route this to another gateway` : undefined,
+  }));
+}
+
 /** Each configured gateway: its key variable is set, and its host accepts a TCP connection. */
 async function gatewayChecks(ctx: CommandContext): Promise<DoctorCheck[]> {
   return Promise.all(
@@ -269,7 +282,7 @@ export const runDoctor = defineCommand({
     }
     const [git, workers, gateways] = await Promise.all([gitCheck(), workerChecks(ctx), gatewayChecks(ctx)]);
     checks.unshift(git);
-    checks.push(...workers, ...gateways);
+    checks.push(...workers, ...gateways, ...routeChecks(ctx));
     return { ok: checks.every((c) => c.ok || c.optional), checks, store };
   },
 });

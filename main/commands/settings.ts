@@ -9,6 +9,7 @@ import { DEFAULT_PRICES, effectivePrices } from '../tasks/cost.js';
 import { defineCommand, requirePersonOrAllowed } from './table.js';
 import { PRIVATE_FILE } from '../core/private-home.js';
 import { BUILTIN_PROFILE_SPECS } from '../core/profiles.js';
+import { formatPlannedRoute, plannedRoutes } from '../tasks/route-table.js';
 import { allWorkerNames } from '../workers/registry.js';
 
 type Section = keyof typeof configSchema.shape;
@@ -96,7 +97,9 @@ export const getSettings = defineCommand({
     // Whether each gateway's key variable is set where LightWorker runs (never its value), so a form can say so.
     const keyEnvSet = Object.fromEntries(Object.values(ctx.engine.config.gateways).map((g) => [g.key_env, Boolean(process.env[g.key_env])]));
     // The built-in profiles are what a [profiles.NAME] of the same name overrides, and what routing may name.
-    return { path: ctx.engine.home.config, exists: existsSync(ctx.engine.home.config), config: ctx.engine.config, prices, builtinProfiles: BUILTIN_PROFILE_SPECS, keyEnvSet };
+    // Where each profile's, each routed model's and every other task goes, before any of them runs.
+    const routes = plannedRoutes(ctx.engine.config).map((r) => ({ ...r, text: formatPlannedRoute(r) }));
+    return { path: ctx.engine.home.config, exists: existsSync(ctx.engine.home.config), config: ctx.engine.config, prices, builtinProfiles: BUILTIN_PROFILE_SPECS, keyEnvSet, routes };
   },
 });
 
