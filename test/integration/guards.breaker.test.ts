@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startSchedulerService, type SchedulerService } from '../../main/app.js';
 import { waitTasks } from '../../main/scheduler/wait.js';
 import { getTask } from '../../main/store/tasks.js';
+import { breakerOf } from '../../main/scheduler/worker-pauses.js';
 import { makeHome, type TestHome } from '../helpers/env.js';
 import { until } from '../helpers/budget-probe.js';
 
@@ -27,7 +28,8 @@ describe('a circuit breaker per worker', () => {
     h.configure(`[workers.codex]\ncommand = ["node", ${JSON.stringify(SCRIPTED)}, "flap", ${JSON.stringify(broken)}]\nauth = "none"\nmax_concurrency = 3\n[breaker]\nfailures = 3\ncooldown_s = 2\n`);
     const ids: string[] = [];
     for (let i = 0; i < 10; i++) ids.push((await h.call('delegate_task', { objective: `t${i}`, kind: 'explore', workspace: h.repo, worker: 'codex' })).task.id);
-    const starts: { id: string; at: number }[] = [];
+    // `closed`: the breaker was closed when the task was claimed (a probe's successful turn closes it).
+    const starts: { id: string; at: number; closed: boolean }[] = [];
     const ends: { id: string; at: number; to: string }[] = [];
     // The first probe (the first start well after the third failure) fails; as it ends the worker is
     // "repaired" (in this listener, so whatever a test step costs, the next probe finds it repaired).
@@ -35,7 +37,7 @@ describe('a circuit breaker per worker', () => {
     h.engine.events.on('event', (e) => {
       if (e.type !== 'task.status' || !e.taskId) return;
       if (e.payload.to === 'starting') {
-        starts.push({ id: e.taskId, at: e.ts });
+        starts.push({ id: e.taskId, at: e.ts, closed: breakerOf(h.engine.db, 'codex') === null });
         if (!firstProbe && ends.length >= 3 && e.ts >= ends[2].at + 1500) firstProbe = e.taskId;
       }
       if (['failed', 'completed'].includes(String(e.payload.to))) {
@@ -72,7 +74,10 @@ describe('a circuit breaker per worker', () => {
     const probe2 = starts[before + 1];
     expect(probe2.at - endOf(probe1.id)!.at).toBeGreaterThanOrEqual(4000);
     expect(endOf(probe2.id)!.to).toBe('completed');
-    expect(starts.filter((s) => s.at >= probe2.at && s.at < endOf(probe2.id)!.at)).toHaveLength(1);
+    // Alone until its turn succeeded: that closes the breaker (the worker works again), and the queue runs on
+    // while the probe's own verification and end are still being written.
+    expect(probe2.closed).toBe(false);
+    expect(starts.filter((s) => s.id !== probe2.id && s.at >= probe2.at && s.at < endOf(probe2.id)!.at && !s.closed)).toEqual([]);
     const failed = ends.filter((e) => e.to === 'failed');
     expect(failed).toHaveLength(before + 1);
     for (const f of failed) expect(getTask(h.engine.db, f.id)!.error?.code).toBe('worker_failed');
