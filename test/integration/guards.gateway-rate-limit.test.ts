@@ -9,7 +9,7 @@ import { until } from '../helpers/budget-probe.js';
 import { makeHome, type TestHome } from '../helpers/env.js';
 
 const SCRIPTED = fileURLToPath(new URL('../fixtures/guards/scripted-codex.mjs', import.meta.url));
-const LIMITED = /^gateway fake rate-limited until \d\d:\d\d:\d\d UTC \(task \w+, the reset its CLI named\); every task routed to it waits$/;
+const LIMITED = /^gateway fake rate-limited until (\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d UTC \(task \w+, the reset its CLI named\); every task routed to it waits$/;
 
 let h: TestHome;
 let svc: SchedulerService | null = null;

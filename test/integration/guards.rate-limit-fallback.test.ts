@@ -16,8 +16,8 @@ import { makeHome, type TestHome } from '../helpers/env.js';
  * Codex is the scripted stand-in whose first run meets a provider 429 naming a reset 600 s away.
  */
 const SCRIPTED = fileURLToPath(new URL('../fixtures/guards/scripted-codex.mjs', import.meta.url));
-const MOVED = /^rate limited on gateway fake until \d\d:\d\d:\d\d UTC; moved to fallback route other\/p-other\/gpt-5\.5$/;
-const WAITS = /^gateway fake rate-limited until \d\d:\d\d:\d\d UTC \(task \w+, the reset its CLI named\); every task routed to it waits$/;
+const MOVED = /^rate limited on gateway fake until (\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d UTC; moved to fallback route other\/p-other\/gpt-5\.5$/;
+const WAITS = /^gateway fake rate-limited until (\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d UTC \(task \w+, the reset its CLI named\); every task routed to it waits$/;
 
 let h: TestHome;
 let svc: SchedulerService | null = null;
@@ -106,7 +106,7 @@ describe('a rate limit on a task with a fallback route', () => {
     await meetLimit(moves.id);
     const shown = (await h.call('get_task', { id: moves.id })).task;
     expect(shown).toMatchObject({ status: 'queued', attempt: 1, gateway: 'other', waitingFor: expect.stringMatching(/^gateway other rate-limited until/) });
-    expect(shown.rerouted).toMatch(/; moved to fallback route other\/p-other\/gpt-5\.5 \(itself rate-limited until \d\d:\d\d:\d\d UTC, the earlier reset\)$/);
+    expect(shown.rerouted).toMatch(/; moved to fallback route other\/p-other\/gpt-5\.5 \(itself rate-limited until (\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d UTC, the earlier reset\)$/);
   });
 
   it('stays when the fallback gateway has an open breaker', async () => {

@@ -75,7 +75,7 @@ describe('a rate limit on the primary route, with the real CLIs and two gateways
     expect(r.tasks.map((t) => ended(getTask(h.engine.db, t.id)!))).toEqual([`${codex.name}: completed attempt 1 via b`, `${claude.name}: completed attempt 1 via b`]);
     for (const id of [codex.id, claude.id]) {
       const shown = await h.call('get_task', { id });
-      expect(shown.task.rerouted).toMatch(/^rate limited on gateway a until \d\d:\d\d:\d\d UTC; moved to fallback route b\/provider-b\/(gpt-5\.5|sonnet)$/);
+      expect(shown.task.rerouted).toMatch(/^rate limited on gateway a until (\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d UTC; moved to fallback route b\/provider-b\/(gpt-5\.5|sonnet)$/);
       expect(eventsOf(id, 'task.status').some((e) => e.payload.to === 'failed')).toBe(false);
     }
     // Both met the 429 on a under the provider's name there, then ran on b under b's.
@@ -85,7 +85,7 @@ describe('a rate limit on the primary route, with the real CLIs and two gateways
     // No other route for gpt-5.5-mini: it waits in the queue for a's reset, the same attempt, nothing spent.
     await until('the mini task back in the queue for its rate limit', () => eventsOf(stuck.id, 'task.rate_limited').length > 0 && getTask(h.engine.db, stuck.id)!.status === 'queued', 300_000);
     const waiting = (await h.call('get_task', { id: stuck.id })).task;
-    expect(waiting).toMatchObject({ status: 'queued', attempt: 1, gateway: 'a', waitingFor: expect.stringMatching(/^gateway a rate-limited until \d\d:\d\d:\d\d UTC/) });
+    expect(waiting).toMatchObject({ status: 'queued', attempt: 1, gateway: 'a', waitingFor: expect.stringMatching(/^gateway a rate-limited until (\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d UTC/) });
     expect(waiting.rerouted).toBeUndefined();
     expect(modelsSeen(b).filter((m) => m.includes('mini'))).toEqual([]);
   });
