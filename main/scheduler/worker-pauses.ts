@@ -10,6 +10,8 @@ import { deleteSetting, getSetting, setSetting, settingsWithPrefix } from '../st
  * are counted across every worker routed through it.
  */
 export interface WorkerPause {
+  /** When it was set (absent in pauses an older version wrote): a start before this was not a start while paused. */
+  since?: number;
   until: number;
   backoffMs: number;
   reason: string;
@@ -91,7 +93,7 @@ export function pauseForRateLimit(db: Db, key: string, taskId: string, retryAt: 
   const reason = key.startsWith(GATEWAY)
     ? `${subjectOf(key)} rate-limited until ${wallClock(until, now)} (task ${taskId}, ${why}); every task routed to it waits`
     : `worker ${key} rate limited (task ${taskId}); retrying at ${clock(until)} (${why})`;
-  const pause: WorkerPause = { until, backoffMs, cause: 'rate_limit', reason };
+  const pause: WorkerPause = { since: now, until, backoffMs, cause: 'rate_limit', reason };
   setSetting(db, PAUSE_PREFIX + key, pause);
   return pause;
 }
@@ -111,7 +113,7 @@ export function noteInfraFailure(db: Db, config: Config, key: string, message: s
     st.opened = prev.opened + 1;
     st.cooldownMs = Math.min(config.breaker.max_cooldown_s * 1000, config.breaker.cooldown_s * 1000 * 2 ** (st.opened - 1));
     const until = now + st.cooldownMs;
-    pause = { until, backoffMs: st.cooldownMs, cause: 'breaker', reason: `${subjectOf(key)} paused: ${st.failures} failures in a row (last: ${last}); retrying at ${clock(until)}` };
+    pause = { since: now, until, backoffMs: st.cooldownMs, cause: 'breaker', reason: `${subjectOf(key)} paused: ${st.failures} failures in a row (last: ${last}); retrying at ${clock(until)}` };
     setSetting(db, PAUSE_PREFIX + key, pause);
   }
   setSetting(db, BREAKER_PREFIX + key, st);

@@ -159,7 +159,7 @@ async function rateLimits(o: GuardsOptions) {
   }
 }
 
-async function flapping(o: GuardsOptions, notes: string[]) {
+export async function flapping(o: GuardsOptions, notes: string[]) {
   const h = makeHome();
   try {
     const broken = join(h.root, 'broken');
@@ -167,14 +167,15 @@ async function flapping(o: GuardsOptions, notes: string[]) {
     h.configure(`[workers.codex]\ncommand = ["node", ${JSON.stringify(SCRIPTED)}, "flap", ${JSON.stringify(broken)}]\nauth = "none"\nmax_concurrency = 3\n[breaker]\nfailures = 3\ncooldown_s = 1\n`);
     const ids: string[] = [];
     for (let i = 0; i < o.flaps; i++) ids.push((await h.call('delegate_task', { objective: `flap ${i}`, kind: 'explore', workspace: h.repo, worker: 'codex' })).task.id);
-    // Each opening sets a pause with its own end; a start while one is in force would be a breach.
+    // Each opening sets a pause with its own end; a start while one is in force would be a breach. Events are
+    // published after later writes may have landed, so a pause set after the start (its `since`) is no breach.
     const openings = new Set<number>();
     let startsWhileOpen = 0;
     h.engine.events.on('event', (e) => {
       if (e.type !== 'task.status') return;
       const p = activePause(h.engine.db, 'codex', e.ts);
       if (p?.cause === 'breaker') openings.add(p.until);
-      if (e.payload.to === 'starting' && p) startsWhileOpen++;
+      if (e.payload.to === 'starting' && p && (p.since ?? 0) <= e.ts) startsWhileOpen++;
     });
     const svc = await startSchedulerService(h.engine);
     const repair = setTimeout(() => rmSync(broken, { force: true }), 4000);
