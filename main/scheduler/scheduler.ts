@@ -350,6 +350,7 @@ export class Scheduler extends EventEmitter {
       {
         engine: this.engine,
         runnerId: this.runnerId,
+        host: this.fleet?.host ?? null,
         signal: controller.signal,
         killGraceMs: this.engine.config.scheduler.kill_grace_ms,
         // Through a gateway the limit is its provider's: the gateway waits (every worker routed to it), not the worker.
