@@ -30,7 +30,7 @@ import { trimHeap } from './heap-trim.js';
 import { resumedTurn } from './resumed-turn.js';
 import { runTurn, type TurnResult } from './turn.js';
 import { OutputBudget } from './output-budget.js';
-import { deferTurnRecords, Deferred, landEndWrite, outputTruncation, persistEvents, threadUsageOf, type EndWriteContext } from './task-writes.js';
+import { deferTurnRecords, Deferred, fenceRunEvents, landEndWrite, outputTruncation, persistEvents, threadUsageOf, type EndWriteContext } from './task-writes.js';
 import { storeFaultOf, storeFullError } from '../store/store-faults.js';
 import { checkTurnForInput, MAX_DENIALS_PER_ATTEMPT, permissionServerFor, runBudget, stopForInput, WaitForInput } from './input-requests.js';
 import { mkdirPrivate } from '../core/private-home.js';
@@ -76,10 +76,11 @@ export interface RunContext {
 export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStatus> {
   // Only a leader runs tasks: from here on its forks (worker turns, git) go through the spawner helper.
   useSpawner();
-  const { engine } = ctx;
-  engine.refreshConfig();
-  const stored = getTask(engine.db, taskId);
+  ctx.engine.refreshConfig();
+  const stored = getTask(ctx.engine.db, taskId);
   if (!stored) return 'failed';
+  ctx = { ...ctx, engine: fenceRunEvents(ctx.engine, taskId, { attempt: stored.attempt, runnerId: ctx.runnerId }) };
+  const { engine } = ctx;
   let task: Task;
   try {
     task = unsealTask(engine.db, engine.home.root, stored);
