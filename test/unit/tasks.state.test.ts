@@ -4,6 +4,7 @@ import { STATUSES, type TaskStatus } from '../../main/tasks/types.js';
 import { getTask } from '../../main/store/tasks.js';
 import { updateRunFields } from '../../main/store/fence.js';
 import { appendEvent } from '../../main/store/events.js';
+import { getSetting, setSetting } from '../../main/store/settings.js';
 import { fenceRunEvents, writeEvents } from '../../main/runner/task-writes.js';
 import type { Task } from '../../main/tasks/types.js';
 import { isPostgres } from '../../main/store/db.js';
@@ -101,6 +102,33 @@ describe('task state machine', () => {
     expect(staleRun.write(() => appendEvent(db, null, 'worker.message', { text: 'no task' }))).toBeGreaterThan(0);
     const texts = (db.prepare(`SELECT payload FROM events WHERE task_id = ? AND type = 'worker.message' ORDER BY seq`).all(id) as { payload: string }[]).map((r) => (JSON.parse(r.payload) as { text: string }).text);
     expect(texts).toEqual(['attempt 1, while current', 'attempt 2']);
+  });
+
+  it('clears a task\'s host pin (run_host) when it ends, in the same transaction, in every end state', async () => {
+    const db = h.engine.db;
+    const ends: TaskStatus[] = ['completed', 'failed', 'timed_out', 'cancelled', 'orphaned'];
+    for (const to of ends) {
+      const id = await newTask();
+      const from: TaskStatus = TRANSITIONS.running.includes(to) ? 'running' : 'verifying';
+      force(id, from);
+      h.engine.write(() => setSetting(db, `run_host.${id}`, 'host-a'));
+      // A transaction that fails after the end changes neither.
+      expect(() => h.engine.write(() => {
+        transition(db, id, from, to);
+        expect(getSetting(db, `run_host.${id}`)).toBeNull();
+        throw new Error('rolled back');
+      })).toThrow('rolled back');
+      expect(getTask(db, id)!.status).toBe(from);
+      expect(getSetting(db, `run_host.${id}`)).toBe('host-a');
+      h.engine.write(() => transition(db, id, from, to));
+      expect(getSetting(db, `run_host.${id}`), to).toBeNull();
+    }
+    // Moves that are no end keep it (a queued resume waits for its host's runner).
+    const id = await newTask();
+    h.engine.write(() => setSetting(db, `run_host.${id}`, 'host-a'));
+    h.engine.write(() => transition(db, id, 'queued', 'starting'));
+    h.engine.write(() => transition(db, id, 'starting', 'running'));
+    expect(getSetting(db, `run_host.${id}`)).toBe('host-a');
   });
 
   it('lets exactly one of two connections win a concurrent compare-and-set', async () => {
