@@ -167,8 +167,8 @@ const PROBE_EVERY_MS = 1000;
 /**
  * The main thread blocks (Atomics.wait) until a call is answered, so a call that waits for an answer that
  * will never come holds the whole runner — its beats, its SIGTERM — until the bridge's call timeout (120 s).
- * Two such waits are told apart from a slow statement here: the server does not answer at all (a black hole:
- * the probe cannot connect or gets no answer), or the server is idle on our backend since before the query
+ * Two such waits are told apart from a slow statement here: the server does not answer at all, twice in a row (a
+ * black hole: the probe cannot connect or gets no answer), or the server is idle on our backend since before the query
  * was sent, twice in a row (the network lost the query: nothing will ever answer it). Either way the
  * connection is dropped and the call fails at once: 'ETIMEDOUT' (the store unreachable) or 'connection_lost'
  * (sent again on a new connection). A statement the server is running, or waiting on a lock, is left alone.
@@ -179,6 +179,7 @@ function watchCall(c: PgClient): { gaveUp(): { message: string; code: string } |
   let given: { message: string; code: string } | null = null;
   let stopped = false;
   let idleSince: string | null = null;
+  let silent = 0;
   let timer: NodeJS.Timeout | null = null;
   const giveUp = (message: string, code: string) => {
     if (stopped) return;
@@ -189,8 +190,12 @@ function watchCall(c: PgClient): { gaveUp(): { message: string; code: string } |
     timer = null;
     const verdict = await probe(backend, sentAt);
     if (stopped) return;
-    if (verdict.unreachable) noteUnreachable(verdict.unreachable);
-    if (verdict.unreachable) return giveUp(`the PostgreSQL server did not answer for ${Math.round((Date.now() - sentAt) / 1000)} s (ETIMEDOUT: ${verdict.unreachable})`, 'ETIMEDOUT');
+    // Twice in a row: one probe slow to connect on a loaded host is no proof the call will never be answered.
+    if (verdict.unreachable && ++silent >= 2) {
+      noteUnreachable(verdict.unreachable);
+      return giveUp(`the PostgreSQL server did not answer for ${Math.round((Date.now() - sentAt) / 1000)} s (ETIMEDOUT: ${verdict.unreachable})`, 'ETIMEDOUT');
+    }
+    if (!verdict.unreachable) silent = 0;
     if (verdict.idleSince !== null && verdict.idleSince === idleSince) return giveUp('the PostgreSQL connection lost a query (the server never received it)', 'connection_lost');
     idleSince = verdict.idleSince;
     timer = setTimeout(() => void look(), PROBE_EVERY_MS);
