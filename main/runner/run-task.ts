@@ -10,6 +10,7 @@ import { appendEvent } from '../store/events.js';
 import { getTask, getTaskState } from '../store/tasks.js';
 import { unsealTask } from '../tasks/secrets.js';
 import { resumeRequestOf } from '../tasks/ops.js';
+import { resumeOrphanOrSay } from '../tasks/auto-resume.js';
 import { autoRepairsOf } from '../tasks/auto-repair.js';
 import { sandboxFor } from '../tasks/route-rule.js';
 import { move, transition, type Fence } from '../tasks/state.js';
@@ -29,7 +30,7 @@ import { trimHeap } from './heap-trim.js';
 import { resumedTurn } from './resumed-turn.js';
 import { runTurn, type TurnResult } from './turn.js';
 import { OutputBudget } from './output-budget.js';
-import { deferTurnRecords, Deferred, landEndWrite, outputTruncation, persistEvents, threadUsageOf, type EndWriteContext } from './task-writes.js';
+import { deferTurnRecords, Deferred, fenceRunEvents, landEndWrite, outputTruncation, persistEvents, threadUsageOf, type EndWriteContext } from './task-writes.js';
 import { storeFaultOf, storeFullError } from '../store/store-faults.js';
 import { checkTurnForInput, MAX_DENIALS_PER_ATTEMPT, permissionServerFor, runBudget, stopForInput, WaitForInput } from './input-requests.js';
 import { mkdirPrivate } from '../core/private-home.js';
@@ -38,11 +39,14 @@ import { SpendGuard } from './spend-guard.js';
 import { stopForBudget } from './budget-stop.js';
 import { RateLimited, requeueRateLimited, type RouteMove } from './rate-limited.js';
 import { retryAtOf } from '../workers/rate-limit.js';
-import { INFRA_CODES, isInfraFailure, type InfraBlame } from './infra-failure.js';
+import { INFRA_CODES, isInfraFailure } from './infra-failure.js';
+import { abortError, StopTask } from './stop-task.js';
 
 export interface RunContext {
   engine: EngineContext;
   runnerId: string;
+  /** This runner's fleet host (null on one home): where a task it orphans on losing its lease resumes (tasks/auto-resume.ts). */
+  host?: string | null;
   /** Aborted with reason 'timeout' | 'cancel' | 'shutdown' | 'leader_lost'. */
   signal: AbortSignal;
   killGraceMs: number;
@@ -64,15 +68,6 @@ export interface RunContext {
   guard?: SpendGuard;
 }
 
-const ABORT_STATUS: Record<string, TaskStatus> = { timeout: 'timed_out', cancel: 'cancelled', shutdown: 'cancelled', leader_lost: 'orphaned' };
-
-class StopTask extends Error {
-  /** `infra`: the worker itself failed (its circuit breaker counts it), 'gateway': through its gateway's fault (that one's too). */
-  constructor(readonly status: TaskStatus, readonly code: TaskErrorCode, message: string, readonly infra: InfraBlame = false) {
-    super(message);
-  }
-}
-
 /**
  * Run one claimed task to an end state: workspace → worker turn(s) → change inspection →
  * verification (with auto-repair follow-ups in the same native session) → result. Every state change
@@ -81,10 +76,11 @@ class StopTask extends Error {
 export async function runTask(ctx: RunContext, taskId: string): Promise<TaskStatus> {
   // Only a leader runs tasks: from here on its forks (worker turns, git) go through the spawner helper.
   useSpawner();
-  const { engine } = ctx;
-  const stored = getTask(engine.db, taskId);
+  const stored = getTask(ctx.engine.db, taskId);
   if (!stored) return 'failed';
-  engine.refreshConfig(stored.createdAt);
+  ctx.engine.refreshConfig(stored.createdAt);
+  ctx = { ...ctx, engine: fenceRunEvents(ctx.engine, taskId, { attempt: stored.attempt, runnerId: ctx.runnerId }) };
+  const { engine } = ctx;
   let task: Task;
   try {
     task = unsealTask(engine.db, engine.home.root, stored);
@@ -339,20 +335,6 @@ async function runWorkerTurn(ctx: RunContext, adapter: WorkerAdapter, turn: Work
   return result;
 }
 
-const ABORT_MESSAGE: Record<string, string> = {
-  timeout: 'the task hit its timeout; its process tree was killed',
-  cancel: 'cancelled on request; its process tree was killed',
-  shutdown: 'stopped by a shutdown of the LightWorker process that ran it; its process tree was killed. Continue it with `lightworker retry <id> --strategy resume`',
-  leader_lost: 'its runner lost the scheduler lease; its process tree was killed',
-};
-/** The error code a stop records: a shutdown has its own, so a resume can tell it from a person's cancel. */
-const ABORT_CODE: Record<string, TaskErrorCode> = { timeout: 'timed_out', cancel: 'cancelled', shutdown: 'shutdown', leader_lost: 'orphaned' };
-
-function abortError(reason: string): StopTask {
-  const status = ABORT_STATUS[reason] ?? 'cancelled';
-  return new StopTask(status, ABORT_CODE[reason] ?? 'cancelled', ABORT_MESSAGE[reason] ?? `stopped: ${reason}`);
-}
-
 function checkAbort(ctx: RunContext): void {
   if (ctx.signal.aborted) throw abortError(String(ctx.signal.reason));
 }
@@ -386,8 +368,11 @@ async function finishWithError(ctx: RunContext, task: Task, err: unknown): Promi
       const cur = getTask(engine.db, task.id);
       if (!cur || !['starting', 'running', 'verifying'].includes(cur.status)) return;
       if (code === 'shutdown') message = message.replace('<id>', task.id);
-      transition(engine.db, task.id, cur.status, status, { reason: message.split('\n')[0].slice(0, 300), fields: { errorCode: code, errorMessage: message, pid: null }, fence: fenceOf(ctx, task) });
+      const lost = code === 'orphaned';
+      const moved = transition(engine.db, task.id, cur.status, status, { reason: message.split('\n')[0].slice(0, 300), fields: { errorCode: code, errorMessage: message, pid: null }, fence: fenceOf(ctx, task), ...(lost ? { event: { cause: 'runner_lost' } } : {}) });
       endAttempt(ctx, task, status, code);
+      // Lost its lease, not reaped yet: recovery will never see this orphan, so its decision is made here (the trees are dead).
+      if (lost) resumeOrphanOrSay(engine.db, engine.config, moved, ctx.host ?? null);
     }));
     if (INFRA_CODES.has(code) || (err instanceof StopTask && err.infra)) ctx.onInfraFailure?.(task.worker, message, err instanceof StopTask && err.infra === 'gateway');
   } catch (e) {

@@ -1,6 +1,7 @@
 import { isAppError } from '../core/errors.js';
 import type { EngineContext } from '../tasks/engine-context.js';
-import { appendEvent } from '../store/events.js';
+import { appendEvent, withEventFence } from '../store/events.js';
+import type { Fence } from '../store/fence.js';
 import { updateRunFields } from '../store/fence.js';
 import type { Task } from '../tasks/types.js';
 import { storeFaultOf } from '../store/store-faults.js';
@@ -63,6 +64,22 @@ export class Deferred {
       }
     }
   }
+}
+
+/**
+ * `engine` for one attempt's run: each of its transactions writes the task's events only while `fence`
+ * (that attempt, claimed by this runner) holds, so a runner that lost its task to a newer attempt (frozen,
+ * cut off, then back) adds nothing to the log after it — its worker's late output, its deferred records.
+ */
+export function fenceRunEvents(engine: EngineContext, taskId: string, fence: Fence): EngineContext {
+  const write = <T>(fn: () => T): T => engine.write(() => withEventFence(engine.db, taskId, fence, fn));
+  return new Proxy(engine, {
+    get(target, prop) {
+      if (prop === 'write') return write;
+      const v: unknown = Reflect.get(target, prop, target);
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
 }
 
 /** Keep events small: long text is cut, tool output trimmed. */

@@ -6,8 +6,7 @@ import { sweepTrees, taskTree } from '../platform/proc/sweep.js';
 import { transition } from '../tasks/state.js';
 import type { Task } from '../tasks/types.js';
 import { getTask } from '../store/tasks.js';
-import { appendEvent } from '../store/events.js';
-import { autoResumeOrphan } from '../tasks/auto-resume.js';
+import { resumeOrphanOrSay } from '../tasks/auto-resume.js';
 import { closeAttempt, inFlightTasksNotOf, inFlightTasksOf } from '../store/attempts.js';
 import { strandedOwners } from '../store/task-owners.js';
 import { lostTasksOnHost, reapExpiredRunners } from './fleet.js';
@@ -48,8 +47,7 @@ export async function recoverOrphans(engine: StoreWriter, holder: string, graceM
         });
         closeAttempt(engine.db, t.id, t.attempt, 'orphaned', Date.now());
         // Its runner's loss is no fault of the task: continue it now where that is safe, outside the budget.
-        const resumed = autoResumeOrphan(engine.db, engine.config, moved, lostRunners ? (hostOf.get(t.runnerId ?? '') ?? '') : null);
-        if ('left' in resumed && engine.config.scheduler.auto_resume_orphans) appendEvent(engine.db, t.id, 'task.auto_resume_skipped', { reason: resumed.left });
+        resumeOrphanOrSay(engine.db, engine.config, moved, lostRunners ? (hostOf.get(t.runnerId ?? '') ?? '') : null);
       });
       orphaned.push(t.id);
     } catch {

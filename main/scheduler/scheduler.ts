@@ -351,6 +351,7 @@ export class Scheduler extends EventEmitter {
       {
         engine: this.engine,
         runnerId: this.runnerId,
+        host: this.fleet?.host ?? null,
         signal: controller.signal,
         killGraceMs: this.engine.config.scheduler.kill_grace_ms,
         onRateLimit: rateLimitHook(this.engine, task ?? null, id, gateway),

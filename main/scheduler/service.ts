@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import { AppError } from '../core/errors.js';
 import { newToken } from '../core/ids.js';
 import type { LeaderEngine } from '../store/engine-handle.js';
-import { storeCapabilities } from '../store/capabilities.js';
+import { limitStoreCalls, storeCapabilities } from '../store/capabilities.js';
 import { anchorChains, anchorDue, latestSeq } from '../store/events.js';
 import { fleetIdentity, registerRunner, renewRunner, stopRunner, type FleetIdentity } from './fleet.js';
 import { releaseLease, renewLease, tryAcquireLease } from '../store/leases.js';
@@ -23,6 +23,9 @@ import { RunnerFence } from './runner-fence.js';
 import type { SchedulerService, SchedulerStatus, ServiceOptions } from './service-types.js';
 
 export type { RunningTask, SchedulerService, SchedulerStatus, ServiceOptions };
+
+/** Once a stop or drain was asked for, no store call blocks longer (a silent server must not keep a runner from exiting; recovery does what it could not write). */
+const STOPPING_CALL_MS = 5000;
 
 /** How often a leader (every fleet runner) ties the event chains' heads into the next anchor (docs/audit.md). */
 const ANCHOR_EVERY_MS = 10_000;
@@ -353,6 +356,7 @@ class Service extends EventEmitter implements SchedulerService {
 
   drain(): void {
     this.draining = true;
+    limitStoreCalls(this.engine.db, STOPPING_CALL_MS);
     if (this.scheduler) this.scheduler.drain();
     else if (!this.becoming) this.emit('drained');
   }
@@ -378,6 +382,7 @@ class Service extends EventEmitter implements SchedulerService {
 
   private async stopOnce(opts: { killNow?: boolean; trees?: Tree[] }): Promise<void> {
     this.stopped = true;
+    limitStoreCalls(this.engine.db, STOPPING_CALL_MS);
     if (this.timer) clearTimeout(this.timer);
     this.engine.events.off('change', this.onChange);
     const s = this.scheduler;

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { EngineEvent, EngineEventMap, EngineEventType } from '../core/event-map.js';
 import { redactValue } from '../core/redact.js';
 import { isPostgres, prep, writeTx, type Db } from './db.js';
+import { fenceHolds, type Fence } from './fence.js';
 import { coveredByTombstone, readTombstones, type ChainEnd, type SignatureCheck, type Tombstone } from './tombstones.js';
 
 /** One event of the log, typed by its `type` (core/event-map.ts). */
@@ -29,6 +30,24 @@ export function hashChained(prevHash: string, chain: string, pos: number, type: 
   return createHash('sha256').update(`${prevHash}\n${chain}\n${pos}\n${type}\n${ts}\n${payload}`).digest('hex');
 }
 
+/** A run's transaction in progress (withEventFence): events of its task land only while its fencing token holds. */
+let eventFence: { db: Db; taskId: string; fence: Fence; held?: boolean } | null = null;
+
+/**
+ * Run `fn` (the body of one transaction of a task's run) with that task's events fenced to `fence`: when
+ * the task is no longer that attempt of that runner (a runner that woke after its task was resumed
+ * elsewhere), its events are not written (appendEvent returns 0), as its field writes are not.
+ */
+export function withEventFence<T>(db: Db, taskId: string, fence: Fence, fn: () => T): T {
+  const outer = eventFence;
+  eventFence = { db, taskId, fence };
+  try {
+    return fn();
+  } finally {
+    eventFence = outer;
+  }
+}
+
 /**
  * Append one event. The payload is redacted here, so nothing secret reaches the table.
  * Must run inside a write transaction (callers compose it with the state change it records). The
@@ -43,6 +62,12 @@ export function appendEvent<K extends EngineEventType>(db: Db, taskId: string | 
  * (the audit's fixtures and benches). Engine code appends through appendEvent.
  */
 export function appendAnyEvent(db: Db, taskId: string | null, type: string, payload: Record<string, unknown> = {}, ts = Date.now()): number {
+  const f = eventFence;
+  if (f && f.db === db && f.taskId === taskId) {
+    // Looked at once per transaction, at its first event of the task (a move of the run's own, fenced, comes first).
+    f.held ??= fenceHolds(db, taskId, f.fence);
+    if (!f.held) return 0;
+  }
   const chain = taskId ?? '';
   const head = prep(db, isPostgres(db) ? 'SELECT pos, hash FROM chain_heads WHERE chain = ? FOR UPDATE' : 'SELECT pos, hash FROM chain_heads WHERE chain = ?').get(chain) as
     | { pos: number; hash: string }

@@ -1,4 +1,4 @@
-import { prep, type Db } from './db.js';
+import { isPostgres, prep, type Db } from './db.js';
 import { toColumnValues, type TaskFieldUpdate } from './tasks.js';
 
 // A runner's writes for one attempt of a task, fenced: each applies only while the task (or its attempt
@@ -42,4 +42,13 @@ function updateFencedless(db: Db, id: string, fields: TaskFieldUpdate): boolean 
   const { sets, values } = toColumnValues(fields);
   if (!sets.length) return true;
   return prep(db, `UPDATE tasks SET ${sets.join(', ')}, updated_at = ? WHERE id = ?`).run(...values, Date.now(), id).changes === 1;
+}
+
+/**
+ * Is the task still `fence`'s attempt, claimed by its runner? On PostgreSQL its row is locked (FOR SHARE)
+ * until the caller's transaction ends, so no move to another attempt commits between this look and what
+ * the caller writes after it.
+ */
+export function fenceHolds(db: Db, id: string, fence: Fence): boolean {
+  return prep(db, `SELECT 1 AS ok FROM tasks WHERE id = ? AND attempt = ? AND runner_id = ?${isPostgres(db) ? ' FOR SHARE' : ''}`).get(id, fence.attempt, fence.runnerId) !== undefined;
 }

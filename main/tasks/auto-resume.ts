@@ -1,5 +1,6 @@
 import type { Config } from '../core/config.js';
 import type { Db } from '../store/db.js';
+import { appendEvent } from '../store/events.js';
 import { setSetting } from '../store/settings.js';
 import { countTaskStrategyMoves } from '../store/task-history.js';
 import { AUTO_RESUME_STRATEGY, lastSessionOf, startNewAttempt } from './ops.js';
@@ -21,7 +22,18 @@ export const AUTO_RESUME_LIMIT = 3;
 export const RUN_HOST_PREFIX = 'run_host.';
 
 /**
- * Resume `t` (just moved to orphaned by recovery, in the caller's write transaction) when the setting,
+ * {@link autoResumeOrphan}, and where the setting is on but the task was left, a `task.auto_resume_skipped`
+ * event saying why. Used by recovery (a lost runner's tasks) and by a runner that orphans its own task
+ * after losing its lease (runner/run-task.ts): both orphans have the same cause and get the same decision.
+ */
+export function resumeOrphanOrSay(db: Db, config: Config, t: Task, host: string | null): { task: Task } | { left: string } {
+  const resumed = autoResumeOrphan(db, config, t, host);
+  if ('left' in resumed && config.scheduler.auto_resume_orphans) appendEvent(db, t.id, 'task.auto_resume_skipped', { reason: resumed.left });
+  return resumed;
+}
+
+/**
+ * Resume `t` (just moved to orphaned by recovery or by its own runner, in the caller's write transaction) when the setting,
  * its kind and its count of automatic resumes allow. `host` is the lost runner's host in a fleet (null
  * on one home, where every runner is on this machine). Returns the queued task, or why it was left.
  */

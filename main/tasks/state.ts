@@ -4,7 +4,8 @@ import { appendEvent } from '../store/events.js';
 import type { Db } from '../store/db.js';
 import type { Fence } from '../store/fence.js';
 import { dependentsOf, requireTask, type TaskFieldUpdate } from '../store/tasks.js';
-import { FAILED_ENDS, type Task, type TaskStatus } from './types.js';
+import { FAILED_ENDS, TERMINAL, type Task, type TaskStatus } from './types.js';
+import { deleteSetting } from '../store/settings.js';
 import { blockWaitingTask, compareAndSetStatus, tasksBlockedBy } from '../store/task-moves.js';
 
 export type { Fence };
@@ -92,6 +93,9 @@ export function move(db: Db, id: string, from: TaskStatus | readonly TaskStatus[
   }
   appendEvent(db, id, 'task.status', { from: froms.length === 1 ? froms[0] : froms, to, ...(opts.reason ? { reason: opts.reason } : {}), ...opts.event }, now);
   if (FAILED_ENDS.has(to)) blockDependents(db, id, to, opts.reason);
+  // A host pin (an execute task resumed where its worktree is, tasks/auto-resume.ts) holds for that run
+  // only: once it ended, a later attempt goes wherever the claim rules send it (a resume pins it again).
+  if (TERMINAL.has(to)) deleteSetting(db, `run_host.${id}`);
 }
 
 /**

@@ -44,6 +44,11 @@ if (step.beat_log) {
   beat();
   setInterval(beat, 50).unref();
 }
+if (step.tick_ms) {
+  // A message event every tick_ms while alive, naming its attempt: whose output reached the task's log.
+  let n = 0;
+  setInterval(() => emit({ type: 'message', text: `tick ${process.env.LIGHTWORKER_ATTEMPT ?? '?'} ${++n}` }), step.tick_ms).unref();
+}
 if (step.append_log) appendFileSync(step.append_log, `${process.env.LIGHTWORKER_TASK_ID ?? '?'} ${process.env.LIGHTWORKER_ATTEMPT ?? '?'} ${process.pid}\n`);
 
 emit({ type: 'start', session, model: step.model ?? 'mock-model', followup });

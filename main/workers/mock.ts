@@ -8,7 +8,7 @@ import { RATE_LIMIT_PATTERN, type NormalizedEvent, type StreamParser, type Worke
  *   answer for the kind (a plan: two explore steps on the objective, so a goal works with no script)
  * - `write_files` {relative path: content} written in the worker's cwd (the worktree for execute tasks)
  * - `grandchild` (spawn a grandchild that ignores SIGTERM; `grandchild_pidfile` records its pid),
- *   `ignore_sigterm`, `prompt_log` (append {session, resumed, prompt} as a JSON line), `output_mb` (print N MB of noise), `append_log` (append "task attempt pid"), `beat_log` (append "task attempt pid ms" every 50 ms while alive)
+ *   `ignore_sigterm`, `prompt_log` (append {session, resumed, prompt} as a JSON line), `output_mb` (print N MB of noise), `append_log` (append "task attempt pid"), `beat_log` (append "task attempt pid ms" every 50 ms while alive), `tick_ms` (a message event "tick ATTEMPT N" every N ms while alive)
  * - `background` (leave a child holding the worker's stdout/stderr after it exits, like a dev server;
  *   `background_pidfile`), `escape` (a SIGTERM-ignoring descendant in its own session, outside the
  *   process group, re-parented to init when the worker exits; `escape_pidfile`). Each spawn is also

@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { anchorChains, appendAnyEvent } from '../../main/store/events.js';
 import type { Db } from '../../main/store/db.js';
 import { deleteTreeRows } from '../../main/store/gc.js';
+import { getSetting, setSetting } from '../../main/store/settings.js';
 import { measureHome } from '../../main/isolation/home-size.js';
 import { runCli, startCli } from '../helpers/cli.js';
 import { until } from '../helpers/procs.js';
@@ -58,8 +59,11 @@ describe('lightworker gc', () => {
     expect(existsSync(join(h.home, 'artifacts', plain))).toBe(true);
     expect(existsSync(emptyRun.ws.workdir)).toBe(true);
 
+    // A host pin left on an ended task (a version that kept it past the end) goes with the task.
+    h.engine.write(() => setSetting(h.engine.db, `run_host.${plain}`, 'host-a'));
     const applied = await h.call('gc_home', { older_than: '0s', apply: true });
     expect(applied.totals).toMatchObject({ trees: 2, tasks: 2 });
+    expect(getSetting(h.engine.db, `run_host.${plain}`)).toBeNull();
     expect(applied.totals.bytes).toBeGreaterThan(10_000);
     for (const id of [plain, empty.id]) {
       expect(count(h, 'SELECT COUNT(*) AS n FROM tasks WHERE id = ?', id)).toBe(0);

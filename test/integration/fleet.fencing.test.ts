@@ -27,12 +27,22 @@ afterAll(async () => {
   t?.cleanup();
 });
 
+/** The mock worker's `tick ATTEMPT N` messages in the task's log, with their seq. */
+function ticksOf(id: string): { seq: number; attempt: number }[] {
+  const rows = fleet.laptop.db.prepare(`SELECT seq, payload FROM events WHERE task_id = ? AND type = 'worker.message' ORDER BY seq`).all(id) as { seq: number; payload: string }[];
+  return rows.flatMap((r) => {
+    const m = /^tick (\d+) /.exec((JSON.parse(r.payload) as { text?: string }).text ?? '');
+    return m ? [{ seq: r.seq, attempt: Number(m[1]) }] : [];
+  });
+}
+
 describe('fenced attempts in a fleet', () => {
   it('a runner woken after its task was orphaned and resumed elsewhere leaves the newer attempt alone: it completes on the other runner', async () => {
     fleet.start('host-a');
     fleet.start('host-b');
-    const [id] = await fleet.submit(1, { sleep_ms: 8000 });
-    await until(() => fleet.status(id).status === 'running', 30_000, 'the task to run');
+    // The worker says which attempt it is every 50 ms: a frozen runner holds what its worker said unread.
+    const [id] = await fleet.submit(1, { sleep_ms: 8000, tick_ms: 50 });
+    await until(() => fleet.status(id).status === 'running' && ticksOf(id).length > 0, 30_000, 'the task to run');
     const first = fleet.status(id);
     const frozenHost = fleet.hostOfRunner(first.runnerId)!;
     const otherHost = frozenHost === 'host-a' ? 'host-b' : 'host-a';
@@ -61,6 +71,11 @@ describe('fenced attempts in a fleet', () => {
     const moves = ends.map((e) => JSON.parse(e.payload) as { from: string; to: string; attempt?: number });
     // Exactly one orphaning: the fleet's, of the first attempt; nothing after the resume but its own moves.
     expect(moves.filter((m) => m.to === 'orphaned')).toHaveLength(1);
+    // Nor did its worker's late output reach the log: no event of the first attempt after the resume.
+    const resumedAt = (fleet.laptop.db.prepare(`SELECT seq FROM events WHERE task_id = ? AND type = 'task.status' AND payload LIKE '%"strategy":"resume"%' ORDER BY seq LIMIT 1`).get(id) as { seq: number }).seq;
+    const stale = ticksOf(id).filter((e) => e.attempt === first.attempt && e.seq > resumedAt);
+    expect(stale, `ticks of attempt ${first.attempt} after the resume (seq ${resumedAt})`).toEqual([]);
+    expect(ticksOf(id).some((e) => e.attempt === second.attempt)).toBe(true);
   }, 120_000);
 
   it('a runner the fleet marked lost claims nothing: the claim checks the runner is active and its lease valid, in its own transaction', async () => {

@@ -3,6 +3,10 @@ import { transition, TRANSITIONS } from '../../main/tasks/state.js';
 import { STATUSES, type TaskStatus } from '../../main/tasks/types.js';
 import { getTask } from '../../main/store/tasks.js';
 import { updateRunFields } from '../../main/store/fence.js';
+import { appendEvent } from '../../main/store/events.js';
+import { getSetting, setSetting } from '../../main/store/settings.js';
+import { fenceRunEvents, writeEvents } from '../../main/runner/task-writes.js';
+import type { Task } from '../../main/tasks/types.js';
 import { isPostgres } from '../../main/store/db.js';
 import { fleetIdentity, registerRunner } from '../../main/scheduler/fleet.js';
 import { tryAcquireLease } from '../../main/store/leases.js';
@@ -77,6 +81,54 @@ describe('task state machine', () => {
     expect(getTask(db, id)).toMatchObject({ pid: 4242, sessionId: 'session-b', worktreePath: null });
     expect(h.engine.write(() => updateRunFields(db, { id, attempt: 2, runnerId: 'runner-b' }, { pid: 7 }))).toBe(true);
     expect(getTask(db, id)!.pid).toBe(7);
+  });
+
+  it('fences the events a run writes to its attempt: a stale run (its task resumed as a newer attempt) adds nothing to the log', async () => {
+    const id = await newTask();
+    const db = h.engine.db;
+    db.prepare(`UPDATE tasks SET status = 'running', attempt = 1, runner_id = 'runner-a' WHERE id = ?`).run(id);
+    const staleRun = fenceRunEvents(h.engine, id, { attempt: 1, runnerId: 'runner-a' });
+    const task = getTask(db, id) as Task;
+    staleRun.write(() => writeEvents(staleRun, task, [{ type: 'worker.message', text: 'attempt 1, while current' }]));
+    // The fleet orphaned attempt 1 and a retry put attempt 2 on runner b; then runner a wakes.
+    db.prepare(`UPDATE tasks SET status = 'running', attempt = 2, runner_id = 'runner-b' WHERE id = ?`).run(id);
+    const before = db.prepare('SELECT COUNT(*) AS n FROM events WHERE task_id = ?').get(id) as { n: number };
+    expect(staleRun.write(() => appendEvent(db, id, 'worker.message', { text: 'attempt 1, stale' }))).toBe(0);
+    staleRun.write(() => writeEvents(staleRun, task, [{ type: 'worker.message', text: 'attempt 1, stale output' }]));
+    expect(db.prepare('SELECT COUNT(*) AS n FROM events WHERE task_id = ?').get(id)).toEqual(before);
+    // Events of other tasks, and the current attempt's own, still land.
+    const current = fenceRunEvents(h.engine, id, { attempt: 2, runnerId: 'runner-b' });
+    expect(current.write(() => appendEvent(db, id, 'worker.message', { text: 'attempt 2' }))).toBeGreaterThan(0);
+    expect(staleRun.write(() => appendEvent(db, null, 'worker.message', { text: 'no task' }))).toBeGreaterThan(0);
+    const texts = (db.prepare(`SELECT payload FROM events WHERE task_id = ? AND type = 'worker.message' ORDER BY seq`).all(id) as { payload: string }[]).map((r) => (JSON.parse(r.payload) as { text: string }).text);
+    expect(texts).toEqual(['attempt 1, while current', 'attempt 2']);
+  });
+
+  it('clears a task\'s host pin (run_host) when it ends, in the same transaction, in every end state', async () => {
+    const db = h.engine.db;
+    const ends: TaskStatus[] = ['completed', 'failed', 'timed_out', 'cancelled', 'orphaned'];
+    for (const to of ends) {
+      const id = await newTask();
+      const from: TaskStatus = TRANSITIONS.running.includes(to) ? 'running' : 'verifying';
+      force(id, from);
+      h.engine.write(() => setSetting(db, `run_host.${id}`, 'host-a'));
+      // A transaction that fails after the end changes neither.
+      expect(() => h.engine.write(() => {
+        transition(db, id, from, to);
+        expect(getSetting(db, `run_host.${id}`)).toBeNull();
+        throw new Error('rolled back');
+      })).toThrow('rolled back');
+      expect(getTask(db, id)!.status).toBe(from);
+      expect(getSetting(db, `run_host.${id}`)).toBe('host-a');
+      h.engine.write(() => transition(db, id, from, to));
+      expect(getSetting(db, `run_host.${id}`), to).toBeNull();
+    }
+    // Moves that are no end keep it (a queued resume waits for its host's runner).
+    const id = await newTask();
+    h.engine.write(() => setSetting(db, `run_host.${id}`, 'host-a'));
+    h.engine.write(() => transition(db, id, 'queued', 'starting'));
+    h.engine.write(() => transition(db, id, 'starting', 'running'));
+    expect(getSetting(db, `run_host.${id}`)).toBe('host-a');
   });
 
   it('lets exactly one of two connections win a concurrent compare-and-set', async () => {

@@ -134,7 +134,18 @@ export class PgBridge {
     this.port.close();
   }
 
+  private callLimitMs: number | null = null;
+
+  /**
+   * From now on no call may block longer than `ms` (a process that is stopping: a healthy server answers
+   * well within it; one that does not is taken as gone, and what was not written is left to recovery).
+   */
+  limitCalls(ms: number): void {
+    this.callLimitMs = Math.min(ms, this.callLimitMs ?? ms);
+  }
+
   private call(msg: ThreadRequest, timeoutMs = this.opts.timeoutMs): unknown {
+    if (this.callLimitMs !== null) timeoutMs = Math.min(timeoutMs, this.callLimitMs);
     if (this.closed) throw new AppError('unavailable', this.closedBecause ?? `the PostgreSQL store ${this.opts.label} is closed`, { closed: true });
     Atomics.store(this.flag, 0, 0);
     this.port.postMessage(msg);

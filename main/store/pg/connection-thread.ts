@@ -77,13 +77,39 @@ async function runQuery(c: PgClient, q: PgQuery): Promise<QueryResult | QueryRes
   return c.query({ name, text: q.text, values: toPgValues(q.values) });
 }
 
+/**
+ * The server was found unreachable (a connect timed out, a probe got no answer): until `until`, a new
+ * connection is not even tried, and after it only briefly. The main thread is blocked for as long as a
+ * connect takes, and a runner's timers each make a call: ten-second connects back to back would keep its
+ * event loop from ever reading a signal (SIGTERM) or its spawner helper's messages.
+ */
+let unreachable: { message: string; until: number } | null = null;
+const UNREACHABLE_PAUSE_MS = 1000;
+
+function noteUnreachable(message: string): void {
+  unreachable = { message, until: Date.now() + UNREACHABLE_PAUSE_MS };
+}
+
 async function connectQuery(): Promise<void> {
   // The old connection is dropped first: its late 'end' must not mark the new one broken.
   const old = client;
   client = null;
   if (old) old.end().catch(() => undefined);
   names.clear();
-  const c = await openClient(workerData.cfg);
+  const known = unreachable;
+  if (known && Date.now() < known.until) throw Object.assign(new Error(`the PostgreSQL server is unreachable (ETIMEDOUT: ${known.message})`), { code: 'ETIMEDOUT' });
+  let c: PgClient;
+  try {
+    c = await openClient(known ? { ...workerData.cfg, connectionTimeoutMillis: PROBE_TIMEOUT_MS } : workerData.cfg);
+  } catch (e) {
+    const code = (e as { code?: unknown }).code;
+    if (!(typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code))) {
+      noteUnreachable((e as Error).message);
+      throw Object.assign(new Error(`cannot reach the PostgreSQL server (ETIMEDOUT: ${(e as Error).message})`), { code: 'ETIMEDOUT' });
+    }
+    throw e;
+  }
+  unreachable = null;
   const pid = (await c.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
   ownPid = String(pid);
   client = c;
@@ -132,6 +158,85 @@ function isConnectionFailure(code: unknown): boolean {
   return typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code) || /^(08|57P0)/.test(code);
 }
 
+/** A call unanswered this long has its server asked, on a connection of its own, whether it works on it. */
+const PROBE_AFTER_MS = 1500;
+/** How long the probe (connect and one query) may take before the server counts as unreachable. */
+const PROBE_TIMEOUT_MS = 2500;
+const PROBE_EVERY_MS = 1000;
+
+/**
+ * The main thread blocks (Atomics.wait) until a call is answered, so a call that waits for an answer that
+ * will never come holds the whole runner — its beats, its SIGTERM — until the bridge's call timeout (120 s).
+ * Two such waits are told apart from a slow statement here: the server does not answer at all, twice in a row (a
+ * black hole: the probe cannot connect or gets no answer), or the server is idle on our backend since before the query
+ * was sent, twice in a row (the network lost the query: nothing will ever answer it). Either way the
+ * connection is dropped and the call fails at once: 'ETIMEDOUT' (the store unreachable) or 'connection_lost'
+ * (sent again on a new connection). A statement the server is running, or waiting on a lock, is left alone.
+ */
+function watchCall(c: PgClient): { gaveUp(): { message: string; code: string } | null; stop(): void } {
+  const sentAt = Date.now();
+  const backend = Number(ownPid);
+  let given: { message: string; code: string } | null = null;
+  let stopped = false;
+  let idleSince: string | null = null;
+  let silent = 0;
+  let timer: NodeJS.Timeout | null = null;
+  const giveUp = (message: string, code: string) => {
+    if (stopped) return;
+    given = { message, code };
+    (c as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
+  };
+  const look = async () => {
+    timer = null;
+    const verdict = await probe(backend, sentAt);
+    if (stopped) return;
+    // Twice in a row: one probe slow to connect on a loaded host is no proof the call will never be answered.
+    if (verdict.unreachable && ++silent >= 2) {
+      noteUnreachable(verdict.unreachable);
+      return giveUp(`the PostgreSQL server did not answer for ${Math.round((Date.now() - sentAt) / 1000)} s (ETIMEDOUT: ${verdict.unreachable})`, 'ETIMEDOUT');
+    }
+    if (!verdict.unreachable) silent = 0;
+    if (verdict.idleSince !== null && verdict.idleSince === idleSince) return giveUp('the PostgreSQL connection lost a query (the server never received it)', 'connection_lost');
+    idleSince = verdict.idleSince;
+    timer = setTimeout(() => void look(), PROBE_EVERY_MS);
+  };
+  if (backend > 0) timer = setTimeout(() => void look(), PROBE_AFTER_MS);
+  return {
+    gaveUp: () => given,
+    stop: () => {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+    },
+  };
+}
+
+/** `unreachable`: why the server could not be asked; `idleSince`: when our backend went idle, if it went idle before the call was sent. */
+async function probe(backend: number, sentAt: number): Promise<{ unreachable: string | null; idleSince: string | null }> {
+  const p = new pg.Client({ ...workerData.cfg, types, connectionTimeoutMillis: PROBE_TIMEOUT_MS, query_timeout: PROBE_TIMEOUT_MS });
+  p.on('error', () => undefined);
+  try {
+    await p.connect();
+    const waited = Date.now() - sentAt;
+    const r = await p.query<{ state: string | null; since: string; idle_ms: number }>(
+      'SELECT state, state_change::text AS since, (extract(epoch FROM clock_timestamp() - state_change) * 1000)::float8 AS idle_ms FROM pg_stat_activity WHERE pid = $1',
+      [backend],
+    );
+    const row = r.rows[0];
+    if (!row) return { unreachable: 'its backend is gone', idleSince: null };
+    const idleBefore = row.state !== null && row.state.startsWith('idle') && row.idle_ms >= waited;
+    return { unreachable: null, idleSince: idleBefore ? row.since : null };
+  } catch (e) {
+    const code = (e as { code?: unknown }).code;
+    // The server answered (an error of its own, e.g. too many connections): it is there, just busy.
+    if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return { unreachable: null, idleSince: null };
+    // Nobody answers on it: drop the socket rather than wait to say goodbye.
+    (p as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
+    return { unreachable: (e as Error).message, idleSince: null };
+  } finally {
+    p.end().catch(() => undefined);
+  }
+}
+
 async function handle(m: ThreadRequest): Promise<ThreadReply> {
   if (m.op === 'connect') {
     await connectQuery();
@@ -152,12 +257,17 @@ async function handle(m: ThreadRequest): Promise<ThreadReply> {
   }
   if (!client) throw Object.assign(new Error('the PostgreSQL connection is not open'), { code: 'connection_lost' });
   let last: QueryResult | QueryResult[] | null = null;
+  const watch = watchCall(client);
   try {
     for (const q of m.queries) last = await runQuery(client, q);
   } catch (e) {
+    const given = watch.gaveUp();
+    const err = given ? Object.assign(new Error(given.message), { code: given.code }) : (e as Error);
     // The next call between transactions reconnects, even before the client's own 'error' or 'end' arrives.
-    if (isConnectionFailure((e as { code?: unknown } | null)?.code)) broken = broken ?? (e as Error);
-    throw e;
+    if (isConnectionFailure((err as { code?: unknown } | null)?.code)) broken = broken ?? err;
+    throw err;
+  } finally {
+    watch.stop();
   }
   const result = Array.isArray(last) ? last[last.length - 1] : last;
   return { ok: true, rows: result ? (result.rows as Record<string, unknown>[]) : [], count: result ? result.rowCount : 0 };

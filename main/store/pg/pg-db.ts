@@ -244,6 +244,11 @@ export class PgDb implements Db {
     return () => this.listeners.delete(fn);
   }
 
+  /** No later call blocks longer than `ms` (pg/bridge.ts limitCalls). */
+  limitCalls(ms: number): void {
+    this.bridge.limitCalls(ms);
+  }
+
   close(): this {
     if (!this.isOpen) return this;
     this.isOpen = false;
