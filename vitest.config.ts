@@ -17,6 +17,7 @@ const POSTGRES_SUITE = [
   'test/unit/scheduler.ready-set.test.ts',
   'test/unit/store.schema-parity.test.ts',
   'test/unit/tasks.create.test.ts',
+  'test/unit/tasks.host-pin.test.ts',
   'test/unit/tasks.routing.test.ts',
   'test/unit/tasks.state.test.ts',
   'test/integration/cachelab.affinity.test.ts',

@@ -1,7 +1,6 @@
 import type { Config } from '../core/config.js';
 import type { Db } from '../store/db.js';
 import { appendEvent } from '../store/events.js';
-import { setSetting } from '../store/settings.js';
 import { countTaskStrategyMoves } from '../store/task-history.js';
 import { AUTO_RESUME_STRATEGY, lastSessionOf, startNewAttempt } from './ops.js';
 import type { Task } from './types.js';
@@ -18,8 +17,6 @@ import type { Task } from './types.js';
  * it) is resumed at most AUTO_RESUME_LIMIT times; after that it stays orphaned for a person to decide.
  */
 export const AUTO_RESUME_LIMIT = 3;
-/** `run_host.<task id>`: the host a task must run on (its worktree is there); read by the fleet's claim query. */
-export const RUN_HOST_PREFIX = 'run_host.';
 
 /**
  * {@link autoResumeOrphan}, and where the setting is on but the task was left, a `task.auto_resume_skipped`
@@ -48,9 +45,9 @@ export function autoResumeOrphan(db: Db, config: Config, t: Task, host: string |
     reason: `resumed automatically: its runner ${t.runnerId ?? '?'} was lost (not counted against the retry budget)`,
     resume: { sessionId: lastSessionOf(db, t), fromAttempt: t.attempt, interruptedBy: 'orphaned', worktree: t.kind === 'execute' ? t.worktreePath : null },
     authority: 'engine',
-    event: { autoResume: done + 1, ...(t.kind === 'execute' && host ? { runHost: host } : {}) },
+    event: { autoResume: done + 1 },
+    // Its worktree (and branch, and session files) are on the lost runner's host: no runner elsewhere may take it.
+    ...(host ? { runHost: host } : {}),
   });
-  // Its worktree (and branch, and session files) are on that host: no runner elsewhere may take it.
-  if (t.kind === 'execute' && host) setSetting(db, `${RUN_HOST_PREFIX}${t.id}`, host);
   return { task };
 }

@@ -12,6 +12,7 @@ import { needsApproval } from './create.js';
 import { releaseDependents, transition } from './state.js';
 import { ACTIVE, type Authority, type Task, type TaskStatus } from './types.js';
 import type { TaskCachelab } from './cachelab-hook.js';
+import { pinToHost, worktreeHostOf } from './host-pin.js';
 import { countStrategyMoves, countTaskStrategyMoves, lastStartedSession, latestStrategyMove } from '../store/task-history.js';
 import { setRoute, upstreamAwaitingApproval } from '../store/task-moves.js';
 
@@ -122,19 +123,23 @@ export function retryTask(db: Db, config: Config, id: string, strategy: RetryStr
  * its mode requires it) with the per-attempt fields cleared, record how (`strategy`, and the resume
  * request the runner reads back with resumeRequestOf), and release the dependents it had blocked.
  * A new attempt of an execute task that an `agent` asks for writes again, so it waits for a person
- * whatever its mode and earlier approval. Shared by retry and follow-up; runs in the caller's transaction.
+ * whatever its mode and earlier approval. In a fleet, an execute task's attempt that keeps its worktree
+ * (every strategy with a resume request) is pinned to the host holding it (`runHost`, else the host of the
+ * runner of its last attempt); a fresh one goes wherever the claim rules send it. Shared by retry,
+ * follow-up, answer, reverify and automatic resume; runs in the caller's transaction.
  */
 export function startNewAttempt(
   db: Db,
   t: Task,
-  opts: { strategy: string; reason: string; resume: ResumeRequest | null; authority: Authority; fields?: TaskFieldUpdate; event?: Record<string, unknown> },
+  opts: { strategy: string; reason: string; resume: ResumeRequest | null; authority: Authority; fields?: TaskFieldUpdate; event?: Record<string, unknown>; runHost?: string },
 ): Task {
   const { resume } = opts;
   const agentWrite = opts.authority === 'agent' && t.kind === 'execute';
   const to: TaskStatus = agentWrite || (t.approvedAt === null && needsApproval(t.mode, t.kind)) ? 'awaiting_approval' : 'queued';
+  const runHost = resume && t.kind === 'execute' ? (opts.runHost ?? worktreeHostOf(db, t)) : null;
   const next = transition(db, t.id, t.status, to, {
     reason: opts.reason,
-    event: { attempt: t.attempt + 1, strategy: opts.strategy, ...(resume ? { resume } : {}), ...(agentWrite ? { approvalBy: 'a person' } : {}), ...opts.event },
+    event: { attempt: t.attempt + 1, strategy: opts.strategy, ...(resume ? { resume } : {}), ...(agentWrite ? { approvalBy: 'a person' } : {}), ...(runHost ? { runHost } : {}), ...opts.event },
     fields: {
       ...(agentWrite ? { approvedAt: null } : {}),
       attempt: t.attempt + 1, cancelRequested: false, errorCode: null, errorMessage: null, result: null, schemaValid: null,
@@ -142,6 +147,7 @@ export function startNewAttempt(
       ...opts.fields,
     },
   });
+  if (runHost) pinToHost(db, t.id, runHost);
   releaseDependents(db, t.id, (d) => needsApproval(d.mode, d.kind));
   return next;
 }
