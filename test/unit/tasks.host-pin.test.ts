@@ -5,11 +5,12 @@ import { registerRunner } from '../../main/scheduler/fleet.js';
 import { getSetting } from '../../main/store/settings.js';
 import { getTask } from '../../main/store/tasks.js';
 import { retryTask } from '../../main/tasks/ops.js';
+import { enterWaiting, openRequest } from '../../main/requests/requests.js';
 import type { TaskStatus } from '../../main/tasks/types.js';
 import { makeHome, type TestHome } from '../helpers/env.js';
 
 /**
- * A new attempt of an execute task that keeps its worktree (resume, follow-up, reverify) is pinned, in
+ * A new attempt of an execute task that keeps its worktree (resume, follow-up, answer, reverify) is pinned, in
  * the transaction that makes it, to the host of the runner that held the last attempt; a fresh one
  * (`same`) is not. On one home (SQLite) no pin is written. The fleet test (fleet.resume-pin) shows
  * what a user sees; this one each strategy and the transaction.
@@ -34,7 +35,7 @@ async function ranOnHostA(status: TaskStatus): Promise<string> {
 const pinOf = (id: string) => getSetting<string>(h.engine.db, `run_host.${id}`);
 
 describe('host pin of a new attempt that keeps the worktree', () => {
-  it('resume, follow-up and reverify pin to the last runner\'s host (in a fleet; nothing on one home); same does not', async () => {
+  it('resume, follow-up, reverify and an answer pin to the last runner\'s host (in a fleet; nothing on one home); same does not', async () => {
     const expected = isPostgres(h.engine.db) ? 'host-a' : null;
     const resumed = await ranOnHostA('orphaned');
     await h.call('retry_task', { id: resumed, strategy: 'resume' });
@@ -45,10 +46,18 @@ describe('host pin of a new attempt that keeps the worktree', () => {
     const reverified = await ranOnHostA('failed');
     await h.call('reverify_task', { id: reverified });
     expect(pinOf(reverified)).toBe(expected);
+    // An answer continues the session too (the task waited for a person, its runner's attempt ended).
+    const answered = await ranOnHostA('running');
+    h.engine.write(() => {
+      const req = openRequest(h.engine.db, h.engine.config, getTask(h.engine.db, answered)!, { kind: 'question', question: 'which file?' });
+      enterWaiting(h.engine.db, answered, req);
+    });
+    await h.call('answer_task', { id: answered, text: 'the first one' });
+    expect(pinOf(answered)).toBe(expected);
     const fresh = await ranOnHostA('orphaned');
     await h.call('retry_task', { id: fresh, strategy: 'same' });
     expect(pinOf(fresh)).toBeNull();
-    for (const id of [resumed, followed, reverified, fresh]) expect(getTask(h.engine.db, id)!.status).toBe('queued');
+    for (const id of [resumed, followed, reverified, answered, fresh]) expect(getTask(h.engine.db, id)!.status).toBe('queued');
   });
 
   it('is written in the transaction that makes the attempt: rolled back with it', async () => {
