@@ -1,6 +1,7 @@
-import { accessSync, constants } from 'node:fs';
+import { accessSync, constants, readdirSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
+import { AppError } from './errors.js';
 import { makeHomePrivate, mkdirPrivate } from './private-home.js';
 
 /** Every path LightWorker owns inside one home. */
@@ -74,7 +75,31 @@ export function isWritable(dir: string): boolean {
  * next open finds it private and says nothing).
  */
 export function openHomePrivately(home: HomePaths): void {
+  refuseForeignFolder(home.root);
   ensureHomeDirs(home);
   const narrowed = makeHomePrivate(home.root, home.db);
   if (narrowed) process.stderr.write(`lightworker: ${home.root} was readable by other local users; made it private (folders 0700, files 0600: ${narrowed} entries)\n`);
+}
+
+/** Entries a folder LightWorker has opened as a home always holds (the first three are made before anything else). */
+const HOME_MARKERS = new Set(['worktrees', 'artifacts', 'logs', 'lightworker.db', 'config.toml', 'store-id']);
+
+/**
+ * A home is a folder of its own: opening one makes all of it private, which would take the group and other
+ * bits off every file of a folder named by mistake (`--home ~/project`, `--home /home`). A folder that exists,
+ * holds files, and has none of a home's entries is refused before anything in it changes. Dot files alone
+ * (a `.gitkeep`, a `.DS_Store`) do not make a folder someone else's.
+ */
+export function refuseForeignFolder(root: string): void {
+  let names: string[];
+  try {
+    names = readdirSync(root);
+  } catch {
+    return; // missing (it is made) or unreadable (whoever writes reports that)
+  }
+  if (names.some((n) => HOME_MARKERS.has(n))) return;
+  const foreign = names.filter((n) => !n.startsWith('.'));
+  if (foreign.length === 0) return;
+  const shown = foreign.slice(0, 3).join(', ') + (foreign.length > 3 ? `, … (${foreign.length} entries)` : '');
+  throw new AppError('invalid_input', `home ${root} is not a LightWorker home: it already holds ${shown}. A home must be a folder of its own (new or empty), because LightWorker makes all of it private to you; choose another with --home or LIGHTWORKER_HOME. Nothing was changed.`);
 }

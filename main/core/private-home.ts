@@ -30,11 +30,17 @@ export function touchPrivate(path: string): void {
 /** Folders of working trees (the user's files, modes git cares about): only the folder itself is narrowed. */
 const WORKING_TREES = new Set(['worktrees', 'snapshots']);
 
-/** Take group and other bits off one entry; true when it had some. Entries this user cannot change are left (and reported by whoever uses them). */
+const uid = process.getuid?.() ?? -1;
+
+/**
+ * Take group and other bits off one entry; true when it had some. Entries this user cannot change are left
+ * (and reported by whoever uses them), and so are entries another user owns, which root could change but
+ * LightWorker never made.
+ */
 function narrow(path: string): boolean {
   try {
     const st = lstatSync(path);
-    if (st.isSymbolicLink() || (st.mode & 0o077) === 0) return false;
+    if (st.isSymbolicLink() || (st.mode & 0o077) === 0 || (uid >= 0 && st.uid !== uid)) return false;
     chmodSync(path, st.mode & 0o700);
     return true;
   } catch {

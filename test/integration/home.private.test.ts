@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { COMMANDS } from '../../main/commands/index.js';
@@ -189,5 +189,58 @@ describe.skipIf(why !== null)('a home and its tasks are private to their owner (
     expect(statSync(join(b.home, 'worktrees', 'T1', 'run.sh')).mode & 0o777).toBe(0o755);
     const second = await runCli(['status', '--json'], { home: b.home });
     expect(second.stderr).not.toMatch(/made it private/);
+  });
+});
+
+describe('a folder that is not a home', () => {
+  it('is refused before anything in it changes: no file of it made private, nothing of a home written', async () => {
+    const { dir, cleanup } = tempDir();
+    try {
+      const project = join(dir, 'project');
+      mkdirSync(join(project, 'src'), { recursive: true, mode: 0o755 });
+      writeFileSync(join(project, 'notes.txt'), 'mine\n', { mode: 0o644 });
+      writeFileSync(join(project, 'src', 'run.sh'), '#!/bin/sh\n', { mode: 0o755 });
+      chmodSync(project, 0o755);
+      const modes = () =>
+        walk(project, () => true)
+          .map((p) => `${relative(project, p)} ${(lstatSync(p).mode & 0o777).toString(8)}`)
+          .sort();
+      const before = modes();
+      const r = await runCli(['status', '--json'], { home: project });
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(/is not a LightWorker home: it already holds notes\.txt, src\. A home must be a folder of its own/);
+      expect(r.stderr).toContain('Nothing was changed');
+      expect(modes()).toEqual(before);
+      expect(lstatSync(project).mode & 0o777).toBe(0o755);
+      expect(readdirSync(project).sort()).toEqual(['notes.txt', 'src']);
+      // A folder holding only dot files is a new home like an empty one.
+      const fresh = join(dir, 'fresh');
+      mkdirSync(fresh);
+      writeFileSync(join(fresh, '.gitkeep'), '');
+      const ok = await runCli(['status', '--json'], { home: fresh });
+      expect(ok.code, ok.stderr).toBe(0);
+      expect(existsSync(join(fresh, 'lightworker.db'))).toBe(true);
+    } finally {
+      cleanup();
+    }
+  });
+
+  it.skipIf(process.getuid?.() !== 0)('an entry another user owns in an open home keeps its mode (root could change it, LightWorker never made it)', async () => {
+    const { dir, cleanup } = tempDir();
+    try {
+      const home = join(dir, 'home');
+      expect((await runCli(['status', '--json'], { home })).code).toBe(0);
+      const theirs = join(home, 'logs', 'theirs.txt');
+      writeFileSync(theirs, 'not mine\n', { mode: 0o644 });
+      chownSync(theirs, 65534, 65534);
+      chmodSync(theirs, 0o644);
+      chmodSync(home, 0o755);
+      const r = await runCli(['status', '--json'], { home });
+      expect(r.stderr).toMatch(/made it private/);
+      expect(lstatSync(home).mode & 0o777).toBe(0o700);
+      expect(lstatSync(theirs).mode & 0o777).toBe(0o644);
+    } finally {
+      cleanup();
+    }
   });
 });
