@@ -9,7 +9,8 @@ import { DEFAULT_PRICES, effectivePrices } from '../tasks/cost.js';
 import { defineCommand, requirePersonOrAllowed } from './table.js';
 import { PRIVATE_FILE } from '../core/private-home.js';
 import { BUILTIN_PROFILE_SPECS } from '../core/profiles.js';
-import { formatPlannedRoute, plannedRoutes } from '../tasks/route-table.js';
+import { formatPlannedRoute, plannedRoutes, plannedTaskRoute } from '../tasks/route-table.js';
+import { taskInputSchema } from '../tasks/schema.js';
 import { allWorkerNames } from '../workers/registry.js';
 
 type Section = keyof typeof configSchema.shape;
@@ -103,6 +104,17 @@ export const getSettings = defineCommand({
   },
 });
 
+export const planRoute = defineCommand({
+  name: 'plan_route',
+  description: 'The route a task with these fields would take (worker, model, gateway, upstream model, protocol, fallback), as delegate_task decides it; creates nothing.',
+  input: taskInputSchema.pick({ kind: true, worker: true, model: true, reasoning_effort: true, profile: true, gateway: true, type: true }),
+  readOnly: true,
+  handler(ctx, input) {
+    const route = plannedTaskRoute(ctx.engine.config, input, allWorkerNames(ctx.engine));
+    return { route: { ...route, text: formatPlannedRoute(route) } };
+  },
+});
+
 export const updateSettings = defineCommand({
   name: 'update_settings',
   description: 'Change sections of config.toml (validated; map sections like gateways are replaced whole; null removes a key) and reload.',
@@ -141,4 +153,4 @@ export const updateSettings = defineCommand({
   },
 });
 
-export const SETTINGS_COMMANDS = [getSettings, updateSettings];
+export const SETTINGS_COMMANDS = [getSettings, planRoute, updateSettings];
