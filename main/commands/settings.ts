@@ -9,7 +9,7 @@ import { DEFAULT_PRICES, effectivePrices } from '../tasks/cost.js';
 import { defineCommand, requirePersonOrAllowed } from './table.js';
 import { PRIVATE_FILE } from '../core/private-home.js';
 import { BUILTIN_PROFILE_SPECS } from '../core/profiles.js';
-import { formatPlannedRoute, plannedRoutes, plannedTaskRoute } from '../tasks/route-table.js';
+import { formatPlannedRoute, plannedRoutes, plannedTaskRoute, routeFix } from '../tasks/route-table.js';
 import { taskInputSchema } from '../tasks/schema.js';
 import { allWorkerNames } from '../workers/registry.js';
 
@@ -99,7 +99,7 @@ export const getSettings = defineCommand({
     const keyEnvSet = Object.fromEntries(Object.values(ctx.engine.config.gateways).map((g) => [g.key_env, Boolean(process.env[g.key_env])]));
     // The built-in profiles are what a [profiles.NAME] of the same name overrides, and what routing may name.
     // Where each profile's, each routed model's and every other task goes, before any of them runs.
-    const routes = plannedRoutes(ctx.engine.config).map((r) => ({ ...r, text: formatPlannedRoute(r) }));
+    const routes = plannedRoutes(ctx.engine.config).map((r) => ({ ...r, text: formatPlannedRoute(r), fix: routeFix(r) }));
     return { path: ctx.engine.home.config, exists: existsSync(ctx.engine.home.config), config: ctx.engine.config, prices, builtinProfiles: BUILTIN_PROFILE_SPECS, keyEnvSet, routes };
   },
 });
@@ -111,7 +111,7 @@ export const planRoute = defineCommand({
   readOnly: true,
   handler(ctx, input) {
     const route = plannedTaskRoute(ctx.engine.config, input, allWorkerNames(ctx.engine));
-    return { route: { ...route, text: formatPlannedRoute(route) } };
+    return { route: { ...route, text: formatPlannedRoute(route), fix: routeFix(route) } };
   },
 });
 
