@@ -54,6 +54,20 @@ function changedPart(update: Doc, inFile: unknown, inForce: unknown): Doc {
   return out;
 }
 
+/**
+ * A gateway written with the seed's `response_mode` is held as `wire_api`: a form that sends the gateway back
+ * with that same wire_api (skipped, as it equals the value in force) must not lose the protocol when the map
+ * is replaced whole. A wire_api the update does write replaces the response_mode.
+ */
+function keepResponseModes(part: Doc, inFile: unknown): Doc {
+  const file = isPlainObject(inFile) ? inFile : {};
+  for (const [name, g] of Object.entries(part)) {
+    const was = file[name];
+    if (isPlainObject(g) && isPlainObject(was) && was.response_mode !== undefined && g.wire_api === undefined && g.response_mode === undefined) g.response_mode = was.response_mode;
+  }
+  return part;
+}
+
 function withoutNulls(doc: Doc): Doc {
   return Object.fromEntries(Object.entries(doc).filter(([, v]) => v !== null).map(([k, v]) => [k, isPlainObject(v) ? withoutNulls(v) : v]));
 }
@@ -131,7 +145,8 @@ export const updateSettings = defineCommand({
     const next: Doc = structuredClone(raw);
     for (const [section, value] of Object.entries(input.settings)) {
       if (!value) continue;
-      const part = changedPart(value, raw[section], before[section as Section]);
+      const changed = changedPart(value, raw[section], before[section as Section]);
+      const part = section === 'gateways' ? keepResponseModes(changed, raw[section]) : changed;
       if (!Object.keys(part).length && !(section in raw)) continue; // nothing new, nothing to remove
       next[section] = withoutNulls(MAPS.has(section) ? part : { ...(raw[section] as Doc | undefined), ...part });
     }

@@ -114,3 +114,16 @@ describe('plan_route: the route one task will take, before it is submitted', () 
     await expect(h.call('plan_route', { gateway: 'zz' })).rejects.toThrow('unknown gateway "zz"');
   });
 });
+
+describe('a Save of the gateways as a form sends them back', () => {
+  it('keeps a response_mode the form shows as wire_api; a wire_api it changes replaces it', async () => {
+    h = makeHome();
+    h.configure('[gateways.a]\nbase_url = "http://127.0.0.1:9/v1"\nkey_env = "K"\nresponse_mode = "anthropic"\n');
+    const back = { a: { base_url: 'http://127.0.0.1:9/v1', key_env: 'K', model_map: {}, wire_api: 'messages' } };
+    expect((await h.call('update_settings', { settings: { gateways: back } })).config.gateways.a.wire_api).toBe('messages');
+    expect(readFileSync(h.engine.home.config, 'utf8')).toContain('response_mode = "anthropic"');
+    const changed = { a: { ...back.a, wire_api: 'chat' } };
+    expect((await h.call('update_settings', { settings: { gateways: changed } })).config.gateways.a.wire_api).toBe('chat');
+    expect(readFileSync(h.engine.home.config, 'utf8')).not.toContain('response_mode');
+  });
+});
