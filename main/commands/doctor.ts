@@ -18,7 +18,7 @@ import { foreignSealOf, homeKeyId } from '../tasks/secrets.js';
 import { queuedSealedTaskIds } from '../store/sealed.js';
 import { quickCheck } from '../store/capabilities.js';
 import { measureHome } from '../isolation/home-size.js';
-import { formatPlannedRoute, plannedRoutes } from '../tasks/route-table.js';
+import { formatPlannedRoute, plannedRoutes, routeFix } from '../tasks/route-table.js';
 
 export interface DoctorCheck {
   name: string;
@@ -208,7 +208,7 @@ function routeChecks(ctx: CommandContext): DoctorCheck[] {
     ok: r.problem === null,
     optional: true,
     detail: formatPlannedRoute(r).slice(r.subject.length + 2),
-    fix: r.problem ? `give gateway ${r.via?.gateway} the wire_api its worker speaks, or route this to another gateway` : undefined,
+    fix: routeFix(r) ?? undefined,
   }));
 }
 

@@ -19,6 +19,7 @@ export const COMMAND_NAMES = [
   'audit_verify',
   'run_doctor',
   'get_settings',
+  'plan_route',
   'update_settings',
   'orchestrate_goal',
   'delegate_reviewed',

@@ -9,7 +9,8 @@ import { DEFAULT_PRICES, effectivePrices } from '../tasks/cost.js';
 import { defineCommand, requirePersonOrAllowed } from './table.js';
 import { PRIVATE_FILE } from '../core/private-home.js';
 import { BUILTIN_PROFILE_SPECS } from '../core/profiles.js';
-import { formatPlannedRoute, plannedRoutes } from '../tasks/route-table.js';
+import { formatPlannedRoute, plannedRoutes, plannedTaskRoute, routeFix } from '../tasks/route-table.js';
+import { taskInputSchema } from '../tasks/schema.js';
 import { allWorkerNames } from '../workers/registry.js';
 
 type Section = keyof typeof configSchema.shape;
@@ -51,6 +52,20 @@ function changedPart(update: Doc, inFile: unknown, inForce: unknown): Doc {
     else if (!sameValue(v, force[k])) out[k] = v;
   }
   return out;
+}
+
+/**
+ * A gateway written with the seed's `response_mode` is held as `wire_api`: a form that sends the gateway back
+ * with that same wire_api (skipped, as it equals the value in force) must not lose the protocol when the map
+ * is replaced whole. A wire_api the update does write replaces the response_mode.
+ */
+function keepResponseModes(part: Doc, inFile: unknown): Doc {
+  const file = isPlainObject(inFile) ? inFile : {};
+  for (const [name, g] of Object.entries(part)) {
+    const was = file[name];
+    if (isPlainObject(g) && isPlainObject(was) && was.response_mode !== undefined && g.wire_api === undefined && g.response_mode === undefined) g.response_mode = was.response_mode;
+  }
+  return part;
 }
 
 function withoutNulls(doc: Doc): Doc {
@@ -98,8 +113,19 @@ export const getSettings = defineCommand({
     const keyEnvSet = Object.fromEntries(Object.values(ctx.engine.config.gateways).map((g) => [g.key_env, Boolean(process.env[g.key_env])]));
     // The built-in profiles are what a [profiles.NAME] of the same name overrides, and what routing may name.
     // Where each profile's, each routed model's and every other task goes, before any of them runs.
-    const routes = plannedRoutes(ctx.engine.config).map((r) => ({ ...r, text: formatPlannedRoute(r) }));
+    const routes = plannedRoutes(ctx.engine.config).map((r) => ({ ...r, text: formatPlannedRoute(r), fix: routeFix(r) }));
     return { path: ctx.engine.home.config, exists: existsSync(ctx.engine.home.config), config: ctx.engine.config, prices, builtinProfiles: BUILTIN_PROFILE_SPECS, keyEnvSet, routes };
+  },
+});
+
+export const planRoute = defineCommand({
+  name: 'plan_route',
+  description: 'The route a task with these fields would take (worker, model, gateway, upstream model, protocol, fallback), as delegate_task decides it; creates nothing.',
+  input: taskInputSchema.pick({ kind: true, worker: true, model: true, reasoning_effort: true, profile: true, gateway: true, type: true }),
+  readOnly: true,
+  handler(ctx, input) {
+    const route = plannedTaskRoute(ctx.engine.config, input, allWorkerNames(ctx.engine));
+    return { route: { ...route, text: formatPlannedRoute(route), fix: routeFix(route) } };
   },
 });
 
@@ -119,7 +145,8 @@ export const updateSettings = defineCommand({
     const next: Doc = structuredClone(raw);
     for (const [section, value] of Object.entries(input.settings)) {
       if (!value) continue;
-      const part = changedPart(value, raw[section], before[section as Section]);
+      const changed = changedPart(value, raw[section], before[section as Section]);
+      const part = section === 'gateways' ? keepResponseModes(changed, raw[section]) : changed;
       if (!Object.keys(part).length && !(section in raw)) continue; // nothing new, nothing to remove
       next[section] = withoutNulls(MAPS.has(section) ? part : { ...(raw[section] as Doc | undefined), ...part });
     }
@@ -141,4 +168,4 @@ export const updateSettings = defineCommand({
   },
 });
 
-export const SETTINGS_COMMANDS = [getSettings, updateSettings];
+export const SETTINGS_COMMANDS = [getSettings, planRoute, updateSettings];

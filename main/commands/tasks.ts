@@ -20,6 +20,7 @@ import { CLIENT_REQUEST_ID, createOnce } from './client-request.js';
 import { storeCapabilities } from '../store/capabilities.js';
 import { fleetWaitingFor } from '../scheduler/fleet.js';
 import { authorityOf, defineCommand, FACE_LABELS, HOW_A_PERSON_APPROVES, requirePersonOrAllowed, type CommandContext } from './table.js';
+import { taskHop } from '../tasks/route-table.js';
 
 function byWho(ctx: CommandContext): string {
   return FACE_LABELS[ctx.face];
@@ -179,6 +180,8 @@ export const getTask = defineCommand({
       cost: costOf(ctx, task),
       budget: budgetView(ctx.engine.db, ctx.engine.config, task),
       route: lastRoute(ctx, input.id),
+      // The gateway it runs through (decided at creation, moved by a rate-limit reroute) as the provider knows the model.
+      via: taskHop(ctx.engine.config, task),
       ...(custody.length ? { custody } : {}),
       ...(pull ? { pull: { number: pull.number, url: pull.url, forge: pull.forge, branch: pull.branch, base: pull.base, draft: pull.draft, state: pull.state, checks: pull.checks, review: pull.review, headSha: pull.headSha, fixRounds: pull.fixRounds, fixing: pull.fixing, lastError: pull.lastError } } : {}),
     };

@@ -3,7 +3,6 @@ import { homedir } from 'node:os';
 import { isAbsolute, parse } from 'node:path';
 import type { Config } from '../core/config.js';
 import type { TaskCachelab } from './cachelab-hook.js';
-import { BUILTIN_PROFILE_SPECS, cheapestProfile, findProfile } from '../core/profiles.js';
 import { AppError } from '../core/errors.js';
 import { REDACTED, redactText } from '../core/redact.js';
 import { newId } from '../core/ids.js';
@@ -17,7 +16,7 @@ import { redactNewTask, sealSecrets } from './secrets.js';
 import { checkCeiling, guardFieldsOf, rootFieldsOf, setRootBudget, type RootBudget } from './budget.js';
 import type { Authority, Task, TaskKind, TaskMode, TaskStatus } from './types.js';
 import { checkAutoRepair } from './auto-repair.js';
-import { routedGateway, routedModel } from './route-rule.js';
+import { decideTaskRoute } from './task-route.js';
 
 /** Workflow types pre-fill priority and timeout; explicit values win. */
 export const WORKFLOW_DEFAULTS = {
@@ -128,27 +127,10 @@ export function createTasks(ctx: CreateContext, inputs: ParsedTaskInput[], opts:
     const workspace = resolveWorkspace(t.workspace, f('workspace'));
     const parent = t.parent_id ? getTask(db, t.parent_id) : null;
     if (t.parent_id && !parent) throw new AppError('invalid_input', `${f('parent_id')}: unknown task "${t.parent_id}"`, { field: f('parent_id') });
-    const routed = typeRoute(config, t, ctx.knownWorkers, f('type'));
-    routedBy[i] = routed?.why ?? null;
-    const profileName = t.profile ?? routed?.profile;
-    const profile = profileName ? config.profiles[profileName] : undefined;
-    if (t.profile && !profile && !BUILTIN_PROFILES.includes(t.profile)) {
-      throw new AppError('invalid_input', `${f('profile')}: unknown profile "${t.profile}"`, { field: f('profile') });
-    }
-    if (profile && !profile.kinds.includes(t.kind)) {
-      throw new AppError('invalid_input', `${f('profile')}: profile "${t.profile}" does not allow kind ${t.kind}`, { field: f('profile') });
-    }
-    if (t.gateway && !config.gateways[t.gateway]) throw new AppError('invalid_input', `${f('gateway')}: unknown gateway "${t.gateway}"`, { field: f('gateway') });
+    const r = decideTaskRoute(config, t, ctx.knownWorkers, f);
+    routedBy[i] = r.why;
     checkAutoRepair(t.metadata, f('metadata'));
-    const effort = t.reasoning_effort ?? profile?.reasoning_effort ?? null;
-    const model = t.model ?? profile?.model ?? null;
-    if (model && !config.models.allow.includes(model)) {
-      throw new AppError('invalid_input', `${f('model')}: "${model}" is not in models.allow`, { field: f('model') });
-    }
-    const worker = t.worker ?? routed?.worker ?? profile?.worker ?? config.scheduler.default_worker;
-    if (ctx.knownWorkers && !ctx.knownWorkers.includes(worker)) {
-      throw new AppError('invalid_input', `${f('worker')}: unknown worker "${worker}" (known: ${ctx.knownWorkers.join(', ')})`, { field: f('worker') });
-    }
+    const { worker, model, effort } = r;
     const defaults = t.type ? WORKFLOW_DEFAULTS[t.type] : PLAIN_DEFAULTS;
     const asked = t.mode ?? parent?.mode ?? opts.defaultMode ?? config.approvals.default_mode;
     const mode = ctx.authority === 'agent' && asked === 'auto_execute' ? 'auto_readonly' : asked;
@@ -172,8 +154,8 @@ export function createTasks(ctx: CreateContext, inputs: ParsedTaskInput[], opts:
       worker,
       model,
       reasoningEffort: effort,
-      profile: profileName ?? null,
-      gateway: routedGateway(config, t, profile, routedModel(config, { worker, model, reasoningEffort: effort }, profile).model),
+      profile: r.profile,
+      gateway: r.gateway,
       mode,
       type: t.type ?? null,
       priority: t.priority ?? defaults.priority,
@@ -231,26 +213,6 @@ function rootBudgets(inputs: ParsedTaskInput[], rows: NewTaskRow[], newIds: Set<
   return out;
 }
 
-/** Profiles that exist without configuration. */
-export const BUILTIN_PROFILES = Object.keys(BUILTIN_PROFILE_SPECS);
-
-/**
- * The profile and worker a workflow type chooses ([routing.types]: a profile, or "cheapest" = the
- * cheapest adequate profile by cost rank), only when the caller named no profile, worker or model:
- * explicit values win. Null when the type routes nothing.
- */
-function typeRoute(config: Config, t: ParsedTaskInput, known: readonly string[] | undefined, field: string): { profile: string; worker: string | undefined; why: string } | null {
-  const rule = t.type ? config.routing.types[t.type] : undefined;
-  if (!rule || t.profile || t.worker || t.model) return null;
-  if (rule !== 'cheapest') {
-    const spec = findProfile(config, rule);
-    if (!spec) throw new AppError('invalid_input', `${field}: routing.types.${t.type} names unknown profile "${rule}"`, { field });
-    return { profile: rule, worker: spec.worker, why: `type ${t.type}: profile ${rule} (routing.types)` };
-  }
-  const pick = cheapestProfile(config, t.kind, config.scheduler.default_worker, (w) => !known || known.includes(w));
-  if (!pick) throw new AppError('invalid_input', `${field}: no profile can run a ${t.kind} task for type ${t.type} (routing.types.${t.type} = "cheapest")`, { field });
-  return { profile: pick.profile, worker: pick.worker, why: `type ${t.type}: cheapest adequate profile ${pick.profile} (cost ${pick.cost}) on ${pick.worker}` };
-}
 
 function fieldOf(inputs: ParsedTaskInput[], i: number, name: string): string {
   return inputs.length === 1 ? name : `tasks[${i}].${name}`;

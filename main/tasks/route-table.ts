@@ -1,6 +1,8 @@
 import type { Config } from '../core/config.js';
 import { findProfile, profileNames } from '../core/profiles.js';
 import { routedGateway, routedModel, upstreamModel } from './route-rule.js';
+import { decideTaskRoute, type RouteFields } from './task-route.js';
+import type { Task } from './types.js';
 
 /** Which wire protocol each built-in worker speaks to a gateway (absent: any). */
 const WORKER_WIRE: Record<string, string> = { codex: 'responses', 'claude-code': 'messages', opencode: 'chat' };
@@ -62,6 +64,35 @@ export function plannedRoutes(config: Config): PlannedRoute[] {
   for (const model of Object.keys(config.models.routes)) out.push(planned(config, `model ${model}`, null, model, routedGateway(config, {}, null, model)));
   out.push(planned(config, 'any other task', null, null, config.routing.default_gateway ?? null));
   return out;
+}
+
+/** A planned route for one task as it would be created with these fields (nothing is created). */
+export interface TaskPlannedRoute extends PlannedRoute {
+  worker: string;
+  profile: string | null;
+  /** Why a workflow type chose the profile (routing.types), or null. */
+  routedBy: string | null;
+}
+
+/** The route a task with these fields will take, decided as creation decides it (and refused as creation refuses). */
+export function plannedTaskRoute(config: Config, t: RouteFields, known: readonly string[] | undefined): TaskPlannedRoute {
+  const r = decideTaskRoute(config, t, known);
+  const route = planned(config, 'this task', r.worker, r.routedModel, r.gateway);
+  return { ...route, worker: r.worker, profile: r.profile, routedBy: r.why };
+}
+
+/** The gateway a task runs through now, the provider's model name there and its protocol; null: the worker's own endpoint. */
+export function taskHop(config: Config, t: Pick<Task, 'worker' | 'model' | 'reasoningEffort' | 'profile' | 'gateway'>): RouteHop | null {
+  if (!t.gateway) return null;
+  const { model } = routedModel(config, t, t.profile ? config.profiles[t.profile] : undefined);
+  return hopOf(config, t.gateway, model);
+}
+
+/** What to do about a route whose worker cannot speak its gateway's protocol (doctor's fix), or null. */
+export function routeFix(r: PlannedRoute): string | null {
+  if (!r.problem) return null;
+  const hop = mismatch(r.worker, r.via) ? r.via : r.fallback;
+  return `give gateway ${hop?.gateway} the wire_api its worker speaks, or route this to another gateway`;
 }
 
 function hopText(h: RouteHop): string {

@@ -79,3 +79,51 @@ describe('the route each task will take, before it runs', () => {
     expect(routes.filter((c) => c.ok).length).toBe(4);
   });
 });
+
+describe('plan_route: the route one task will take, before it is submitted', () => {
+  const config = [
+    '[gateways.a]\nbase_url = "http://127.0.0.1:9/v1"\nkey_env = "K_A"\nresponse_mode = "responses"',
+    '[gateways.b]\nbase_url = "http://127.0.0.1:9/v1"\nkey_env = "K_B"\nresponse_mode = "anthropic"',
+    '[models]\nallow = ["gpt-5.5", "claude-sonnet-4-5"]',
+    '[profiles.deep]\nmodel = "claude-sonnet-4-5"\nworker = "claude-code"\ngateway = "b"',
+    '[models.routes."claude-sonnet-4-5"]\nprimary = { gateway = "b", model = "provider-b/sonnet" }\nfallback = { gateway = "a", model = "provider-a/sonnet" }',
+  ].join('\n');
+
+  it('names the gateway, the provider model and the fallback as delegate_task then records them', async () => {
+    h = makeHome();
+    h.configure(config);
+    const { route } = await h.call('plan_route', { worker: 'claude-code', model: 'claude-sonnet-4-5' });
+    expect(route).toMatchObject({
+      worker: 'claude-code', model: 'claude-sonnet-4-5',
+      via: { gateway: 'b', upstream: 'provider-b/sonnet', wire: 'messages' },
+      fallback: { gateway: 'a', upstream: 'provider-a/sonnet', wire: 'responses' },
+      problem: 'claude-code speaks messages, gateway a answers responses',
+    });
+    const task = (await h.call('delegate_task', { objective: 'x', workspace: h.repo, worker: 'claude-code', model: 'claude-sonnet-4-5' })).task;
+    expect(task.gateway).toBe(route.via.gateway);
+    // A profile picks the worker, the model and the gateway; no gateway anywhere: the worker's own login.
+    expect((await h.call('plan_route', { profile: 'deep' })).route).toMatchObject({ worker: 'claude-code', profile: 'deep', via: { gateway: 'b' } });
+    expect((await h.call('plan_route', { worker: 'mock' })).route).toMatchObject({ worker: 'mock', via: null, fallback: null });
+  });
+
+  it('refuses what delegate_task refuses, with the same words', async () => {
+    h = makeHome();
+    h.configure(config);
+    await expect(h.call('plan_route', { profile: 'nope' })).rejects.toThrow('unknown profile "nope"');
+    await expect(h.call('plan_route', { model: 'gpt-4' })).rejects.toThrow('"gpt-4" is not in models.allow');
+    await expect(h.call('plan_route', { gateway: 'zz' })).rejects.toThrow('unknown gateway "zz"');
+  });
+});
+
+describe('a Save of the gateways as a form sends them back', () => {
+  it('keeps a response_mode the form shows as wire_api; a wire_api it changes replaces it', async () => {
+    h = makeHome();
+    h.configure('[gateways.a]\nbase_url = "http://127.0.0.1:9/v1"\nkey_env = "K"\nresponse_mode = "anthropic"\n');
+    const back = { a: { base_url: 'http://127.0.0.1:9/v1', key_env: 'K', model_map: {}, wire_api: 'messages' } };
+    expect((await h.call('update_settings', { settings: { gateways: back } })).config.gateways.a.wire_api).toBe('messages');
+    expect(readFileSync(h.engine.home.config, 'utf8')).toContain('response_mode = "anthropic"');
+    const changed = { a: { ...back.a, wire_api: 'chat' } };
+    expect((await h.call('update_settings', { settings: { gateways: changed } })).config.gateways.a.wire_api).toBe('chat');
+    expect(readFileSync(h.engine.home.config, 'utf8')).not.toContain('response_mode');
+  });
+});

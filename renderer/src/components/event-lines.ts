@@ -33,6 +33,8 @@ export function describeEvent(e: EventRow): string {
       const p = e.payload;
       return `Route for attempt ${p.attempt}: ${str(p.worker) ?? 'worker'}${str(p.model) ? ` · model ${String(p.model)}` : ''} via ${str(p.gateway) ?? (str(p.host) && p.host !== 'default' ? String(p.host) : null) ?? 'its default endpoint'}`;
     }
+    case 'task.rerouted':
+      return `Moved to its model's ${e.payload.route ?? 'other'} route, gateway ${e.payload.to ?? '?'}: ${clip(String(e.payload.message ?? ''))}`;
     case 'task.changes': {
       const outside = e.payload.violations?.length ?? 0;
       return e.payload.empty ? 'No files changed' : `${plural(e.payload.changedFiles?.length ?? 0, 'file')} changed${outside ? `, ${plural(outside, 'outside the allowed paths')}` : ''}`;

@@ -2,6 +2,7 @@ import { defineStore } from 'pinia';
 import { ref } from 'vue';
 import type { CommandArgs } from '../api/commands.js';
 import { api, isUnknownCommand } from '../api/client.js';
+import type { CommandResult } from '../api/commands.js';
 import type { Config } from '../api/types.js';
 
 type Price = { input: number; cached?: number; output: number };
@@ -26,6 +27,8 @@ export const useSettings = defineStore('settings', () => {
   const builtinProfiles = ref<Record<string, unknown>>({});
   /** Whether each gateway key variable is set in the server's environment (get_settings; never the value). */
   const keyEnvSet = ref<Record<string, boolean>>({});
+  /** The route each profile's, routed model's and other task will take, as the engine plans them (get_settings). */
+  const routes = ref<CommandResult<'get_settings'>['routes']>([]);
   const error = ref<string | null>(null);
   const saving = ref(false);
   const savedAt = ref<number | null>(null);
@@ -39,6 +42,7 @@ export const useSettings = defineStore('settings', () => {
       prices.value = r.prices ?? null;
       builtinProfiles.value = r.builtinProfiles ?? {};
       keyEnvSet.value = r.keyEnvSet ?? {};
+      routes.value = r.routes ?? [];
       path.value = r.path;
       error.value = null;
     } catch (err) {
@@ -81,5 +85,5 @@ export const useSettings = defineStore('settings', () => {
     }
   }
 
-  return { config, path, prices, builtinProfiles, keyEnvSet, error, saving, savedAt, snippets, snippetError, load, save, savePrices, loadSnippet };
+  return { config, path, prices, builtinProfiles, keyEnvSet, routes, error, saving, savedAt, snippets, snippetError, load, save, savePrices, loadSnippet };
 });

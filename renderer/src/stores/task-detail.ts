@@ -6,6 +6,7 @@ import type { CostSummary, EventRow, PullView, ReviewCommentView, RouteRecord, T
 import { useLive } from './live.js';
 import { useNotices } from './notices.js';
 import { keyedDebounce } from './refresh.js';
+import type { RouteHop } from '../components/route-words.js';
 
 /** What get_task_diff returned, normalised: the unified diff text, or why there is none. */
 export type DiffState = { kind: 'none' } | { kind: 'loading' } | { kind: 'unavailable'; why: string } | { kind: 'text'; text: string };
@@ -48,6 +49,8 @@ export const useTaskDetail = defineStore('task-detail', () => {
   const cost = ref<{ task: CostSummary; root: CostSummary } | null>(null);
   /** The route the latest turn really used (gateway host, auth style, provider model, credential source). */
   const route = ref<RouteRecord | null>(null);
+  /** The gateway it runs through now (decided at creation, moved by a reroute), as the provider knows the model. */
+  const via = ref<RouteHop | null>(null);
   const editorBusy = ref(false);
   /** More events exist before the oldest one loaded. */
   const hasEarlier = ref(false);
@@ -70,6 +73,7 @@ export const useTaskDetail = defineStore('task-detail', () => {
       pull.value = r.pull ?? null;
       cost.value = r.cost ?? null;
       route.value = r.route ?? null;
+      via.value = r.via ?? null;
       error.value = null;
     } catch (err) {
       error.value = (err as Error).message;
@@ -230,5 +234,5 @@ export const useTaskDetail = defineStore('task-detail', () => {
     }
   }
 
-  return { id, task, reload: loadTask, cost, route, events, hasEarlier, eventsError, retryEvents, tree, diff, error, busy, editorBusy, verification, pull, comments, reviewBusy, open, loadDiff, loadEarlier, act, openEditor, review, openPull };
+  return { id, task, reload: loadTask, cost, route, via, events, hasEarlier, eventsError, retryEvents, tree, diff, error, busy, editorBusy, verification, pull, comments, reviewBusy, open, loadDiff, loadEarlier, act, openEditor, review, openPull };
 });
