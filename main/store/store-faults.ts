@@ -3,8 +3,8 @@ import { AppError } from '../core/errors.js';
 
 /**
  * What an error from the store says about the store itself:
- * - `full`: nothing more can be written now (SQLITE_FULL, ENOSPC, EDQUOT): the same write works once
- *   space returns, so it is retried, never dropped;
+ * - `full`: nothing more can be written now (SQLITE_FULL, ENOSPC, EDQUOT, PostgreSQL's 53100 when the
+ *   server's own disk is full): the same write works once space returns, so it is retried, never dropped;
  * - `damaged`: the file is not the database it was (SQLITE_CORRUPT, SQLITE_NOTADB, an I/O error, the file
  *   moved or deleted under the connection): nothing written from here on can be trusted, so a leader stops;
  * - null: anything else (a busy file, a rule of the engine).
@@ -12,6 +12,8 @@ import { AppError } from '../core/errors.js';
 export type StoreFault = 'full' | 'damaged';
 
 const FULL_ERRNO = new Set(['ENOSPC', 'EDQUOT']);
+/** PostgreSQL's SQLSTATE disk_full: the server could not extend a file or write its WAL. */
+const PG_DISK_FULL = '53100';
 
 /** Below this much free space an I/O error is taken for a full disk (SQLite reports a full -shm as one). */
 const NEARLY_FULL_BYTES = 1024 * 1024;
@@ -37,7 +39,7 @@ function faultOf(err: unknown): StoreFault | null {
   }
   const code = (err as { code?: unknown } | null)?.code;
   if (typeof code !== 'string') return null;
-  if (code === 'SQLITE_FULL' || FULL_ERRNO.has(code)) return 'full';
+  if (code === 'SQLITE_FULL' || code === PG_DISK_FULL || FULL_ERRNO.has(code)) return 'full';
   if (code.startsWith('SQLITE_CORRUPT') || code === 'SQLITE_NOTADB' || code.startsWith('SQLITE_IOERR') || code === 'SQLITE_READONLY_DBMOVED') return 'damaged';
   return null;
 }
@@ -67,8 +69,11 @@ export function formatBytes(n: number): string {
 
 /** The error a write that found the home's file system full is reported as: what is full, and where. */
 export function storeFullError(dbPath: string, homeRoot: string, err: unknown): AppError {
-  const free = freeBytes(homeRoot);
   const why = err instanceof Error ? err.message : String(err);
+  if ((err as { code?: unknown } | null)?.code === PG_DISK_FULL) {
+    return new AppError('disk_full', `the PostgreSQL store cannot be written: the server's disk is full (${why})`, { store: true, server: true });
+  }
+  const free = freeBytes(homeRoot);
   return new AppError(
     'disk_full',
     `the store ${dbPath} cannot be written: the file system holding ${homeRoot} is full (${free === null ? 'free space unknown' : `${formatBytes(free)} free`}; ${why})`,

@@ -9,10 +9,11 @@ import type { TcpProxy } from '../helpers/tcp-proxy.js';
 import { isAlive } from '../helpers/procs.js';
 import { storedCells } from '../helpers/store-dump.js';
 import type { Rng } from './rng.js';
+import type { DiskFigures } from './fleet-pg-disk.js';
 
 export const HOSTS = ['host-a', 'host-b', 'host-c'];
 
-export type FaultKind = 'kill' | 'freeze' | 'cut' | 'blackhole' | 'server restart';
+export type FaultKind = 'kill' | 'freeze' | 'cut' | 'blackhole' | 'server restart' | 'full disk';
 
 export interface FleetPgFigures {
   faults: Record<FaultKind, number>;
@@ -31,6 +32,8 @@ export interface FleetPgFigures {
   recoveryTimeouts: number;
   /** Tasks that lost their runner more than AUTO_RESUME_LIMIT times, left orphaned for a person: retried here by hand. */
   leftAtLimit: string[];
+  /** The server's disk filled under running work (fleet-pg-disk.ts). */
+  disk: DiskFigures;
   notes: string[];
 }
 
@@ -52,6 +55,8 @@ export interface Ctx {
   /** Worker pids whose environment was already searched for the password. */
   seenWorkers: Set<string>;
   secret: string;
+  /** Tasks the scenario cancelled: not lost when they end cancelled. */
+  cancelled: Set<string>;
 }
 
 /**

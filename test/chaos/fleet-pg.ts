@@ -2,14 +2,14 @@
 // embedded PostgreSQL through its own loopback TCP proxy) run mock-worker tasks that write a side log of when
 // each attempt was alive, while one runner at a time is killed with SIGKILL (and started again), frozen with
 // SIGSTOP past its lease (then woken), or has its connection cut or black-holed; the full size adds server
-// restarts. Orphans of a lost runner resume by themselves (`[scheduler] auto_resume_orphans`). Measured: double
+// restarts and a full disk (fleet-pg-disk.ts). Orphans of a lost runner resume by themselves (`[scheduler] auto_resume_orphans`). Measured: double
 // runs and overlapping attempts (side log), lost and stuck tasks, surviving processes, leaks of the store
 // password, and the time from each fault to its orphaned task running again.
 import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { makeFleetHosts, type Beat } from '../helpers/fleet-hosts.js';
-import { startTestPostgres, watchExitHooks } from '../helpers/postgres.js';
+import { startTestPostgres, watchExitHooks, type TestPostgres } from '../helpers/postgres.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { tempDir } from '../helpers/env.js';
 import { exited } from '../helpers/procs.js';
@@ -17,6 +17,7 @@ import { countTaskStrategyMoves } from '../../main/store/task-history.js';
 import { AUTO_RESUME_LIMIT } from '../../main/tasks/auto-resume.js';
 import { AUTO_RESUME_STRATEGY } from '../../main/tasks/ops.js';
 import { HOSTS, countLeaks, liveWorkers, measureBeats, searchWorkerEnvs, type Ctx, type FaultKind, type FleetPgFigures, type Held } from './fleet-pg-measure.js';
+import { applyFullDisk, mountPgDisk, newDiskFigures, type PgDisk } from './fleet-pg-disk.js';
 import { ACTIVE_STATES, END_STATES, findMarkedProcesses, killPids } from './observe.js';
 import { createRng, sleep, type Rng } from './rng.js';
 
@@ -28,6 +29,10 @@ export interface FleetPgOptions {
   /** Connection faults, alternately a cut (connections dropped, new ones refused) and a black hole. */
   cuts: number;
   serverRestarts: number;
+  /** Times the server's disk is filled (its data folder on a small tmpfs: root only). */
+  fullDisks: number;
+  /** Size of that tmpfs, MB. */
+  diskMb: number;
   seed: number;
   log: (line: string) => void;
 }
@@ -60,7 +65,8 @@ async function submit(c: Ctx, n: number): Promise<void> {
     objective: `fleet chaos task ${base + i}`,
     workspace: join(c.fleet.dir, 'laptop', 'src', 'api'),
     timeout_s: TASK_TIMEOUT_S,
-    metadata: { mock: { beat_log: c.fleet.beatLog, sleep_ms: c.rng.int(2500, 7000) } },
+    // A third answer at length: their completing write needs new pages, which a full server disk refuses.
+    metadata: { mock: { beat_log: c.fleet.beatLog, sleep_ms: c.rng.int(2500, 7000), ...(c.rng.int(0, 2) === 0 ? { text: randomBytes(24_000).toString('base64') } : {}) } },
   }));
   const r = (await c.fleet.call('delegate_batch', { tasks })) as { tasks: { id: string }[] };
   c.ids.push(...r.tasks.map((t) => t.id));
@@ -184,7 +190,22 @@ async function awaitSettled(c: Ctx, held: Held[]): Promise<void> {
   }
 }
 
-async function injectFault(c: Ctx, kind: FaultKind): Promise<void> {
+async function injectFault(c: Ctx, kind: FaultKind, disk: PgDisk | null): Promise<void> {
+  if (kind === 'full disk') {
+    if (!disk) return;
+    // Work running on more than one runner: the full disk meets tasks at every stage across the fleet.
+    const until = Date.now() + 30_000;
+    while (Date.now() < until && HOSTS.filter((h) => heldBy(c, h).length > 0).length < 2) {
+      await pickVictim(c);
+      await sleep(100);
+    }
+    c.figures.faults[kind]++;
+    const active = () => rows(c).filter((r) => !END_STATES.has(r.status)).map((r) => ({ id: r.id, attempt: r.attempt }));
+    const before = active();
+    await applyFullDisk(c, disk, (h) => startRunner(c, h));
+    await awaitSettled(c, [...before, ...active()]);
+    return;
+  }
   const victim = await pickVictim(c);
   if (!victim) {
     c.figures.notes.push(`${kind}: no runner held running work within 30 s; fault skipped`);
@@ -241,7 +262,7 @@ async function drain(c: Ctx): Promise<void> {
       c.figures.stuckTasks++;
       c.figures.notes.push(`stuck: ${r.id} ${r.status} (attempt ${r.attempt}) for ${Math.round((now - r.startedAt) / 1000)} s`);
     }
-    if (r.status !== 'completed') {
+    if (r.status !== 'completed' && !(r.status === 'cancelled' && c.cancelled.has(r.id))) {
       c.figures.lostTasks++;
       c.figures.notes.push(`lost: ${r.id} ended ${r.status} (attempt ${r.attempt}, runner host ${c.fleet.hostOfRunner(r.runnerId)}): ${history(c, r.id)}`);
     }
@@ -270,6 +291,7 @@ function faultPlan(o: FleetPgOptions, rng: Rng): FaultKind[] {
     ...Array<FaultKind>(o.freezes).fill('freeze'),
     ...Array.from({ length: o.cuts }, (_, i): FaultKind => (i % 2 ? 'blackhole' : 'cut')),
     ...Array<FaultKind>(o.serverRestarts).fill('server restart'),
+    ...Array<FaultKind>(o.fullDisks).fill('full disk'),
   ];
   for (let i = plan.length - 1; i > 0; i--) {
     const j = rng.int(0, i);
@@ -280,25 +302,35 @@ function faultPlan(o: FleetPgOptions, rng: Rng): FaultKind[] {
 
 export async function runFleetPg(o: FleetPgOptions): Promise<FleetPgFigures> {
   const figures: FleetPgFigures = {
-    faults: { kill: 0, freeze: 0, cut: 0, blackhole: 0, 'server restart': 0 },
-    tasks: 0, attempts: 0, doubleRuns: 0, overlaps: [], lostTasks: 0, stuckTasks: 0, survivors: 0, leaks: 0, workerEnvsSearched: 0, recoveryMs: [], recoveryTimeouts: 0, leftAtLimit: [], notes: [],
+    faults: { kill: 0, freeze: 0, cut: 0, blackhole: 0, 'server restart': 0, 'full disk': 0 },
+    tasks: 0, attempts: 0, doubleRuns: 0, overlaps: [], lostTasks: 0, stuckTasks: 0, survivors: 0, leaks: 0, workerEnvsSearched: 0, recoveryMs: [], recoveryTimeouts: 0, leftAtLimit: [], disk: newDiskFigures(o.diskMb), notes: [],
   };
-  const dropExitHooks = watchExitHooks();
-  const pg = await startTestPostgres();
-  dropExitHooks();
   const t = tempDir('lw-chaos-fleet-');
+  const disk = o.fullDisks > 0 ? mountDisk(o.diskMb, figures) : null;
+  let pg: TestPostgres;
+  const dropExitHooks = watchExitHooks();
+  try {
+    // A small data folder fills fast: the WAL kept to a few segments (the tmpfs holds the whole run's data).
+    pg = await startTestPostgres(disk ? { parent: disk.dir, settings: ['max_wal_size=64MB', 'min_wal_size=32MB'] } : {});
+  } catch (err) {
+    disk?.unmount();
+    t.cleanup();
+    throw err;
+  } finally {
+    dropExitHooks();
+  }
   const proxies: Record<string, TcpProxy> = {};
   let c: Ctx | null = null;
   try {
     for (const h of HOSTS) proxies[h] = await startTcpProxy({ host: '127.0.0.1', port: Number(new URL(pg.url).port) });
     const fleet = makeFleetHosts(t.dir, pg.url, { hosts: HOSTS, portOf: (h) => proxies[h]?.port, leaseOf: () => LEASE_MS, autoResume: true });
     const secret = `pgchaos-${randomBytes(12).toString('hex')}`;
-    c = { fleet, pg, proxies, env: { PGPASSWORD: secret }, children: [], ids: [], rng: createRng(o.seed), figures, log: o.log, seenWorkers: new Set(), secret };
+    c = { fleet, pg, proxies, env: { PGPASSWORD: secret }, children: [], ids: [], rng: createRng(o.seed), figures, log: o.log, seenWorkers: new Set(), secret, cancelled: new Set() };
     LIVE.add(c);
     for (const h of HOSTS) startRunner(c, h);
     const plan = faultPlan(o, c.rng);
     o.log(`fleet: ${plan.length} faults on ${HOSTS.length} runners (PostgreSQL ${pg.url})`);
-    for (const kind of plan) await injectFault(c, kind);
+    for (const kind of plan) await injectFault(c, kind, disk);
     await drain(c);
     figures.tasks = c.ids.length;
     await stopRunners(c);
@@ -310,7 +342,20 @@ export async function runFleetPg(o: FleetPgOptions): Promise<FleetPgFigures> {
     c?.fleet.laptop.close();
     for (const p of Object.values(proxies)) await p.close();
     await pg.stop();
+    disk?.unmount();
     t.cleanup();
   }
   return figures;
+}
+
+/** The server's data folder on a small tmpfs, or null with the reason recorded (not run; a failure under CI only with the prerequisite present). */
+function mountDisk(sizeMb: number, figures: FleetPgFigures): PgDisk | null {
+  const m = mountPgDisk(sizeMb);
+  if (!('reason' in m)) {
+    figures.disk.run = true;
+    return m;
+  }
+  figures.disk.skipped = m.reason;
+  figures.notes.push(`full disk not run: ${m.reason}`);
+  return null;
 }

