@@ -156,7 +156,7 @@ function restartExited(c: Ctx, start: (host: string) => void): void {
 }
 
 /** Fill the server's disk for FULL_MS under running work, free it, and measure what it left. */
-export async function applyFullDisk(c: Ctx, disk: PgDisk, start: (host: string) => void): Promise<void> {
+export async function applyFullDisk(c: Ctx, disk: PgDisk, start: (host: string) => void, refill: () => Promise<void>): Promise<void> {
   const f = c.figures.disk;
   f.fills++;
   const logFrom = c.pg.log().length;
@@ -187,6 +187,7 @@ export async function applyFullDisk(c: Ctx, disk: PgDisk, start: (host: string) 
   restartExited(c, start);
   // Cancel again what the full disk refused, and a task running now.
   if (cancelledDuring && !acceptedDuring) await cancel(c, cancelledDuring, 'after space returned');
+  await refill();
   const after = await awaitLiveTask(c, 20_000);
   const cancelledAt = Date.now();
   if (after) await cancel(c, after, 'after space returned');

@@ -202,7 +202,7 @@ async function injectFault(c: Ctx, kind: FaultKind, disk: PgDisk | null): Promis
     c.figures.faults[kind]++;
     const active = () => rows(c).filter((r) => !END_STATES.has(r.status)).map((r) => ({ id: r.id, attempt: r.attempt }));
     const before = active();
-    await applyFullDisk(c, disk, (h) => startRunner(c, h));
+    await applyFullDisk(c, disk, (h) => startRunner(c, h), () => submit(c, BACKLOG));
     await awaitSettled(c, [...before, ...active()]);
     return;
   }
