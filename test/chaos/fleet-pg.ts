@@ -264,7 +264,8 @@ async function drain(c: Ctx): Promise<void> {
     }
     if (r.status !== 'completed' && !(r.status === 'cancelled' && c.cancelled.has(r.id))) {
       c.figures.lostTasks++;
-      c.figures.notes.push(`lost: ${r.id} ended ${r.status} (attempt ${r.attempt}, runner host ${c.fleet.hostOfRunner(r.runnerId)}): ${history(c, r.id)}`);
+      const why = (c.fleet.laptop.db.prepare('SELECT error_message AS m FROM tasks WHERE id = ?').get(r.id) as { m: string | null } | undefined)?.m;
+      c.figures.notes.push(`lost: ${r.id} ended ${r.status} (attempt ${r.attempt}, runner host ${c.fleet.hostOfRunner(r.runnerId)}${why ? `; ${why.slice(0, 200)}` : ''}): ${history(c, r.id)}`);
     }
   }
 }

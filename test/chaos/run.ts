@@ -103,8 +103,17 @@ const FLEET_MEASURED = `- **The fleet** (\`test/chaos/fleet-pg.ts\`): an embedde
   (the next once the tasks the last one hit have ended), each aimed at a runner holding running work: **kill** (SIGKILL, started again 0.2–1.5 s later), **freeze** (SIGSTOP
   until the fleet found it lost and its tasks ran again elsewhere, then SIGCONT), **cut** (the proxy drops its
   connections and refuses new ones) and **black hole** (connections stay open, nothing is forwarded), each held as
-  long as the freeze; **server restart** (the whole server stopped and started). A runner that exited meanwhile is
-  started again (said in the notes).
+  long as the freeze; **server restart** (the whole server stopped and started); **full disk** (below). A runner
+  that exited meanwhile is started again (said in the notes).
+- **Full disk** (\`test/chaos/fleet-pg-disk.ts\`; root only, otherwise not run and said why): the server's data folder
+  is on a tmpfs (256 MB, \`--disk-mb\`; WAL kept to 32–64 MB) owned by \`postgres\`. Once two runners hold running work
+  it is filled to the last byte for 25 s, then freed; a third of the tasks answer at length (24 KB), so their
+  completing write needs new pages. One task is cancelled while it is full (cancelled again after if refused) and a
+  running one after. **Stuck**: tasks claimed before space returned, still starting/running/verifying with no live
+  worker 30 s after; **cancels that did not end a task**: a cancelled task still active 30 s after space returned
+  (15 s after a later cancel); **runners that exited**: during or after it (started again, their last words in the
+  notes); the server's PANICs (a WAL it cannot write) and the time from space returning to a fresh connection
+  answering; **not back by itself**: no answer within 60 s (then restarted by hand). Cancelled tasks are not lost.
 - **Double runs**: (task, attempt) pairs beaten by more than one process. **Overlapping attempts**: two attempts of
   one task whose beats interleave (the earlier one's last beat after the later one's first).
 - **Lost tasks**: tasks not \`completed\` once everything ended (orphans resume by themselves, so none should wait).
@@ -223,7 +232,7 @@ Bold figures must be 0; the command exits non-zero otherwise.
   contained the escapes while they ran (\`cgroup\`: a tree cgroup; \`subreaper\`: re-parented to the spawner helper).
 
 - **PostgreSQL fleet**: \`npm run chaos -- --store postgres\` runs only the fleet scenario (runner kills, freezes past
-  the lease, connection cuts and black holes, server restarts) and writes its figures to \`docs/reliability-postgres.md\`:
+  the lease, connection cuts and black holes, server restarts, a full server disk) and writes its figures to \`docs/reliability-postgres.md\`:
 
 ${FLEET_MEASURED}
 
