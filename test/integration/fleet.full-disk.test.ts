@@ -53,21 +53,23 @@ describe.skipIf(!disk)("the server's disk full under a fleet runner", () => {
   it('every task ends once space returns, the runner lives on, and a cancel sent meanwhile is refused saying so or ends its task', async () => {
     const runner = fleet.start('host-a');
     // A large answer each: the completing write needs new pages (its spec travels in argv: under 128 KiB), which a full disk refuses.
-    const ids = await fleet.submit(4, { sleep_ms: 1500, text: randomBytes(60_000).toString('base64') });
+    const ids = await fleet.submit(4, { sleep_ms: 3000, text: randomBytes(60_000).toString('base64') });
     await until(() => new Set(fleet.beats().map((b) => b.task)).size === 4, 60_000, 'four workers beating');
     ballast = fillDisk(disk!.dir);
     // Every worker ends while the disk is full: their end writes meet it.
     await until(() => fleet.beats().every((b) => !isAlive(b.pid)), 30_000, 'the workers to end');
+    // The fault bit: ends could not be written while the disk stayed full.
+    expect(ids.some((id) => fleet.status(id).status === 'running')).toBe(true);
+    const target = ids.find((id) => fleet.status(id).status === 'running')!;
     let cancelled: string | null = null;
     try {
-      await fleet.call('cancel_task', { id: ids[0] });
-      cancelled = ids[0];
+      await fleet.call('cancel_task', { id: target });
+      cancelled = target;
     } catch (err) {
       expect((err as Error).message).toMatch(/disk|space/i);
     }
-    // The fault bit: an end could not be written while the disk stayed full.
+    // Full a while longer: the runner retries the ends meanwhile.
     await new Promise((r) => setTimeout(r, 3000));
-    expect(ids.some((id) => fleet.status(id).status === 'running')).toBe(true);
     freeDisk(ballast);
     ballast = null;
     const ended = (id: string) => !['queued', 'starting', 'running', 'verifying'].includes(fleet.status(id).status);
