@@ -145,9 +145,10 @@ const END_RETRY_MAX_MS = 2000;
 
 /**
  * Write a task's end (its completion, its failure, what was deferred to it). A write the store refuses for
- * lack of space (SQLITE_FULL) is not dropped: it is retried, waiting 100 ms doubling to 2 s, until it lands,
- * so the task never stays `running` once space returns. Waiting ends only when the leader stops running
- * tasks; the end is then not recorded, and the next leader orphans the task. Any other error is thrown at once.
+ * lack of space (SQLITE_FULL, a PostgreSQL server's full disk) or cannot take for now (an unreachable
+ * server) is not dropped: it is retried, waiting 100 ms doubling to 2 s, until it lands, so the task never
+ * stays `running` once the store is back. Waiting ends only when the leader stops running tasks; the end is
+ * then not recorded, and the next leader orphans the task. Any other error is thrown at once.
  */
 export async function landEndWrite<T>(w: EndWriteContext, fn: () => T): Promise<T> {
   let delay = END_RETRY_FIRST_MS;
@@ -156,7 +157,7 @@ export async function landEndWrite<T>(w: EndWriteContext, fn: () => T): Promise<
       try {
         return fn();
       } catch (err) {
-        if (storeFaultOf(err, w.home) !== 'full') throw err;
+        if (!endWriteWaits(err, w.home)) throw err;
         w.onStoreFault?.(err);
         if (w.stopped?.aborted) throw err;
         w.endsWaiting?.add(w.taskId);
@@ -167,6 +168,17 @@ export async function landEndWrite<T>(w: EndWriteContext, fn: () => T): Promise<
   } finally {
     w.endsWaiting?.delete(w.taskId);
   }
+}
+
+/**
+ * A store that is full, or that cannot be reached for now (PostgreSQL refusing connections, a dropped one
+ * that cannot be made again), will take the write later; thrown away, the task would stay `running` under a
+ * live runner that no longer runs it. The write is fenced, so one that lands late after recovery moved the
+ * task is refused. A store closed for good (it stopped answering) is not waited for: the runner stops.
+ */
+function endWriteWaits(err: unknown, home: string | undefined): boolean {
+  if (storeFaultOf(err, home) === 'full') return true;
+  return isAppError(err) && err.code === 'unavailable' && err.details?.closed !== true;
 }
 
 function waitUnlessStopped(ms: number, stopped: AbortSignal | undefined): Promise<void> {

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The `mock` worker: a deterministic fake agent CLI, scripted by the task's metadata.mock (see mock.ts).
 // Plain JavaScript with no dependencies so it starts fast and runs anywhere Node runs.
-import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
 import { spawn } from 'node:child_process';
 
@@ -89,6 +89,8 @@ if (step.output_mb) {
   }
 }
 if (step.sleep_ms) await sleep(step.sleep_ms);
+// Held until a file exists: a test decides when the turn ends (after it cut the store, say).
+if (step.wait_file) while (!existsSync(step.wait_file)) await sleep(20);
 const usage = step.usage ?? { input: Math.ceil(prompt.length / 4), cached: 0, output: 10 };
 emit({ type: 'usage', input: usage.input, cached: usage.cached, output: usage.output, model: step.model ?? 'mock-model' });
 if (step.rate_limit) {

@@ -129,4 +129,36 @@ describe('a runner that loses its PostgreSQL', () => {
     expect(code, stderr()).toBe(1);
     expect(stderr()).toMatch(/lost its lease while leading/);
   }, 150_000);
+  it('a task that ends while the store cannot be reached has its end recorded once it can, not left running under its live runner', async () => {
+    // A lease long enough that the outage costs none: only the task's end meets it.
+    const home = join(t.dir, 'runner-long-lease');
+    mkdirSync(home, { recursive: true });
+    writeFileSync(join(home, 'config.toml'), readFileSync(join(runnerHome, 'config.toml'), 'utf8').replace('lease_ttl_ms = 1500', 'lease_ttl_ms = 15000'));
+    const child = startCli(['run'], { home });
+    children.push(child);
+    const stderr = captureStderr(child);
+    const gate = join(t.dir, 'end-gate');
+    const id = await submit({ wait_file: gate });
+    await until(() => status(id) === 'running' && workerPids().length > 0 && isAlive(workerPids().at(-1)!), 30_000, () => `the task to run\n${stderr()}`);
+    const pid = workerPids().at(-1)!;
+    await proxy.cut();
+    try {
+      writeFileSync(gate, '');
+      await until(() => !isAlive(pid), 30_000, () => `the worker to end\n${stderr()}`);
+      const before = stderr().length;
+      // The runner meets the outage after its worker ended (its end write, or the next heartbeat).
+      await until(() => /cannot (keep leading|lead): /.test(stderr().slice(before)), 30_000, () => `the runner to meet the outage\n${stderr()}`);
+    } finally {
+      await proxy.restore();
+    }
+    // What the run met is its end (the check after the worker needed the store), said in the task's error;
+    // thrown away, the task stayed `running` for good under a runner that was alive and leading.
+    await until(() => !['starting', 'running', 'verifying'].includes(status(id)), 30_000, () => `the task's end to be recorded (it is ${status(id)})\n${stderr()}`);
+    const row = laptop.db.prepare('SELECT status, error_message FROM tasks WHERE id = ?').get(id) as { status: string; error_message: string | null };
+    expect(row.status === 'completed' || /cannot reach the PostgreSQL store/.test(row.error_message ?? ''), JSON.stringify(row)).toBe(true);
+    expect(row.error_message ?? '').not.toContain('password');
+    expect(child.exitCode).toBeNull();
+    child.kill('SIGTERM');
+    expect(await exited(child), stderr()).toBe(143);
+  }, 150_000);
 });
