@@ -108,7 +108,7 @@ describe('settings set', () => {
     const check = JSON.parse(r.stdout).checks.find((c: { name: string }) => c.name === 'config');
     expect(check).toMatchObject({ ok: false });
     expect(check.detail).toContain('models.fast: "gpt-4-turbo" is not in models.allow');
-  });
+  }, 180_000); // two doctor runs, each probing every worker CLI: 25-35 s apiece on a loaded machine
 });
 
 describe('update_settings as the console calls it (every section sent back)', () => {

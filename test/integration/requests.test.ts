@@ -172,10 +172,10 @@ describe('request expiry and the turn that asked', () => {
 });
 
 describe('timeouts pause while a task waits', () => {
-  /** A task (timeout 4 s) whose turns each work `turnMs`; the first asks, and a person answers after `waitMs`. */
-  async function run(turnMs: number, waitMs: number) {
+  /** A task (timeout `timeoutS`) whose turns each work `turnMs`; the first asks, and a person answers after `waitMs`. */
+  async function run(turnMs: number, waitMs: number, timeoutS = 4) {
     const r = await h.call('delegate_task', {
-      objective: 'slow', workspace: h.repo, kind: 'execute', mode: 'auto_execute', timeout_s: 4,
+      objective: 'slow', workspace: h.repo, kind: 'execute', mode: 'auto_execute', timeout_s: timeoutS,
       metadata: { mock: { sleep_ms: turnMs, result: { question: 'go on?' }, followup: { sleep_ms: turnMs, result: { summary: 'done', files_changed: [], notes: null } } } },
     });
     const id = r.task.id as string;
@@ -193,7 +193,8 @@ describe('timeouts pause while a task waits', () => {
   });
 
   it('the run time before the question does: the continued attempt gets only what is left', async () => {
-    const t = await run(3000, 0);
+    // The first turn leaves 4 s (room for a slow start on a loaded machine); the second needs 6.
+    const t = await run(6000, 0, 10);
     expect(t.status).toBe('timed_out');
     expect(t.attempt).toBe(2);
   });
