@@ -24,9 +24,6 @@ import type { SchedulerService, SchedulerStatus, ServiceOptions } from './servic
 
 export type { RunningTask, SchedulerService, SchedulerStatus, ServiceOptions };
 
-/** Once a stop or drain was asked for, no store call blocks longer (a silent server must not keep a runner from exiting; recovery does what it could not write). */
-const STOPPING_CALL_MS = 5000;
-
 /** How often a leader (every fleet runner) ties the event chains' heads into the next anchor (docs/audit.md). */
 const ANCHOR_EVERY_MS = 10_000;
 
@@ -356,7 +353,7 @@ class Service extends EventEmitter implements SchedulerService {
 
   drain(): void {
     this.draining = true;
-    limitStoreCalls(this.engine.db, STOPPING_CALL_MS);
+    limitStoreCalls(this.engine.db);
     if (this.scheduler) this.scheduler.drain();
     else if (!this.becoming) this.emit('drained');
   }
@@ -382,7 +379,7 @@ class Service extends EventEmitter implements SchedulerService {
 
   private async stopOnce(opts: { killNow?: boolean; trees?: Tree[] }): Promise<void> {
     this.stopped = true;
-    limitStoreCalls(this.engine.db, STOPPING_CALL_MS);
+    limitStoreCalls(this.engine.db);
     if (this.timer) clearTimeout(this.timer);
     this.engine.events.off('change', this.onChange);
     const s = this.scheduler;

@@ -53,11 +53,14 @@ export function quickCheck(db: Db): string {
   return db.pragma('quick_check', { simple: true }) as string;
 }
 
+/** How long a stopping process's store call may block: a silent server must not keep a runner from exiting. */
+const STOPPING_CALL_MS = 5000;
+
 /**
  * A process that is stopping: no later store call may block it longer than `ms` (a store that blocks calls:
  * PostgreSQL, whose calls wait for the server; a SQLite file answers or fails at once). Past that the
  * store counts as gone for this process, and what it could not write is left for recovery.
  */
-export function limitStoreCalls(db: Db, ms: number): void {
+export function limitStoreCalls(db: Db, ms = STOPPING_CALL_MS): void {
   if (isPostgres(db)) (db as PgDb).limitCalls(ms);
 }
