@@ -86,7 +86,7 @@ export class StoreHealth {
       return null; // not writable yet after all: the next beat looks again
     }
     this.full = null;
-    const store = this.engine.db.dialect === 'postgres' ? 'the PostgreSQL store' : `the store ${this.engine.home.db}`;
+    const store = storeCapabilities(this.engine.db).kind === 'postgres' ? 'the PostgreSQL store' : `the store ${this.engine.home.db}`;
     return `${store} can be written again (${free === null ? 'free space unknown' : `${formatBytes(free)} free`}) after ${Math.round((now - since) / 1000)} s; starting new tasks`;
   }
 }
