@@ -73,11 +73,17 @@ export class Deferred {
  */
 export function fenceRunEvents(engine: EngineContext, taskId: string, fence: Fence): EngineContext {
   const write = <T>(fn: () => T): T => engine.write(() => withEventFence(engine.db, taskId, fence, fn));
+  // The run reads the engine on every event: each method is bound once, not at every access.
+  const bound = new Map<PropertyKey, unknown>([['write', write]]);
   return new Proxy(engine, {
     get(target, prop) {
-      if (prop === 'write') return write;
+      const known = bound.get(prop);
+      if (known !== undefined) return known;
       const v: unknown = Reflect.get(target, prop, target);
-      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      if (typeof v !== 'function') return v;
+      const f = (v as (...a: unknown[]) => unknown).bind(target);
+      bound.set(prop, f);
+      return f;
     },
   });
 }
